@@ -1,0 +1,109 @@
+// pybind11 bindings of the DIRECT family: LUT builder and CPU projectors (CUDA ones are added by
+// direct_cuda.cpp when the CUDA backend is compiled in).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "../direct/cpu.hpp"
+#include "../direct/lut.hpp"
+#include "arrays.hpp"
+#include "direct_lut_check.hpp"
+
+namespace py = pybind11;
+
+namespace dp::bind {
+
+namespace {
+
+direct::Grid make_grid(const std::vector<int>& shape, const std::vector<double>& voxel) {
+    require(shape.size() == 3, "shape: expected (nz, ny, nx)");
+    require(voxel.size() == 3, "voxel_size: expected (vz, vy, vx)");
+    for (int k = 0; k < 3; ++k) {
+        require(shape[k] > 0, "shape: every extent must be positive");
+        require(voxel[k] > 0, "voxel_size: every size must be positive (mm)");
+    }
+    return {shape[0], shape[1], shape[2], voxel[0], voxel[1], voxel[2]};
+}
+
+template <typename T>
+py::array_t<T> to_numpy(const std::vector<T>& v, std::vector<py::ssize_t> shape) {
+    py::array_t<T> out(shape);
+    std::copy(v.begin(), v.end(), out.mutable_data());
+    return out;
+}
+
+py::array_t<int32_t> support(std::vector<int> shape, std::vector<double> voxel, double phi,
+                             double theta, double semi_tof, double semi_radial, double semi_axial) {
+    const auto g = make_grid(shape, voxel);
+    std::vector<int32_t> offs;
+    {
+        py::gil_scoped_release release;
+        offs = direct::enumerate_support(g, direct::view_axes(phi, theta), semi_tof, semi_radial,
+                                         semi_axial);
+    }
+    return to_numpy(offs, {static_cast<py::ssize_t>(offs.size() / 3), 3});
+}
+
+py::array_t<int32_t> lormap(std::vector<int> shape, std::vector<double> voxel, double phi,
+                            double epsilon, int a0) {
+    const auto g = make_grid(shape, voxel);
+    return to_numpy(direct::lor_map(g, phi, epsilon, a0), {g.ny, g.nx});
+}
+
+py::array_t<float> kernel_values(std::vector<int> shape, std::vector<double> voxel, double phi,
+                                 double theta, const py::array& offsets, double sigma_tof,
+                                 double sigma_axial, std::vector<double> sigma_radial,
+                                 std::vector<double> narrow_weight, std::vector<double> wide_shift) {
+    const auto g = make_grid(shape, voxel);
+    check_array<int32_t>(offsets, "offsets", {-1, 3});
+    const auto* o = data_of<int32_t>(offsets);
+    std::vector<int32_t> offs(o, o + offsets.size());
+    direct::KernelParams p{sigma_tof, sigma_axial, std::move(sigma_radial), std::move(narrow_weight),
+                           std::move(wide_shift)};
+    std::vector<float> vals;
+    {
+        py::gil_scoped_release release;
+        vals = direct::kernel_values(g, direct::view_axes(phi, theta), offs, p);
+    }
+    return to_numpy(vals, {static_cast<py::ssize_t>(p.sigma_radial.size()),
+                           static_cast<py::ssize_t>(offsets.shape(0))});
+}
+
+void project_cpu(bool forward, const py::array& src, py::array& dst, const py::array& lormap,
+                 const py::array& offsets, const py::array& flip, const py::array& values,
+                 int threads) {
+    const char* src_name = forward ? "image" : "histo_image";
+    check_array<float>(src, src_name, {-1, -1, -1});
+    const direct::Dims d{static_cast<int>(src.shape(0)), static_cast<int>(src.shape(1)),
+                         static_cast<int>(src.shape(2))};
+    check_array<float>(dst, "out", {d.nz, d.ny, d.nx});
+    if (src.data() == dst.data()) throw ValueError("out: must not alias the input array");
+    const direct::LutRef lut = checked_lut(lormap, offsets, flip, values, d);
+    const float* s = data_of<float>(src);
+    float* o = mutable_data_of<float>(dst);
+    py::gil_scoped_release release;
+    direct::project_cpu(forward, s, o, d, lut, threads);
+}
+
+}  // namespace
+
+void register_direct(py::module_& m) {
+    m.def("direct_support", &support, py::arg("shape"), py::arg("voxel_size"), py::arg("phi"),
+          py::arg("theta"), py::arg("semi_tof"), py::arg("semi_radial"), py::arg("semi_axial"),
+          "mSR offsets (N, 3) as (dz, dy, dx) inside the view's truncation ellipsoid (semi-axes in mm), "
+          "in point-symmetric order.");
+    m.def("direct_lormap", &lormap, py::arg("shape"), py::arg("voxel_size"), py::arg("phi"),
+          py::arg("epsilon"), py::arg("a0"),
+          "LORmap (ny, nx): floor(s / epsilon) + a0 with s the signed LOR distance in mm.");
+    m.def("direct_kernel_values", &kernel_values, py::arg("shape"), py::arg("voxel_size"),
+          py::arg("phi"), py::arg("theta"), py::arg("offsets"), py::arg("sigma_tof"),
+          py::arg("sigma_axial"), py::arg("sigma_radial"), py::arg("narrow_weight"),
+          py::arg("wide_shift"),
+          "mSRval (n_kernels, N): unit-sum (double-)Gaussian kernel values per identifier.");
+    m.def("direct_project_cpu", &project_cpu, py::arg("forward"), py::arg("src"), py::arg("out"),
+          py::arg("lormap"), py::arg("offsets"), py::arg("flip"), py::arg("values"),
+          py::arg("threads") = 0,
+          "out = H src (forward=True) or H^T src for one view, on the CPU (OpenMP).");
+}
+
+}  // namespace dp::bind

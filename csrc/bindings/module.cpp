@@ -1,0 +1,35 @@
+// The extension module directpet._core: one register_* function per projector family.
+#include <pybind11/pybind11.h>
+
+#include "../common/errors.hpp"
+#include "../common/cuda_runtime.hpp"
+
+namespace py = pybind11;
+
+namespace dp::bind {
+void register_direct(py::module_& m);
+#ifdef DIRECTPET_WITH_CUDA
+void register_direct_cuda(py::module_& m);
+#endif
+}  // namespace dp::bind
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "directpet compiled backends (CPU: C++/OpenMP; CUDA when compiled in)";
+    py::register_exception<dp::ValueError>(m, "ValueError", PyExc_ValueError);
+    py::register_exception<dp::TypeError>(m, "TypeError", PyExc_TypeError);
+    m.def("has_cuda", [] {
+#ifdef DIRECTPET_WITH_CUDA
+        return true;
+#else
+        return false;
+#endif
+    }, "True when the CUDA backend was compiled into this module.");
+    m.def("cuda_device_count", &dp::cuda::device_count,
+          "Number of CUDA devices usable now (0 without the CUDA backend or without a GPU).");
+    m.def("cuda_runtime_status", &dp::cuda::runtime_status,
+          "Why no CUDA device is usable, or 'ok'.");
+    dp::bind::register_direct(m);
+#ifdef DIRECTPET_WITH_CUDA
+    dp::bind::register_direct_cuda(m);
+#endif
+}

@@ -1,0 +1,18 @@
+"""directpet: fast, trustworthy PET reconstruction operators.
+
+Families
+--------
+``directpet.direct``     DIRECT TOF histo-image projectors (spatially variant / asymmetric kernels).
+``directpet.reference``  float64 NumPy references of every projector, for tests and users.
+
+Conventions: images and histo-images are float32 C-contiguous arrays of shape ``(nz, ny, nx)``;
+lengths in mm, TOF timing in ps. Voxel centres are symmetric about the scanner axis.
+"""
+
+from ._backend import cuda_device_count, has_cuda
+from .geometry import ImageGrid
+from .operators import LinearOperator
+
+__version__ = "0.1.0"
+
+__all__ = ["ImageGrid", "LinearOperator", "cuda_device_count", "has_cuda", "__version__"]

@@ -1,0 +1,90 @@
+"""Argument checks shared by the operators: errors name the argument, the expectation and what came."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def array_module(x):
+    """numpy for NumPy arrays, cupy for CuPy arrays; PyTorch CUDA tensors are handled by the caller."""
+    mod = type(x).__module__.split(".")[0]
+    if mod == "cupy":
+        import cupy  # optional dependency, present because x is a CuPy array
+
+        return cupy
+    return np
+
+
+def is_device_array(x) -> bool:
+    """True for CUDA arrays (CuPy, PyTorch CUDA tensors, anything with __cuda_array_interface__)."""
+    return hasattr(x, "__cuda_array_interface__") or _is_torch_cuda(x)
+
+
+def _is_torch_cuda(x) -> bool:
+    return type(x).__module__.split(".")[0] == "torch" and getattr(x, "is_cuda", False)
+
+
+def check_volume(x, name: str, shape: tuple, check_finite: bool = True):
+    """A float32, C-contiguous, finite array of the given shape (NumPy or CUDA array)."""
+    if is_device_array(x):
+        return _check_device_volume(x, name, shape, check_finite)
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy.ndarray (or a CuPy/PyTorch CUDA array), got {type(x).__name__}")
+    if x.dtype != np.float32:
+        raise TypeError(f"{name}: expected dtype float32, got {x.dtype} (use .astype(np.float32))")
+    if x.shape != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {x.shape}")
+    if not x.flags.c_contiguous:
+        raise ValueError(f"{name}: array must be C-contiguous (use np.ascontiguousarray)")
+    if check_finite and not np.isfinite(x).all():
+        raise ValueError(f"{name}: contains NaN or inf")
+    return x
+
+
+def _check_device_volume(x, name, shape, check_finite):
+    if _is_torch_cuda(x):
+        import torch  # optional dependency, present because x is a torch tensor
+
+        if x.dtype != torch.float32:
+            raise TypeError(f"{name}: expected dtype float32, got {x.dtype}")
+        if tuple(x.shape) != tuple(shape):
+            raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(x.shape)}")
+        if not x.is_contiguous():
+            raise ValueError(f"{name}: tensor must be contiguous (use .contiguous())")
+        if check_finite and not bool(torch.isfinite(x).all()):
+            raise ValueError(f"{name}: contains NaN or inf")
+        return x
+    iface = x.__cuda_array_interface__
+    if np.dtype(iface["typestr"]) != np.float32:
+        raise TypeError(f"{name}: expected dtype float32, got {np.dtype(iface['typestr'])}")
+    if tuple(iface["shape"]) != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(iface['shape'])}")
+    strides = iface.get("strides")
+    if strides is not None and tuple(strides) != _c_strides(shape, 4):
+        raise ValueError(f"{name}: array must be C-contiguous")
+    if check_finite:
+        xp = array_module(x)
+        if xp is not np and not bool(xp.isfinite(x).all()):
+            raise ValueError(f"{name}: contains NaN or inf")
+    return x
+
+
+def _c_strides(shape, itemsize):
+    strides, acc = [], itemsize
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= n
+    return tuple(reversed(strides))
+
+
+def device_pointer(x) -> int:
+    """Raw device pointer of a CUDA array (CuPy / PyTorch / __cuda_array_interface__)."""
+    if _is_torch_cuda(x):
+        return int(x.data_ptr())
+    return int(x.__cuda_array_interface__["data"][0])
+
+
+def positive_int(name, value):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    return int(value)

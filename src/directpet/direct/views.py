@@ -1,0 +1,137 @@
+"""DIRECT view geometry: azimuth / co-polar view cells and their local axes (science.md 1.1).
+
+A view is a cell of LOR orientations with representative direction
+``u(phi, theta) = (cos(theta) cos(phi), cos(theta) sin(phi), sin(theta))`` (x, y, z), z the scanner
+axis. Azimuths cover [0, pi) in ``n_phi`` equal bins; co-polar tilts cover [-theta_max, +theta_max]
+in ``n_theta`` equal-angle bins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class View:
+    """One view: azimuth ``phi`` in [0, pi) and co-polar tilt ``theta`` in (-pi/2, pi/2), radians."""
+
+    phi: float
+    theta: float = 0.0
+
+    def __post_init__(self):
+        phi, theta = float(self.phi), float(self.theta)
+        if not np.isfinite(phi) or not (0.0 <= phi < np.pi):
+            raise ValueError(f"view phi: expected an azimuth in [0, pi) radians, got {self.phi!r}")
+        if not np.isfinite(theta) or not (-np.pi / 2 < theta < np.pi / 2):
+            raise ValueError(f"view theta: expected a tilt in (-pi/2, pi/2) radians, got {self.theta!r}")
+        object.__setattr__(self, "phi", phi)
+        object.__setattr__(self, "theta", theta)
+
+    @classmethod
+    def from_degrees(cls, phi_deg: float, theta_deg: float = 0.0) -> "View":
+        return cls(np.deg2rad(phi_deg), np.deg2rad(theta_deg))
+
+    @property
+    def direction(self) -> np.ndarray:
+        """TOF axis e_t (x, y, z)."""
+        ct = np.cos(self.theta)
+        return np.array([ct * np.cos(self.phi), ct * np.sin(self.phi), np.sin(self.theta)])
+
+    @property
+    def radial_axis(self) -> np.ndarray:
+        """LOR-radial axis e_r = (-sin phi, cos phi, 0): transaxial, perpendicular to the view."""
+        return np.array([-np.sin(self.phi), np.cos(self.phi), 0.0])
+
+    @property
+    def axial_axis(self) -> np.ndarray:
+        """LOR-axial axis e_a = e_t x e_r."""
+        return np.cross(self.direction, self.radial_axis)
+
+
+class ViewSet:
+    """``n_phi`` x ``n_theta`` DIRECT views (default 40 x 3 over +-10 degrees, as in [HA]).
+
+    Views are indexed ``v = k * n_theta + l`` for azimuth bin k and tilt bin l. Bin centres are
+    ``phi_k = (k + 1/2) pi / n_phi`` and equal-angle tilt centres over ``[-theta_max, theta_max]``.
+    """
+
+    def __init__(self, n_phi: int = 40, n_theta: int = 3, theta_max_deg: float = 10.0):
+        if int(n_phi) != n_phi or n_phi < 1:
+            raise ValueError(f"n_phi: expected a positive integer, got {n_phi!r}")
+        if int(n_theta) != n_theta or n_theta < 1:
+            raise ValueError(f"n_theta: expected a positive integer, got {n_theta!r}")
+        if not np.isfinite(theta_max_deg) or not (0.0 <= theta_max_deg < 90.0):
+            raise ValueError(f"theta_max_deg: expected a value in [0, 90), got {theta_max_deg!r}")
+        self.n_phi, self.n_theta = int(n_phi), int(n_theta)
+        self.theta_max = np.deg2rad(float(theta_max_deg))
+        self.phi_edges = np.linspace(0.0, np.pi, self.n_phi + 1)
+        self.phi_centres = 0.5 * (self.phi_edges[:-1] + self.phi_edges[1:])
+        self.theta_edges = np.linspace(-self.theta_max, self.theta_max, self.n_theta + 1)
+        self.theta_centres = 0.5 * (self.theta_edges[:-1] + self.theta_edges[1:])
+        self.views = [View(p, t) for p in self.phi_centres for t in self.theta_centres]
+
+    def __len__(self) -> int:
+        return len(self.views)
+
+    def __getitem__(self, v: int) -> View:
+        return self.views[self.check_index(v)]
+
+    def __iter__(self):
+        return iter(self.views)
+
+    def check_index(self, v) -> int:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"view: expected an integer view index, got {type(v).__name__}")
+        if not 0 <= v < len(self.views):
+            raise ValueError(f"view: index {v} outside [0, {len(self.views)})")
+        return int(v)
+
+    def index(self, k: int, l: int) -> int:
+        """View index of azimuth bin k and tilt bin l."""
+        return int(k) * self.n_theta + int(l)
+
+    def bin_directions(self, u: np.ndarray):
+        """Canonicalise directions (..., 3) and bin them.
+
+        Returns ``(view_index, flipped)``: flipped is True where u was negated so that its azimuth
+        lies in [0, pi). Directions whose tilt is outside +-theta_max get view index -1.
+        """
+        u = np.asarray(u, dtype=np.float64)
+        phi = np.arctan2(u[..., 1], u[..., 0])
+        flipped = (phi < 0) | (phi >= np.pi)
+        phi = np.where(flipped, phi + np.pi, phi)
+        phi = np.where(phi >= np.pi, phi - np.pi, phi)
+        uz = np.where(flipped, -u[..., 2], u[..., 2])
+        theta = np.arcsin(np.clip(uz / np.linalg.norm(u, axis=-1), -1.0, 1.0))
+        k = np.minimum((phi / np.pi * self.n_phi).astype(np.int64), self.n_phi - 1)
+        if self.theta_max > 0:
+            l = np.floor((theta + self.theta_max) / (2 * self.theta_max) * self.n_theta).astype(np.int64)
+            l = np.where(theta == self.theta_max, self.n_theta - 1, l)
+        else:
+            l = np.zeros_like(k)
+        ok = (l >= 0) & (l < self.n_theta)
+        return np.where(ok, k * self.n_theta + l, -1), flipped
+
+    def geometric_order(self) -> list:
+        """View visiting order: bit-reversed (van der Corput) azimuths, tilts (0, +, -) per azimuth."""
+        ks, seen, i = [], set(), 0
+        while len(ks) < self.n_phi:  # floor(vdc(i) * n_phi): 0, 20, 10, 30, 5, 25, ... for 40
+            k = int(_van_der_corput(i) * self.n_phi)
+            if k not in seen:
+                seen.add(k)
+                ks.append(k)
+            i += 1
+        mid = self.n_theta // 2
+        ls = sorted(range(self.n_theta), key=lambda l: (abs(l - mid), -(l - mid)))
+        return [self.index(k, l) for k in ks for l in ls]
+
+
+def _van_der_corput(k: int) -> float:
+    x, denom = 0.0, 1.0
+    while k:
+        denom *= 2
+        x += (k & 1) / denom
+        k >>= 1
+    return x

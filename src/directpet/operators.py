@@ -1,0 +1,44 @@
+"""A small LinearOperator base: forward / adjoint, shapes, and a reusable adjointness check."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+
+class LinearOperator(ABC):
+    """Base class: subclasses set ``in_shape`` / ``out_shape`` and implement ``forward`` / ``adjoint``."""
+
+    in_shape: tuple
+    out_shape: tuple
+
+    @abstractmethod
+    def forward(self, x):
+        """A x."""
+
+    @abstractmethod
+    def adjoint(self, y):
+        """A^T y."""
+
+    def back(self, y):
+        """Alias of :meth:`adjoint` (back projection)."""
+        return self.adjoint(y)
+
+    def __call__(self, x):
+        return self.forward(x)
+
+    def adjointness_test(self, rng=None, dtype=np.float32) -> float:
+        """Relative mismatch ``|<y, A x> - <A^T y, x>| / |<y, A x>|`` on fresh random inputs.
+
+        Inner products are accumulated in float64. For a float32 operator a value well under 1e-5
+        means the pair is an exact transpose up to rounding.
+        """
+        rng = np.random.default_rng(rng)
+        x = rng.random(self.in_shape).astype(dtype)
+        y = rng.random(self.out_shape).astype(dtype)
+        ax = np.asarray(self.forward(x), dtype=np.float64)
+        aty = np.asarray(self.adjoint(y), dtype=np.float64)
+        lhs = float(np.vdot(y.astype(np.float64), ax))
+        rhs = float(np.vdot(aty, x.astype(np.float64)))
+        return abs(lhs - rhs) / abs(lhs)

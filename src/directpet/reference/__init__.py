@@ -1,0 +1,5 @@
+"""float64 NumPy reference operators, readable and slow, for tests (ours and yours)."""
+
+from . import direct
+
+__all__ = ["direct"]
