@@ -6,6 +6,8 @@
 // with no bounds checks (the zero halo stands in for "outside the volume is zero").
 #include "cpu.hpp"
 
+#include "columns.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -20,22 +22,6 @@ struct Halo {
     int z, y, x;
 };
 
-// Offsets that can reach inside the volume from some voxel (|d_k| < n_k on every axis), and the
-// halo they need. Dropping the others changes nothing: they only ever read zeros.
-std::vector<int> reachable_offsets(const Dims& d, const LutRef& lut, Halo& halo) {
-    std::vector<int> keep;
-    halo = {0, 0, 0};
-    for (int i = 0; i < lut.n_offsets; ++i) {
-        const int dz = lut.offsets[3 * i], dy = lut.offsets[3 * i + 1], dx = lut.offsets[3 * i + 2];
-        if (std::abs(dz) >= d.nz || std::abs(dy) >= d.ny || std::abs(dx) >= d.nx) continue;
-        keep.push_back(i);
-        halo.z = std::max(halo.z, std::abs(dz));
-        halo.y = std::max(halo.y, std::abs(dy));
-        halo.x = std::max(halo.x, std::abs(dx));
-    }
-    return keep;
-}
-
 // Offsets sharing (dy, dx) read the same neighbour column, hence the same neighbour identifier:
 // they form one group, so the forward projection looks the identifier up once per column.
 struct ColumnGroup {
@@ -47,41 +33,39 @@ struct ColumnGroup {
 struct Plan {
     Halo h;
     long long nzp, nxp, nyp;
-    int zblock, nzb;
+    int nzb;
     std::vector<ColumnGroup> groups;
-    std::vector<int> dz;          // per reordered offset
-    std::vector<float> weights;   // (n_kernels, n_keep), reordered; flipped columns for forward
+    std::vector<int> dz;         // per reordered offset
+    std::vector<float> weights;  // (n_kernels, n_keep), reordered; flipped columns for forward
     int n_keep;
 };
 
 Plan make_plan(bool forward, const Dims& d, const LutRef& lut, int zblock) {
     Plan p;
-    std::vector<int> keep = reachable_offsets(d, lut, p.h);
-    std::stable_sort(keep.begin(), keep.end(), [&](int a, int b) {
-        const int* oa = lut.offsets + 3 * a;
-        const int* ob = lut.offsets + 3 * b;
-        return std::make_pair(oa[1], oa[2]) < std::make_pair(ob[1], ob[2]);
-    });
-    p.n_keep = static_cast<int>(keep.size());
-    p.zblock = zblock;
+    int halo[3];
+    const std::vector<KernelColumn> cols = kernel_columns(lut, d, halo);
+    p.h = {halo[0], halo[1], halo[2]};
     p.nzb = (d.nz + zblock - 1) / zblock;
     p.nzp = static_cast<long long>(p.nzb) * zblock + 2 * p.h.z;
     p.nyp = d.ny + 2 * p.h.y;
     p.nxp = d.nx + 2 * p.h.x;
-    p.dz.resize(p.n_keep);
+    std::vector<int> order;  // original offset index of each reordered entry
+    for (const KernelColumn& c : cols) {
+        const long long pix = c.dy * p.nxp + c.dx;
+        p.groups.push_back({pix * p.nzp, pix, static_cast<int>(order.size()), 0});
+        for (size_t k = 0; k < c.taps.size(); ++k) {
+            order.push_back(c.taps[k]);
+            p.dz.push_back(c.dz_min + static_cast<int>(k));
+        }
+        p.groups.back().end = static_cast<int>(order.size());
+    }
+    p.n_keep = static_cast<int>(order.size());
     p.weights.resize(static_cast<size_t>(lut.n_kernels) * p.n_keep);
-    for (int j = 0; j < p.n_keep; ++j) {
-        const int i = keep[j];
-        const int dz = lut.offsets[3 * i], dy = lut.offsets[3 * i + 1], dx = lut.offsets[3 * i + 2];
-        p.dz[j] = dz;
-        if (j == 0 || p.groups.back().pix_shift != dy * p.nxp + dx)
-            p.groups.push_back({(dy * p.nxp + dx) * p.nzp, dy * p.nxp + dx, j, j});
-        p.groups.back().end = j + 1;
+    for (int j = 0; j < p.n_keep; ++j)
         for (int a = 0; a < lut.n_kernels; ++a)
             p.weights[static_cast<size_t>(a) * p.n_keep + j] =
-                lut.values[forward ? forward_weight_index(a, lut.flip[i], lut.n_offsets)
-                                   : back_weight_index(a, i, lut.n_offsets)];
-    }
+                lut.values[forward ? forward_weight_index(a, lut.flip[order[j]], lut.n_offsets)
+                                   : back_weight_index(a, order[j], lut.n_offsets)];
     return p;
 }
 
