@@ -17,6 +17,7 @@ PYBIND11_MODULE(_core, m) {
     m.doc() = "directpet compiled backends (CPU: C++/OpenMP; CUDA when compiled in)";
     py::register_exception<dp::ValueError>(m, "ValueError", PyExc_ValueError);
     py::register_exception<dp::TypeError>(m, "TypeError", PyExc_TypeError);
+    py::register_exception<dp::OutOfMemory>(m, "OutOfMemoryError", PyExc_MemoryError);
     m.def("has_cuda", [] {
 #ifdef DIRECTPET_WITH_CUDA
         return true;

@@ -1,6 +1,6 @@
 // Every CUDA runtime call and every launch goes through these checks; failures become
-// std::runtime_error (Python RuntimeError) carrying the CUDA error text, or MemoryError-like
-// runtime errors for allocation failures.
+// std::runtime_error (Python RuntimeError) carrying the CUDA error text; allocation failures
+// become dp::OutOfMemory (Python MemoryError).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -8,15 +8,13 @@
 #include <stdexcept>
 #include <string>
 
-namespace dp::cuda {
+#include "errors.hpp"
 
-struct OutOfMemory : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
+namespace dp::cuda {
 
 inline void check(cudaError_t err, const char* what) {
     if (err == cudaSuccess) return;
-    cudaGetLastError();  // clear the sticky-free error state so the next call starts clean
+    cudaGetLastError();  // reset a non-sticky error so the next call starts clean
     const std::string msg = std::string("CUDA error in ") + what + ": " + cudaGetErrorName(err) +
                             " (" + cudaGetErrorString(err) + ")";
     if (err == cudaErrorMemoryAllocation) throw OutOfMemory(msg);

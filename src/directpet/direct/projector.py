@@ -35,7 +35,8 @@ class HistoImageProjector(LinearOperator):
     backend : 'auto' (CUDA when usable, else CPU), 'cpu' or 'cuda' (an error without a GPU).
         The chosen one is in ``self.backend``.
     threads : CPU threads (None: OpenMP default).
-    method : CUDA scheme, 'default', 'tlp' or 'ilp' (ignored on the CPU).
+    method : CUDA scheme: "default" (= "columns"), "tlp" or "ilp" (the paper's schemes, kept as
+        measured baselines). Ignored on the CPU.
     luts : optional {view index: DirectLUT} to use instead of building them (arbitrary kernels).
     check_finite : reject NaN / inf inputs (one extra pass over the input).
     """
@@ -64,8 +65,10 @@ class HistoImageProjector(LinearOperator):
 
             self._engine = CudaEngine(self, method)
         else:
-            if method not in ("default", "tlp", "ilp"):
-                raise ValueError(f"method: expected 'default', 'tlp' or 'ilp', got {method!r}")
+            from .cuda_engine import METHODS
+
+            if method not in METHODS:
+                raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
             self._engine = _CpuEngine(self)
         self.method = method
         self.in_shape = grid.shape

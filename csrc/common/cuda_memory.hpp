@@ -1,0 +1,36 @@
+// Device memory owned from C++ (used for NumPy inputs on the CUDA backend, and for LUTs).
+// The header is plain C++ so that bindings need no CUDA headers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dp::cuda {
+
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default;
+    explicit DeviceBuffer(size_t bytes);
+    ~DeviceBuffer();
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    DeviceBuffer(DeviceBuffer&& other) noexcept;
+    DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+
+    void* get() const { return ptr_; }
+    size_t bytes() const { return bytes_; }
+    // Synchronous copies of exactly bytes() bytes (or fewer, given explicitly).
+    void upload(const void* host, size_t bytes);
+    void download(void* host, size_t bytes) const;
+
+    template <typename T>
+    T* as() const { return static_cast<T*>(ptr_); }
+
+private:
+    void* ptr_ = nullptr;
+    size_t bytes_ = 0;
+};
+
+void synchronize();
+
+}  // namespace dp::cuda

@@ -1,0 +1,63 @@
+"""GPU-side plumbing shared by the CUDA engines: staging NumPy data, pointers and streams.
+
+NumPy inputs are copied into directpet-owned device buffers (no CuPy or PyTorch needed); CuPy and
+PyTorch CUDA arrays are used in place, on their library's current stream.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+from ._checks import _is_torch_cuda, device_pointer, is_device_array
+
+
+class Staging:
+    """Reusable device buffers for NumPy round trips, keyed by role."""
+
+    def __init__(self):
+        self._buffers = {}
+
+    def buffer(self, role: str, nbytes: int):
+        b = self._buffers.get(role)
+        if b is None or b.nbytes < nbytes:
+            self._buffers[role] = None  # free the old one before allocating the larger
+            b = self._buffers[role] = _core.DeviceBuffer(int(nbytes))
+        return b
+
+    def upload(self, role: str, array: np.ndarray):
+        b = self.buffer(role, array.nbytes)
+        b.upload(array)
+        return b
+
+
+def stream_of(x) -> int:
+    """The cudaStream_t (as int) that x's library is currently issuing work on (0: legacy default)."""
+    if _is_torch_cuda(x):
+        import torch  # optional dependency, present because x is a torch tensor
+
+        return int(torch.cuda.current_stream(x.device).cuda_stream)
+    if type(x).__module__.split(".")[0] == "cupy":
+        import cupy  # optional dependency, present because x is a CuPy array
+
+        return int(cupy.cuda.get_current_stream().ptr)
+    return 0
+
+
+def run_on_device(kernel, src, out, staging: Staging):
+    """Call ``kernel(src_ptr, out_ptr, stream)`` with src/out on the device.
+
+    NumPy src and out are staged through device buffers and out is filled on return; device arrays
+    are used in place (asynchronously, on their current stream). Mixing the two is an error.
+    """
+    src_dev, out_dev = is_device_array(src), is_device_array(out)
+    if src_dev != out_dev:
+        raise TypeError("out: must live where the input lives (both NumPy or both CUDA arrays)")
+    if src_dev:
+        kernel(device_pointer(src), device_pointer(out), stream_of(src))
+        return out
+    s = staging.upload("src", src)
+    d = staging.buffer("out", out.nbytes)
+    kernel(s.ptr, d.ptr, 0)
+    d.download(out)  # synchronous copy on the legacy stream: waits for the kernel
+    return out
