@@ -74,19 +74,32 @@ Plan make_plan(bool forward, const Dims& d, const LutRef& lut, int zblock) {
 template <int B>
 void column_block(bool forward, const Plan& p, const float* base, const int32_t* ids_at_pix,
                   int own_id, float* acc) {
-    float a[B] = {};
+    // Two accumulator sets for alternating taps: a single set would chain every multiply-add on
+    // the previous one (FMA latency), two keep twice as many independent FMAs in flight.
+    float a0[B] = {}, a1[B] = {};
     for (const ColumnGroup& g : p.groups) {
         const int id = forward ? ids_at_pix[g.pix_shift] : own_id;
         const float* row = p.weights.data() + static_cast<size_t>(id) * p.n_keep;
         const float* col = base + g.col_shift;
-        for (int j = g.begin; j < g.end; ++j) {
+        int j = g.begin;
+        for (; j + 1 < g.end; j += 2) {
+            const float w0 = row[j], w1 = row[j + 1];
+            const float* c0 = col + p.dz[j];
+            const float* c1 = col + p.dz[j + 1];
+#pragma omp simd
+            for (int b = 0; b < B; ++b) {
+                a0[b] += w0 * c0[b];
+                a1[b] += w1 * c1[b];
+            }
+        }
+        if (j < g.end) {
             const float w = row[j];
             const float* c = col + p.dz[j];
 #pragma omp simd
-            for (int b = 0; b < B; ++b) a[b] += w * c[b];
+            for (int b = 0; b < B; ++b) a0[b] += w * c[b];
         }
     }
-    for (int b = 0; b < B; ++b) acc[b] = a[b];
+    for (int b = 0; b < B; ++b) acc[b] = a0[b] + a1[b];
 }
 
 template <int B>
@@ -110,18 +123,31 @@ void run(bool forward, const float* src, float* dst, const Dims& d, const LutRef
     for (int y = 0; y < d.ny; ++y)
         for (int x = 0; x < d.nx; ++x) ids[(y + h.y) * p.nxp + x + h.x] = lut.lormap[y * d.nx + x];
 
+// Visit pixels grouped by kernel identifier (bands of constant LOR distance, raster order inside
+    // a band): neighbouring pixels then share their own kernel row and, in the forward
+    // projection, nearly the same neighbour rows, which keeps the weight rows in cache even when
+    // the table is tens of MB (stress kernel).
+    std::vector<int> order(static_cast<size_t>(d.ny) * d.nx);
+    for (size_t k = 0; k < order.size(); ++k) order[k] = static_cast<int>(k);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return lut.lormap[a] < lut.lormap[b]; });
+    constexpr int kChunk = 32;
+    const int n_chunks = static_cast<int>((order.size() + kChunk - 1) / kChunk);
+
 #pragma omp parallel for collapse(2) num_threads(threads) schedule(dynamic, 1)
-    for (int y = 0; y < d.ny; ++y)
-        for (int zb = 0; zb < p.nzb; ++zb)
-            for (int x = 0; x < d.nx; ++x) {
+    for (int c = 0; c < n_chunks; ++c)
+        for (int zb = 0; zb < p.nzb; ++zb) {
+            const int k_end = std::min<int>(static_cast<int>(order.size()), (c + 1) * kChunk);
+            for (int k = c * kChunk; k < k_end; ++k) {
+                const int y = order[k] / d.nx, x = order[k] % d.nx;
                 const long long pix = (y + h.y) * p.nxp + x + h.x;
                 float acc[B];
                 column_block<B>(forward, p, pad.data() + pix * p.nzp + h.z + zb * B,
-                                ids.data() + pix, lut.lormap[y * d.nx + x], acc);
+                                ids.data() + pix, lut.lormap[order[k]], acc);
                 const int zmax = std::min(B, d.nz - zb * B);
-                for (int b = 0; b < zmax; ++b)
-                    dst[(zb * B + b) * plane + static_cast<long long>(y) * d.nx + x] = acc[b];
+                for (int b = 0; b < zmax; ++b) dst[(zb * B + b) * plane + order[k]] = acc[b];
             }
+        }
 }
 
 }  // namespace
