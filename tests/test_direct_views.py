@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from directpet.direct import View, ViewSet
+from directpet.direct import ViewSet
 
 
 def _unit(phi, theta):

@@ -21,12 +21,12 @@ class LinearOperator(ABC):
     def adjoint(self, y):
         """A^T y."""
 
-    def back(self, y):
-        """Alias of :meth:`adjoint` (back projection)."""
-        return self.adjoint(y)
+    def back(self, y, *args, **kwargs):
+        """Alias of :meth:`adjoint` (back projection); extra arguments are passed through."""
+        return self.adjoint(y, *args, **kwargs)
 
-    def __call__(self, x):
-        return self.forward(x)
+    def __call__(self, x, *args, **kwargs):
+        return self.forward(x, *args, **kwargs)
 
     def adjointness_test(self, rng=None, dtype=np.float32) -> float:
         """Relative mismatch ``|<y, A x> - <A^T y, x>| / |<y, A x>|`` on fresh random inputs.

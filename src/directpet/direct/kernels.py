@@ -115,9 +115,9 @@ class SRKernel:
         return cls(tof_fwhm_ps=tof_fwhm_ps, radial_fwhm=fwhm, axial_fwhm=fwhm, **kw)
 
     @classmethod
-    def clinical(cls, model="variant1", **kw) -> "SRKernel":
+    def clinical(cls, model="variant1", tof_fwhm_ps=400.0, axial_fwhm=5.8, **kw) -> "SRKernel":
         """400 ps, radial ``variant1`` (4.8 -> 10 mm), axial 5.8 mm: the [HA] reconstruction kernel."""
-        return cls(tof_fwhm_ps=400.0, radial_fwhm=model, axial_fwhm=5.8, **kw)
+        return cls(tof_fwhm_ps=tof_fwhm_ps, radial_fwhm=model, axial_fwhm=axial_fwhm, **kw)
 
     @classmethod
     def stress(cls, **kw) -> "SRKernel":

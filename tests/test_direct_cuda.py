@@ -1,0 +1,130 @@
+"""CUDA DIRECT projectors: agreement with the CPU backend, adjointness, array libraries, errors.
+
+All tests carry the ``gpu`` marker and skip themselves (with the reason) when no CUDA device is
+usable. Tolerances: float32 sums of up to ~2e4 terms in a different order than the CPU backend
+agree to ~1e-6 relative; 1e-5 leaves room without hiding indexing errors (those give O(1) errors).
+"""
+
+import numpy as np
+import pytest
+
+import directpet as dp
+from directpet import _core
+from directpet.direct import HistoImageProjector, SRKernel, View
+
+pytestmark = pytest.mark.gpu
+
+METHODS = ["default", "tlp", "ilp"]
+KERNELS = {
+    "invariant": SRKernel.invariant(),
+    "variant1": SRKernel.clinical(),
+    "variant3": SRKernel.clinical("variant3"),
+    "asymmetric": SRKernel(tof_fwhm_ps=600, radial_fwhm=("linear", 10, 40), axial_fwhm=10, asymmetric=True),
+}
+VIEWS = [View.from_degrees(31.5, 0.0), View.from_degrees(121.5, 6.67), View.from_degrees(2.25, -6.67)]
+
+
+def rel(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+def pair(grid, kernel, method, views=VIEWS):
+    cpu = HistoImageProjector(grid, views, kernel, backend="cpu")
+    gpu = HistoImageProjector(grid, views, kernel, backend="cuda", method=method, luts={v: cpu.lut(v) for v in range(len(views))})
+    return cpu, gpu
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("kname", list(KERNELS))
+@pytest.mark.parametrize("shape", [(20, 24, 22), (17, 31, 29), (5, 16, 18)])
+def test_gpu_matches_cpu(method, kname, shape, rng):
+    """Every CUDA scheme computes the same operator as the CPU backend (NumPy in / out)."""
+    grid = dp.ImageGrid(shape, 4.0)
+    cpu, gpu = pair(grid, KERNELS[kname], method)
+    x = rng.random(shape, dtype=np.float32) + 0.05
+    for v in range(len(VIEWS)):
+        assert rel(gpu.forward(x, v), cpu.forward(x, v)) < 1e-5
+        assert rel(gpu.adjoint(x, v), cpu.adjoint(x, v)) < 1e-5
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_gpu_stress_kernel_larger_than_volume(method, rng):
+    """Kernel support far larger than the volume (stress kernel on a tiny grid)."""
+    grid = dp.ImageGrid((9, 14, 12), 4.0)
+    cpu, gpu = pair(grid, SRKernel.stress(), method, VIEWS[:2])
+    x = rng.random(grid.shape, dtype=np.float32) + 0.05
+    for v in range(2):
+        assert rel(gpu.forward(x, v), cpu.forward(x, v)) < 1e-5
+        assert rel(gpu.adjoint(x, v), cpu.adjoint(x, v)) < 1e-5
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("kname", list(KERNELS))
+def test_gpu_adjointness(method, kname):
+    grid = dp.ImageGrid((18, 26, 23), 4.0)
+    op = HistoImageProjector(grid, VIEWS, KERNELS[kname], backend="cuda", method=method)
+    assert op.adjointness_test(rng=7) < 1e-5
+
+
+def test_gpu_batched_views_and_sum(rng):
+    grid = dp.ImageGrid((16, 20, 20), 4.0)
+    cpu, gpu = pair(grid, KERNELS["variant1"], "default")
+    x = rng.random(grid.shape, dtype=np.float32)
+    y = rng.random((len(VIEWS),) + grid.shape, dtype=np.float32)
+    assert rel(gpu.forward(x), cpu.forward(x)) < 1e-5
+    assert rel(gpu.adjoint(y), cpu.adjoint(y)) < 1e-5
+
+
+def test_cupy_and_torch_inputs_identical(rng):
+    """NumPy, CuPy and PyTorch inputs give bitwise identical results, outputs on the device."""
+    grid = dp.ImageGrid((16, 20, 22), 4.0)
+    op = HistoImageProjector(grid, VIEWS, KERNELS["asymmetric"], backend="cuda")
+    x = rng.random(grid.shape, dtype=np.float32)
+    ref_f, ref_b = op.forward(x, 1), op.adjoint(x, 1)
+    cupy = pytest.importorskip("cupy", reason="CuPy not installed")
+    xc = cupy.asarray(x)
+    yf, yb = op.forward(xc, 1), op.adjoint(xc, 1)
+    assert isinstance(yf, cupy.ndarray)
+    np.testing.assert_array_equal(cupy.asnumpy(yf), ref_f)
+    np.testing.assert_array_equal(cupy.asnumpy(yb), ref_b)
+    torch = pytest.importorskip("torch", reason="PyTorch not installed")
+    xt = torch.from_numpy(x).cuda()
+    tf, tb = op.forward(xt, 1), op.adjoint(xt, 1)
+    assert tf.is_cuda
+    np.testing.assert_array_equal(tf.cpu().numpy(), ref_f)
+    np.testing.assert_array_equal(tb.cpu().numpy(), ref_b)
+    yall = op.forward(xc)
+    assert yall.shape == (len(VIEWS),) + grid.shape
+    np.testing.assert_array_equal(cupy.asnumpy(yall[1]), ref_f)
+
+
+def test_device_array_errors(rng):
+    cupy = pytest.importorskip("cupy", reason="CuPy not installed")
+    grid = dp.ImageGrid((8, 10, 12), 4.0)
+    op = HistoImageProjector(grid, VIEWS[:1], KERNELS["invariant"], backend="cuda")
+    with pytest.raises(TypeError, match="image"):
+        op.forward(cupy.ones(grid.shape, dtype=cupy.float64), 0)
+    with pytest.raises(ValueError, match="image"):
+        op.forward(cupy.ones((8, 10, 11), dtype=cupy.float32), 0)
+    bad = cupy.asarray(rng.random(grid.shape, dtype=np.float32))
+    bad[3, 4, 5] = cupy.nan
+    with pytest.raises(ValueError, match="NaN"):
+        op.forward(bad, 0)
+    with pytest.raises(ValueError, match="contiguous"):
+        op.forward(cupy.ones((8, 10, 24), dtype=cupy.float32)[:, :, ::2], 0)
+    with pytest.raises(TypeError, match="out"):
+        op.forward(cupy.ones(grid.shape, dtype=cupy.float32), 0, out=np.empty(grid.shape, np.float32))
+
+
+def test_out_of_memory_is_memory_error():
+    with pytest.raises(MemoryError, match="out of memory"):
+        _core.DeviceBuffer(1 << 50)
+
+
+def test_lut_corruption_rejected_before_upload():
+    grid = dp.ImageGrid((8, 10, 12), 4.0)
+    op = HistoImageProjector(grid, VIEWS[:1], KERNELS["invariant"], backend="cpu")
+    lut = op.lut(0)
+    with pytest.raises(ValueError, match="lormap"):
+        _core.DirectDeviceLut(list(grid.shape), lut.lormap + 10_000, lut.offsets, lut.flip, lut.values)
