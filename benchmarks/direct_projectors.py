@@ -1,0 +1,158 @@
+"""DIRECT projector benchmark on one GPU (issue: DIRECT on the GPU).
+
+Per view FP and BP at 144x144x48 with 4 mm voxels for
+  stress     900 ps, radial 10 -> 100 mm linear in |s|, axial 10 mm  ([HA] Table II)
+  clinical   400 ps, variant1 (4.8 -> 10 mm), axial 5.8 mm             ([HA] reconstruction kernel)
+  invariant  400 ps, 5.8 / 5.8 mm
+with the CUDA schemes tlp / ilp (the paper's, as baselines) and default, cuFFT (spatial-exact),
+the low-rank FFT path, FFTW with 1 and all threads, and the CPU spatial backend; plus the 2 mm voxel
+case (288x288x96, 375 ps / 6.5 mm as in [HA] Fig. 4 bottom) and a TOF sweep 300 -> 1200 ps
+(LOR 10 / 5 mm, [HA] Fig. 4 top).
+
+Timing: CUDA events around back-to-back calls on device-resident CuPy arrays (inputs rotate among
+16 random images, 64 MB > L2), median of repeats; CPU: wall clock, median. One oblique tilted view
+(phi = 31.5 deg, theta = +6.67 deg) stands for "a view". rel_err = ||y - y_exact|| / ||y_exact|| on
+a random image against the default exact projector, for the approximate / FFT methods.
+
+Floor per op: FLOPs = 2 |mSR| N_vox (one multiply-add per voxel and offset) at the fp32 FMA rate,
+bytes = read + write of one volume; the larger time is printed as floor_ms.
+
+    python benchmarks/direct_projectors.py [--out FILE] [--quick] [--skip-cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import numpy as np
+
+import directpet as dp
+from directpet import direct
+from directpet.direct import HistoImageProjector, SRKernel, View
+
+from _common import cpu_name, gpu_name, print_table, rel_err, time_device, time_host, today, write_records
+
+FP32_TFLOPS = 67.0   # H100 SXM / H200 dense fp32 (datasheet); floor only
+HBM_TBPS = 3.0       # measured device-to-device copy on the H100 of this workplace (KINDS.md)
+VIEW = View.from_degrees(31.5, 6.67)
+
+
+def floor_ms(n_offsets, n_vox):
+    return max(2.0 * n_offsets * n_vox / (FP32_TFLOPS * 1e12), 8.0 * n_vox / (HBM_TBPS * 1e12)) * 1e3
+
+
+class Bench:
+    def __init__(self, args):
+        import cupy
+
+        self.cp, self.args = cupy, args
+        self.records = []
+        self.device = gpu_name()
+        self.rng = np.random.default_rng(20261121)
+
+    def inputs(self, grid):
+        xs = [self.rng.random(grid.shape, dtype=np.float32) + 0.05 for _ in range(16 if not self.args.quick else 4)]
+        return xs, [self.cp.asarray(x) for x in xs]
+
+    def add(self, **rec):
+        rec.update(device=rec.get("device", self.device), date=today())
+        self.records.append(rec)
+
+    def gpu_op(self, case, method, op, grid, n_offsets, xs_dev, extra=None):
+        """Time a GPU projector op (callable taking (x, out)) on device arrays."""
+        out = self.cp.empty(grid.shape, dtype=self.cp.float32)
+        one = op(xs_dev[0], out)
+        self.cp.cuda.Device().synchronize()
+        import time
+        t0 = time.perf_counter(); op(xs_dev[1 % len(xs_dev)], out); self.cp.cuda.Device().synchronize()
+        est = (time.perf_counter() - t0) * 1e3
+        inner = max(1, min(50, int(20.0 / max(est, 1e-3))))
+        repeat = 3 if est > 50 else 11
+        ms = time_device(lambda k: op(xs_dev[k % len(xs_dev)], out), repeat=repeat, warmup=1, inner=inner)
+        return ms
+
+    def run_case(self, case, grid, kernel, methods, exact_ref=True):
+        xs, xs_dev = self.inputs(grid)
+        exact = HistoImageProjector(grid, [VIEW], kernel, backend="cuda", check_finite=False)
+        lut = exact.lut(0)
+        n = lut.n_offsets
+        y_exact = {"fp": exact.forward(xs[0], 0), "bp": exact.adjoint(xs[0], 0)}
+        for method in methods:
+            ops = self.make(method, grid, kernel, exact)
+            if ops is None:
+                continue
+            ops_obj, on_gpu = ops
+            for opname in ("fp", "bp"):
+                fn = ops_obj.forward if opname == "fp" else ops_obj.adjoint
+                if on_gpu:
+                    ms = self.gpu_op(case, method, lambda x, out: fn(x, 0, out=out), grid, n, xs_dev)
+                else:
+                    out = np.empty(grid.shape, np.float32)
+                    ms = time_host(lambda: fn(xs[0], 0, out=out), repeat=1 if case == "stress" else 3)
+                err = None
+                if method in ("lowrank", "cufft", "fftw1", "fftw_all", "tlp", "ilp", "cpu"):
+                    y = fn(xs[0], 0)
+                    y = self.cp.asnumpy(y) if on_gpu and not isinstance(y, np.ndarray) else y
+                    err = rel_err(y, y_exact[opname])
+                rec = dict(case=case, method=method, op=opname, ms=ms, rel_err=err, n_offsets=n,
+                           shape=list(grid.shape), floor_ms=floor_ms(n, grid.n_voxels))
+                if method == "lowrank":
+                    rec["rank"] = int(ops_obj.rank(0))
+                if not on_gpu:
+                    rec["device"] = cpu_name() + f" ({os.cpu_count()} threads)" if method != "fftw1" else cpu_name() + " (1 thread)"
+                self.add(**rec)
+
+    def make(self, method, grid, kernel, exact):
+        kw = dict(check_finite=False)
+        if method in ("default", "tlp", "ilp"):
+            return HistoImageProjector(grid, [VIEW], kernel, backend="cuda", method=method, luts={0: exact.lut(0)}, **kw), True
+        if method == "cpu":
+            return HistoImageProjector(grid, [VIEW], kernel, backend="cpu", luts={0: exact.lut(0)}, **kw), False
+        if method == "lowrank":
+            if not hasattr(direct, "LowRankProjector"):
+                print("  (LowRankProjector not available: skipped)")
+                return None
+            return direct.LowRankProjector(grid, [VIEW], kernel, tol=1e-3, backend="cuda", **kw), True
+        if method in ("cufft", "fftw1", "fftw_all"):
+            if not hasattr(direct, "FFTProjector"):
+                print("  (FFTProjector not available: skipped)")
+                return None
+            backend = "cuda" if method == "cufft" else "cpu"
+            threads = 1 if method == "fftw1" else None
+            return direct.FFTProjector(grid, [VIEW], kernel, mode="spatial-exact", backend=backend, threads=threads, **kw), method == "cufft"
+        raise ValueError(method)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "direct_projectors.json"))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--skip-cpu", action="store_true", help="leave out the CPU / FFTW timings")
+    args = ap.parse_args()
+    b = Bench(args)
+    grid4 = dp.ImageGrid((48, 144, 144), 4.0)
+    cpu_methods = [] if args.skip_cpu else ["cpu"]
+    fftw = [] if args.skip_cpu else ["fftw1", "fftw_all"]
+    b.run_case("stress", grid4, SRKernel.stress(), ["default", "ilp", "tlp", "lowrank"] + cpu_methods)
+    b.run_case("clinical", grid4, SRKernel.clinical(), ["default", "ilp", "tlp", "lowrank"] + cpu_methods)
+    b.run_case("invariant", grid4, SRKernel.invariant(), ["default", "ilp", "tlp", "cufft"] + fftw + cpu_methods)
+    if not args.quick:
+        fig4 = SRKernel.invariant(tof_fwhm_ps=375.0, fwhm=6.5)
+        b.run_case("voxel4mm", grid4, fig4, ["default", "cufft"] + fftw[:1])
+        b.run_case("voxel2mm", dp.ImageGrid((96, 288, 288), 2.0), fig4, ["default", "cufft"] + fftw[:1])
+        for tof in (300, 600, 900, 1200):
+            b.run_case(f"tof{tof}", grid4, SRKernel(tof_fwhm_ps=tof, radial_fwhm=10.0, axial_fwhm=5.0), ["default", "cufft"])
+    # Ratios to the default method of the same case and op.
+    base = {(r["case"], r["op"]): r["ms"] for r in b.records if r["method"] == "default"}
+    for r in b.records:
+        d = base.get((r["case"], r["op"]))
+        r["ratio_to_default"] = r["ms"] / d if d else None
+        r["floor_fraction"] = r["floor_ms"] / r["ms"] if r["method"] == "default" else None
+    print(f"GPU: {b.device}; CPU: {cpu_name()} ({os.cpu_count()} threads); date {today()}")
+    print_table(b.records, ["case", "method", "op", "n_offsets", "ms", "ratio_to_default", "floor_ms", "floor_fraction", "rel_err", "rank"])
+    write_records(b.records, args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# One call on a GPU machine does all the GPU work: build with CUDA (Hopper + Ampere + PTX), run the
+# whole test suite (gpu-marked tests included), compute-sanitizer memcheck on a small case, and the
+# benchmarks. Logs and JSON records go to OUTDIR.
+#
+#   scripts/gpu_check.sh OUTDIR [quick] [tests|bench|all]
+set -uo pipefail
+OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|bench|all]}
+MODE=${2:-full}
+WHAT=${3:-all}
+mkdir -p "$OUTDIR"
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+QUICK=""; [ "$MODE" = quick ] && QUICK=--quick
+
+{
+  date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+  nvcc --version | tail -2
+  $PY -c "import sys, numpy, scipy; print(sys.version); print('numpy', numpy.__version__, 'scipy', scipy.__version__)"
+  $PY -c "import cupy; print('cupy', cupy.__version__)" || true
+  $PY -c "import torch; print('torch', torch.__version__)" || true
+  ls /usr/include/fftw3.h /usr/lib/x86_64-linux-gnu/libfftw3f_threads* 2>&1
+} > "$OUTDIR/build.log" 2>&1
+
+echo "== build" | tee -a "$OUTDIR/build.log"
+if ! $PY -m pip install --no-build-isolation --no-deps -v . >> "$OUTDIR/build.log" 2>&1; then
+  tail -60 "$OUTDIR/build.log"; exit 1
+fi
+grep -E "Compiling entry|registers|spill" "$OUTDIR/build.log" | grep -B1 -A1 "sm_90" | grep -E "registers|spill" | sort | uniq -c | head -20
+$PY -c "import directpet as d; print('has_cuda', d.has_cuda(), 'devices', d.cuda_device_count())"
+
+if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
+  echo "== tests"
+  $PY -m pytest tests -q -rs -p no:cacheprovider > "$OUTDIR/tests.log" 2>&1
+  tail -15 "$OUTDIR/tests.log"
+  echo "== compute-sanitizer memcheck"
+  { command -v compute-sanitizer && compute-sanitizer --tool memcheck --leak-check full $PY scripts/sanitizer_case.py; } > "$OUTDIR/sanitizer.log" 2>&1
+  tail -4 "$OUTDIR/sanitizer.log"
+fi
+
+if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
+  echo "== benchmarks"
+  $PY benchmarks/direct_projectors.py $QUICK --out "$OUTDIR/direct_projectors.json" > "$OUTDIR/bench_projectors.log" 2>&1
+  tail -60 "$OUTDIR/bench_projectors.log"
+  if [ -f benchmarks/direct_recon.py ]; then
+    $PY benchmarks/direct_recon.py $QUICK --out "$OUTDIR/direct_recon.json" > "$OUTDIR/bench_recon.log" 2>&1
+    tail -30 "$OUTDIR/bench_recon.log"
+  fi
+fi
