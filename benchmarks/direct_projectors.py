@@ -105,7 +105,7 @@ class Bench:
 
     def make(self, method, grid, kernel, exact):
         kw = dict(check_finite=False)
-        if method in ("default", "tlp", "ilp"):
+        if method in ("default", "tlp", "ilp", "columns24", "columns32"):
             return HistoImageProjector(grid, [VIEW], kernel, backend="cuda", method=method, luts={0: exact.lut(0)}, **kw), True
         if method == "cpu":
             return HistoImageProjector(grid, [VIEW], kernel, backend="cpu", luts={0: exact.lut(0)}, **kw), False
@@ -134,9 +134,10 @@ def main():
     grid4 = dp.ImageGrid((48, 144, 144), 4.0)
     cpu_methods = [] if args.skip_cpu else ["cpu"]
     fftw = [] if args.skip_cpu else ["fftw1", "fftw_all"]
-    b.run_case("stress", grid4, SRKernel.stress(), ["default", "ilp", "tlp", "lowrank"] + cpu_methods)
-    b.run_case("clinical", grid4, SRKernel.clinical(), ["default", "ilp", "tlp", "lowrank"] + cpu_methods)
-    b.run_case("invariant", grid4, SRKernel.invariant(), ["default", "ilp", "tlp", "cufft"] + fftw + cpu_methods)
+    tuned = ["columns24", "columns32"]  # the default scheme with longer z-runs (tuning record)
+    b.run_case("stress", grid4, SRKernel.stress(), ["default"] + tuned + ["ilp", "tlp", "lowrank"] + cpu_methods)
+    b.run_case("clinical", grid4, SRKernel.clinical(), ["default"] + tuned + ["ilp", "tlp", "lowrank"] + cpu_methods)
+    b.run_case("invariant", grid4, SRKernel.invariant(), ["default"] + tuned + ["ilp", "tlp", "cufft"] + fftw + cpu_methods)
     if not args.quick:
         fig4 = SRKernel.invariant(tof_fwhm_ps=375.0, fwhm=6.5)
         b.run_case("voxel4mm", grid4, fig4, ["default", "cufft"] + fftw[:1])

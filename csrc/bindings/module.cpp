@@ -8,8 +8,10 @@ namespace py = pybind11;
 
 namespace dp::bind {
 void register_direct(py::module_& m);
+void register_direct_fft(py::module_& m);
 #ifdef DIRECTPET_WITH_CUDA
 void register_direct_cuda(py::module_& m);
+void register_direct_fft_cuda(py::module_& m);
 #endif
 }  // namespace dp::bind
 
@@ -30,7 +32,9 @@ PYBIND11_MODULE(_core, m) {
     m.def("cuda_runtime_status", &dp::cuda::runtime_status,
           "Why no CUDA device is usable, or 'ok'.");
     dp::bind::register_direct(m);
+    dp::bind::register_direct_fft(m);
 #ifdef DIRECTPET_WITH_CUDA
     dp::bind::register_direct_cuda(m);
+    dp::bind::register_direct_fft_cuda(m);
 #endif
 }

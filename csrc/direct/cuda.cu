@@ -12,7 +12,9 @@ Method parse_method(const std::string& name) {
     if (name == "tlp") return Method::tlp;
     if (name == "ilp") return Method::ilp;
     if (name == "columns" || name == "default") return Method::columns;
-    throw ValueError("method: expected 'default', 'columns', 'tlp' or 'ilp', got '" + name + "'");
+    if (name == "columns24") return Method::columns24;
+    if (name == "columns32") return Method::columns32;
+    throw ValueError("method: expected 'default', 'columns', 'columns24', 'columns32', 'tlp' or 'ilp', got '" + name + "'");
 }
 
 namespace {
@@ -68,13 +70,16 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
         while (g < static_cast<int>(pieces.size()) && pieces[g].cls < c) ++g;
         class_begin_[c] = g;
     }
+    // Weights are stored tap-major, (stride, n_kernels): the lanes of a warp hold neighbouring
+    // pixels whose identifiers are consecutive, so one weight load of the warp touches one or two
+    // cache lines instead of one line per lane.
     std::vector<float> wf(static_cast<size_t>(n_kernels_) * wstride_, 0.0f), wb(wf.size(), 0.0f);
     for (size_t g = 0; g < pieces.size(); ++g) {
         const int w0 = groups[4 * g + 3];
         for (size_t k = 0; k < pieces[g].taps.size(); ++k) {
             const int i = pieces[g].taps[k];
             for (int a = 0; a < n_kernels_; ++a) {
-                const size_t at = static_cast<size_t>(a) * wstride_ + w0 + k;
+                const size_t at = (static_cast<size_t>(w0) + k) * n_kernels_ + a;
                 wb[at] = h.values[back_weight_index(a, i, n_offsets_)];
                 wf[at] = h.values[forward_weight_index(a, h.flip[i], n_offsets_)];
             }
@@ -139,71 +144,82 @@ __global__ void ilp_kernel(const float* __restrict__ src, float* __restrict__ ds
 }
 
 // ---- columns (default) ---------------------------------------------------------------------------
-constexpr int kRun = 16;          // output z-voxels per thread
 constexpr int kColumnsBlock = 128;
 
 struct ColumnPlan {
-    const int4* groups;     // (dy, dx, dz_min, weight column)
-    const float* weights;   // (n_kernels, stride), flipped columns for the forward projection
+    const int4* groups;     // (dy, dx, dz_min, weight tap column)
+    const float* weights;   // (stride, n_kernels) tap-major; flipped taps for the forward projection
     const int* lormap;
-    int stride;
+    int n_kernels;
     int class_begin[kNumSpanClasses + 1];
 };
 
 // All groups of one span class S: load the R + S - 1 source values of the neighbour column once,
 // then apply the S taps to the R outputs from registers.
-template <bool kForward, int S>
+template <bool kForward, int R, int S>
 __device__ __forceinline__ void column_class(const float* __restrict__ src, const ColumnPlan& p,
                                              const Dims& d, int cls, int x, int y, int z0,
-                                             const float* own_row, float (&acc)[kRun]) {
+                                             int own_id, float (&acc)[R]) {
     const long long plane = static_cast<long long>(d.ny) * d.nx;
     for (int g = p.class_begin[cls]; g < p.class_begin[cls + 1]; ++g) {
         const int4 G = __ldg(p.groups + g);
         const int qy = y + G.x, qx = x + G.y;
         const bool inside_xy = qy >= 0 && qy < d.ny && qx >= 0 && qx < d.nx;
         const int q = inside_xy ? qy * d.nx + qx : 0;
-        const float* row = kForward ? p.weights + static_cast<long long>(__ldg(p.lormap + q)) * p.stride : own_row;
+        const int id = kForward ? __ldg(p.lormap + q) : own_id;
+        const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + id;
         const float* col = src + q;
         const int zs = z0 + G.z;
-        float win[kRun + S - 1];
+        float win[R + S - 1];
 #pragma unroll
-        for (int k = 0; k < kRun + S - 1; ++k) {
+        for (int k = 0; k < R + S - 1; ++k) {
             const int z = zs + k;
             win[k] = (inside_xy && z >= 0 && z < d.nz) ? __ldg(col + z * plane) : 0.0f;
         }
 #pragma unroll
         for (int s = 0; s < S; ++s) {
-            const float w = __ldg(row + G.w + s);
+            const float w = __ldg(wcol + s * p.n_kernels);
 #pragma unroll
-            for (int r = 0; r < kRun; ++r) acc[r] = fmaf(w, win[r + s], acc[r]);
+            for (int r = 0; r < R; ++r) acc[r] = fmaf(w, win[r + s], acc[r]);
         }
     }
 }
 
-template <bool kForward, int... C>
+template <bool kForward, int R, int... C>
 __device__ __forceinline__ void all_classes(const float* src, const ColumnPlan& p, const Dims& d,
-                                            int x, int y, int z0, const float* own_row,
-                                            float (&acc)[kRun], std::integer_sequence<int, C...>) {
-    (column_class<kForward, kSpanClasses[C]>(src, p, d, C, x, y, z0, own_row, acc), ...);
+                                            int x, int y, int z0, int own_id, float (&acc)[R],
+                                            std::integer_sequence<int, C...>) {
+    (column_class<kForward, R, kSpanClasses[C]>(src, p, d, C, x, y, z0, own_id, acc), ...);
 }
 
-template <bool kForward>
+template <bool kForward, int R>
 __global__ void __launch_bounds__(kColumnsBlock)
 columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p) {
     const int pixel = blockIdx.x * blockDim.x + threadIdx.x;
     if (pixel >= d.ny * d.nx) return;
     const int y = pixel / d.nx, x = pixel - y * d.nx;
-    const int z0 = blockIdx.y * kRun;
-    const float* own_row = kForward ? nullptr : p.weights + static_cast<long long>(__ldg(p.lormap + pixel)) * p.stride;
-    float acc[kRun];
+    const int z0 = blockIdx.y * R;
+    const int own_id = kForward ? 0 : __ldg(p.lormap + pixel);
+    float acc[R];
 #pragma unroll
-    for (int r = 0; r < kRun; ++r) acc[r] = 0.0f;
-    all_classes<kForward>(src, p, d, x, y, z0, own_row, acc,
-                          std::make_integer_sequence<int, kNumSpanClasses>{});
+    for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+    all_classes<kForward, R>(src, p, d, x, y, z0, own_id, acc,
+                             std::make_integer_sequence<int, kNumSpanClasses>{});
     const long long plane = static_cast<long long>(d.ny) * d.nx;
 #pragma unroll
-    for (int r = 0; r < kRun; ++r)
+    for (int r = 0; r < R; ++r)
         if (z0 + r < d.nz) dst[(z0 + r) * plane + pixel] = acc[r];
+}
+
+template <bool kForward, int R>
+void launch_columns(const float* src, float* dst, const DeviceLut& lut, cudaStream_t stream) {
+    const Dims d = lut.dims();
+    ColumnPlan p{reinterpret_cast<const int4*>(lut.groups()), lut.weights(kForward),
+                 lut.device_ref().lormap, lut.device_ref().n_kernels, {}};
+    std::copy(lut.class_begin(), lut.class_begin() + kNumSpanClasses + 1, p.class_begin);
+    const dim3 grid((d.ny * d.nx + kColumnsBlock - 1) / kColumnsBlock, (d.nz + R - 1) / R);
+    columns_kernel<kForward, R><<<grid, kColumnsBlock, 0, stream>>>(src, dst, d, p);
+    DP_CUDA_CHECK_LAUNCH("direct columns_kernel");
 }
 
 template <bool kForward>
@@ -224,15 +240,12 @@ void launch(Method m, const float* src, float* dst, const DeviceLut& lut, cudaSt
             DP_CUDA_CHECK_LAUNCH("direct ilp_kernel");
             return;
         }
-        case Method::columns: {
-            ColumnPlan p{reinterpret_cast<const int4*>(lut.groups()), lut.weights(kForward),
-                         lut.device_ref().lormap, lut.weight_stride(), {}};
-            std::copy(lut.class_begin(), lut.class_begin() + kNumSpanClasses + 1, p.class_begin);
-            const dim3 grid((d.ny * d.nx + kColumnsBlock - 1) / kColumnsBlock, (d.nz + kRun - 1) / kRun);
-            columns_kernel<kForward><<<grid, kColumnsBlock, 0, stream>>>(src, dst, d, p);
-            DP_CUDA_CHECK_LAUNCH("direct columns_kernel");
-            return;
-        }
+        case Method::columns:
+            return launch_columns<kForward, 16>(src, dst, lut, stream);
+        case Method::columns24:
+            return launch_columns<kForward, 24>(src, dst, lut, stream);
+        case Method::columns32:
+            return launch_columns<kForward, 32>(src, dst, lut, stream);
     }
 }
 

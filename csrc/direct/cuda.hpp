@@ -6,7 +6,8 @@
 //            identifier, so each weight is fetched once per offset and applied 16 times.
 //   columns  (default) mSR regrouped into (dy, dx) columns; each thread keeps a run of R output
 //            z-voxels in registers and a sliding window of the neighbour column, so every source
-//            value loaded feeds up to `span` multiply-adds and every weight R of them.
+//            value loaded feeds up to `span` multiply-adds and every weight R of them
+//            (R = 16; columns24 / columns32 are the same scheme with longer z-runs).
 #pragma once
 
 #include <string>
@@ -16,12 +17,12 @@
 
 namespace dp::direct::gpu {
 
-enum class Method { tlp, ilp, columns };
+enum class Method { tlp, ilp, columns, columns24, columns32 };  // columnsN: z-run of N
 
 Method parse_method(const std::string& name);
 
 // Spans (taps per column) the columns kernel is compiled for; longer columns are split.
-constexpr int kSpanClasses[] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 24, 32};
+constexpr int kSpanClasses[] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16};
 constexpr int kNumSpanClasses = sizeof(kSpanClasses) / sizeof(int);
 
 // One view's LUTs resident on the device, plus the column plan of the default method.
