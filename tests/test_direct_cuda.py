@@ -14,7 +14,7 @@ from directpet.direct import HistoImageProjector, SRKernel, View
 
 pytestmark = pytest.mark.gpu
 
-METHODS = ["default", "tlp", "ilp"]
+METHODS = ["default", "columns", "columns24", "tlp", "ilp"]
 KERNELS = {
     "invariant": SRKernel.invariant(),
     "variant1": SRKernel.clinical(),

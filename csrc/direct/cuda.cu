@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../common/cuda_check.cuh"
@@ -11,10 +13,11 @@ namespace dp::direct::gpu {
 Method parse_method(const std::string& name) {
     if (name == "tlp") return Method::tlp;
     if (name == "ilp") return Method::ilp;
-    if (name == "columns" || name == "default") return Method::columns;
+    if (name == "slab" || name == "default") return Method::slab;
+    if (name == "columns") return Method::columns;
     if (name == "columns24") return Method::columns24;
     if (name == "columns32") return Method::columns32;
-    throw ValueError("method: expected 'default', 'columns', 'columns24', 'columns32', 'tlp' or 'ilp', got '" + name + "'");
+    throw ValueError("method: expected 'default', 'slab', 'columns', 'columns24', 'columns32', 'tlp' or 'ilp', got '" + name + "'");
 }
 
 namespace {
@@ -42,9 +45,10 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
     values_ = upload(h.values, static_cast<size_t>(h.n_offsets) * h.n_kernels);
 
     // Column plan: split columns longer than the largest span class, bucket them by span class
-    // (each group padded with zero weights to its class span), order by class.
+    // (each group padded with zero weights to its class span), order by (dy, class, dx).
     int halo[3];
     const std::vector<KernelColumn> cols = kernel_columns(h, d, halo);
+    halo_x_ = halo[2];
     struct Piece {
         int dy, dx, dz_min, cls;
         std::vector<int> taps;
@@ -58,22 +62,39 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
             const int cls = span_class(static_cast<int>(taps.size()));
             pieces.push_back({c.dy, c.dx, c.dz_min + static_cast<int>(k0), cls, std::move(taps)});
         }
-    std::stable_sort(pieces.begin(), pieces.end(),
-                     [](const Piece& a, const Piece& b) { return a.cls < b.cls; });
-    std::vector<int> groups;
-    wstride_ = 0;
-    for (const Piece& p : pieces) {
-        groups.insert(groups.end(), {p.dy, p.dx, p.dz_min, wstride_});
-        wstride_ += kSpanClasses[p.cls];
+    std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
+        return a.dy != b.dy ? a.dy < b.dy : a.cls != b.cls ? a.cls < b.cls : a.dx < b.dx;
+    });
+    std::vector<int> groups, rows;
+    int wstride = 0;
+    for (size_t g = 0; g < pieces.size(); ++g) {
+        const Piece& p = pieces[g];
+        if (g == 0 || p.dy != pieces[g - 1].dy) {  // new row
+            RowInfo r{p.dy, p.dz_min, 0, {}};
+            size_t e = g;
+            int z_hi = p.dz_min;
+            for (; e < pieces.size() && pieces[e].dy == p.dy; ++e) {
+                r.z_lo = std::min(r.z_lo, pieces[e].dz_min);
+                z_hi = std::max(z_hi, pieces[e].dz_min + kSpanClasses[pieces[e].cls] - 1);
+            }
+            r.z_extent = z_hi - r.z_lo + 1;
+            max_z_extent_ = std::max(max_z_extent_, r.z_extent);
+            for (int c = 0; c <= kNumSpanClasses; ++c) {
+                size_t k = g;
+                while (k < e && pieces[k].cls < c) ++k;
+                r.class_begin[c] = static_cast<int>(k);
+            }
+            rows.insert(rows.end(), {r.dy, r.z_lo, r.z_extent});
+            rows.insert(rows.end(), r.class_begin, r.class_begin + kNumSpanClasses + 1);
+        }
+        groups.insert(groups.end(), {p.dy, p.dx, p.dz_min, wstride});
+        wstride += kSpanClasses[p.cls];
     }
-    for (int c = 0, g = 0; c <= kNumSpanClasses; ++c) {
-        while (g < static_cast<int>(pieces.size()) && pieces[g].cls < c) ++g;
-        class_begin_[c] = g;
-    }
+    n_rows_ = static_cast<int>(rows.size() / kRowInts);
     // Weights are stored tap-major, (stride, n_kernels): the lanes of a warp hold neighbouring
     // pixels whose identifiers are consecutive, so one weight load of the warp touches one or two
     // cache lines instead of one line per lane.
-    std::vector<float> wf(static_cast<size_t>(n_kernels_) * wstride_, 0.0f), wb(wf.size(), 0.0f);
+    std::vector<float> wf(static_cast<size_t>(n_kernels_) * wstride, 0.0f), wb(wf.size(), 0.0f);
     for (size_t g = 0; g < pieces.size(); ++g) {
         const int w0 = groups[4 * g + 3];
         for (size_t k = 0; k < pieces[g].taps.size(); ++k) {
@@ -85,6 +106,7 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
             }
         }
     }
+    rows_ = upload(rows.data(), rows.size());
     groups_ = upload(groups.data(), groups.size());
     w_fwd_ = upload(wf.data(), wf.size());
     w_back_ = upload(wb.data(), wb.size());
@@ -97,7 +119,7 @@ LutRef DeviceLut::device_ref() const {
 
 size_t DeviceLut::bytes() const {
     return lormap_.bytes() + offsets_.bytes() + flip_.bytes() + values_.bytes() + groups_.bytes() +
-           w_fwd_.bytes() + w_back_.bytes();
+           rows_.bytes() + w_fwd_.bytes() + w_back_.bytes();
 }
 
 namespace {
@@ -143,38 +165,54 @@ __global__ void ilp_kernel(const float* __restrict__ src, float* __restrict__ ds
         if (z0 + j < d.nz) dst[(z0 + j) * plane + static_cast<long long>(y) * d.nx + x] = acc[j];
 }
 
-// ---- columns (default) ---------------------------------------------------------------------------
-constexpr int kColumnsBlock = 128;
-
+// ---- columns and slab ------------------------------------------------------------------------------
 struct ColumnPlan {
-    const int4* groups;     // (dy, dx, dz_min, weight tap column)
-    const float* weights;   // (stride, n_kernels) tap-major; flipped taps for the forward projection
+    const int4* groups;    // (dy, dx, dz_min, weight tap column), sorted by (dy, class, dx)
+    const int* rows;       // n_rows x kRowInts (RowInfo)
+    const float* weights;  // (stride, n_kernels) tap-major; flipped taps for the forward projection
     const int* lormap;
-    int n_kernels;
-    int class_begin[kNumSpanClasses + 1];
+    int n_kernels, n_rows;
 };
 
-// All groups of one span class S: load the R + S - 1 source values of the neighbour column once,
-// then apply the S taps to the R outputs from registers.
-template <bool kForward, int R, int S>
-__device__ __forceinline__ void column_class(const float* __restrict__ src, const ColumnPlan& p,
-                                             const Dims& d, int cls, int x, int y, int z0,
-                                             int own_id, float (&acc)[R]) {
-    const long long plane = static_cast<long long>(d.ny) * d.nx;
-    for (int g = p.class_begin[cls]; g < p.class_begin[cls + 1]; ++g) {
+// Where a column's source values come from: global memory through the caches (columns), or a
+// zero-padded shared-memory slab (slab).
+struct GlobalColumns {
+    const float* src;
+    long long plane;
+    int ny, nx, nz;
+    // value at z of the column at (qy, qx), zero outside the volume
+    __device__ __forceinline__ float at(bool inside_xy, int qy, int qx, int z) const {
+        return (inside_xy && z >= 0 && z < nz) ? __ldg(src + z * plane + qy * nx + qx) : 0.0f;
+    }
+};
+
+struct SharedSlab {
+    const float* slab;  // [ty][z - z_lo][x - x0 + halo]
+    int width, z_extent, ty, tx, halo, z_lo;
+    __device__ __forceinline__ float at(bool, int, int dx, int zrel) const {
+        return slab[(ty * z_extent + zrel - z_lo) * width + tx + halo + dx];
+    }
+};
+
+// All groups [g0, g1) of one span class S: load the R + S - 1 source values of the neighbour
+// column once, then apply the S taps to the R outputs from registers.
+template <bool kForward, int R, int S, typename Source>
+__device__ __forceinline__ void column_class(const Source& in, const ColumnPlan& p, int g0, int g1,
+                                             int ny, int nx, int x, int y, int z0, int own_id,
+                                             float (&acc)[R]) {
+    for (int g = g0; g < g1; ++g) {
         const int4 G = __ldg(p.groups + g);
         const int qy = y + G.x, qx = x + G.y;
-        const bool inside_xy = qy >= 0 && qy < d.ny && qx >= 0 && qx < d.nx;
-        const int q = inside_xy ? qy * d.nx + qx : 0;
-        const int id = kForward ? __ldg(p.lormap + q) : own_id;
+        const bool inside_xy = qy >= 0 && qy < ny && qx >= 0 && qx < nx;
+        const int id = kForward ? __ldg(p.lormap + (inside_xy ? qy * nx + qx : 0)) : own_id;
         const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + id;
-        const float* col = src + q;
-        const int zs = z0 + G.z;
         float win[R + S - 1];
+        if constexpr (std::is_same_v<Source, SharedSlab>) {
 #pragma unroll
-        for (int k = 0; k < R + S - 1; ++k) {
-            const int z = zs + k;
-            win[k] = (inside_xy && z >= 0 && z < d.nz) ? __ldg(col + z * plane) : 0.0f;
+            for (int k = 0; k < R + S - 1; ++k) win[k] = in.at(true, 0, G.y, G.z + k);
+        } else {
+#pragma unroll
+            for (int k = 0; k < R + S - 1; ++k) win[k] = in.at(inside_xy, qy, qx, z0 + G.z + k);
         }
 #pragma unroll
         for (int s = 0; s < S; ++s) {
@@ -185,12 +223,23 @@ __device__ __forceinline__ void column_class(const float* __restrict__ src, cons
     }
 }
 
-template <bool kForward, int R, int... C>
-__device__ __forceinline__ void all_classes(const float* src, const ColumnPlan& p, const Dims& d,
-                                            int x, int y, int z0, int own_id, float (&acc)[R],
-                                            std::integer_sequence<int, C...>) {
-    (column_class<kForward, R, kSpanClasses[C]>(src, p, d, C, x, y, z0, own_id, acc), ...);
+template <bool kForward, int R, typename Source, int... C>
+__device__ __forceinline__ void row_classes(const Source& in, const ColumnPlan& p, const int* row,
+                                            const Dims& d, int x, int y, int z0, int own_id,
+                                            float (&acc)[R], std::integer_sequence<int, C...>) {
+    (column_class<kForward, R, kSpanClasses[C]>(in, p, __ldg(row + 3 + C), __ldg(row + 4 + C), d.ny,
+                                                  d.nx, x, y, z0, own_id, acc), ...);
 }
+
+template <int R>
+__device__ __forceinline__ void store_run(float* dst, const Dims& d, int pixel, int z0, const float (&acc)[R]) {
+    const long long plane = static_cast<long long>(d.ny) * d.nx;
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+        if (z0 + r < d.nz) dst[(z0 + r) * plane + pixel] = acc[r];
+}
+
+constexpr int kColumnsBlock = 128;
 
 template <bool kForward, int R>
 __global__ void __launch_bounds__(kColumnsBlock)
@@ -200,26 +249,93 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
     const int y = pixel / d.nx, x = pixel - y * d.nx;
     const int z0 = blockIdx.y * R;
     const int own_id = kForward ? 0 : __ldg(p.lormap + pixel);
+    const GlobalColumns in{src, static_cast<long long>(d.ny) * d.nx, d.ny, d.nx, d.nz};
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
-    all_classes<kForward, R>(src, p, d, x, y, z0, own_id, acc,
-                             std::make_integer_sequence<int, kNumSpanClasses>{});
+    for (int row = 0; row < p.n_rows; ++row)
+        row_classes<kForward, R>(in, p, p.rows + row * kRowInts, d, x, y, z0, own_id, acc,
+                                 std::make_integer_sequence<int, kNumSpanClasses>{});
+    store_run<R>(dst, d, pixel, z0, acc);
+}
+
+// Slab: a block computes a 32 x 4 pixel tile for a z-run of R. For each kernel row dy it stages
+// the source values that row's columns read -- rows y0 + dy .. y0 + dy + 3, x from x0 - halo to
+// x0 + 31 + halo, z from z0 + z_lo over z_extent + R - 1 -- zero-padded outside the volume, then
+// every thread reads its windows from shared memory.
+constexpr int kSlabX = 32, kSlabY = 4, kSlabRun = 16;
+
+template <bool kForward>
+__global__ void __launch_bounds__(kSlabX * kSlabY)
+slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo) {
+    extern __shared__ float slab[];
+    constexpr int R = kSlabRun;
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kSlabX + tx;
+    const int x0 = blockIdx.x * kSlabX, y0 = blockIdx.y * kSlabY, z0 = blockIdx.z * R;
+    const int x = x0 + tx, y = y0 + ty;
+    const bool active = x < d.nx && y < d.ny;
+    const int pixel = active ? y * d.nx + x : 0;
+    const int own_id = kForward ? 0 : __ldg(p.lormap + pixel);
+    const int width = kSlabX + 2 * halo;
     const long long plane = static_cast<long long>(d.ny) * d.nx;
+    float acc[R];
 #pragma unroll
-    for (int r = 0; r < R; ++r)
-        if (z0 + r < d.nz) dst[(z0 + r) * plane + pixel] = acc[r];
+    for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+    for (int row = 0; row < p.n_rows; ++row) {
+        const int* info = p.rows + row * kRowInts;
+        const int dy = __ldg(info), z_lo = __ldg(info + 1), z_ext = __ldg(info + 2) + R - 1;
+        __syncthreads();  // the previous row's slab is no longer read
+        const int n = kSlabY * z_ext * width;
+        for (int k = tid; k < n; k += kSlabX * kSlabY) {
+            const int sx = k % width, rest = k / width;
+            const int sz = rest % z_ext, sy = rest / z_ext;
+            const int gx = x0 - halo + sx, gy = y0 + sy + dy, gz = z0 + z_lo + sz;
+            slab[k] = (gx >= 0 && gx < d.nx && gy >= 0 && gy < d.ny && gz >= 0 && gz < d.nz)
+                          ? __ldg(src + gz * plane + gy * d.nx + gx) : 0.0f;
+        }
+        __syncthreads();
+        if (active) {
+            const SharedSlab in{slab, width, z_ext, ty, tx, halo, z_lo};
+            row_classes<kForward, R>(in, p, info, d, x, y, z0, own_id, acc,
+                                     std::make_integer_sequence<int, kNumSpanClasses>{});
+        }
+    }
+    if (active) store_run<R>(dst, d, pixel, z0, acc);
+}
+
+size_t slab_bytes(const DeviceLut& lut) {
+    return sizeof(float) * kSlabY * (kSlabX + 2 * lut.halo_x()) * (lut.max_z_extent() + kSlabRun - 1);
+}
+
+ColumnPlan column_plan(bool forward, const DeviceLut& lut) {
+    return {reinterpret_cast<const int4*>(lut.groups()), lut.rows(), lut.weights(forward),
+            lut.device_ref().lormap, lut.device_ref().n_kernels, lut.n_rows()};
 }
 
 template <bool kForward, int R>
 void launch_columns(const float* src, float* dst, const DeviceLut& lut, cudaStream_t stream) {
     const Dims d = lut.dims();
-    ColumnPlan p{reinterpret_cast<const int4*>(lut.groups()), lut.weights(kForward),
-                 lut.device_ref().lormap, lut.device_ref().n_kernels, {}};
-    std::copy(lut.class_begin(), lut.class_begin() + kNumSpanClasses + 1, p.class_begin);
     const dim3 grid((d.ny * d.nx + kColumnsBlock - 1) / kColumnsBlock, (d.nz + R - 1) / R);
-    columns_kernel<kForward, R><<<grid, kColumnsBlock, 0, stream>>>(src, dst, d, p);
+    columns_kernel<kForward, R><<<grid, kColumnsBlock, 0, stream>>>(src, dst, d, column_plan(kForward, lut));
     DP_CUDA_CHECK_LAUNCH("direct columns_kernel");
+}
+
+// The slab needs shared memory growing with the kernel's x halo; past what a block may have it
+// falls back to the columns kernel (same result, source through the caches).
+template <bool kForward>
+void launch_slab(const float* src, float* dst, const DeviceLut& lut, cudaStream_t stream) {
+    const Dims d = lut.dims();
+    int device = 0, max_smem = 0;
+    DP_CUDA_CHECK(cudaGetDevice(&device));
+    DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const size_t bytes = slab_bytes(lut);
+    if (bytes > static_cast<size_t>(max_smem)) return launch_columns<kForward, 16>(src, dst, lut, stream);
+    DP_CUDA_CHECK(cudaFuncSetAttribute(slab_kernel<kForward>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(bytes)));
+    const dim3 grid((d.nx + kSlabX - 1) / kSlabX, (d.ny + kSlabY - 1) / kSlabY, (d.nz + kSlabRun - 1) / kSlabRun);
+    slab_kernel<kForward><<<grid, dim3(kSlabX, kSlabY), bytes, stream>>>(src, dst, d, column_plan(kForward, lut),
+                                                                          lut.halo_x());
+    DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
 }
 
 template <bool kForward>
@@ -246,6 +362,8 @@ void launch(Method m, const float* src, float* dst, const DeviceLut& lut, cudaSt
             return launch_columns<kForward, 24>(src, dst, lut, stream);
         case Method::columns32:
             return launch_columns<kForward, 32>(src, dst, lut, stream);
+        case Method::slab:
+            return launch_slab<kForward>(src, dst, lut, stream);
     }
 }
 

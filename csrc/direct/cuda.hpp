@@ -4,10 +4,13 @@
 //   tlp      the paper's thread-level scheme: one output voxel per thread (worker.hpp).
 //   ilp      the paper's instruction-level scheme: 16 z-voxels per thread share one kernel
 //            identifier, so each weight is fetched once per offset and applied 16 times.
-//   columns  (default) mSR regrouped into (dy, dx) columns; each thread keeps a run of R output
-//            z-voxels in registers and a sliding window of the neighbour column, so every source
-//            value loaded feeds up to `span` multiply-adds and every weight R of them
-//            (R = 16; columns24 / columns32 are the same scheme with longer z-runs).
+//   columns  mSR regrouped into (dy, dx) columns; each thread keeps a run of R output z-voxels in
+//            registers and a window of the neighbour column, so every source value loaded feeds
+//            up to `span` multiply-adds and every weight R of them (R = 16; columns24 /
+//            columns32: longer z-runs). Source values come through L1/L2.
+//   slab     (default) the columns scheme with the source staged in shared memory: a block of
+//            32 x 4 pixels walks the kernel's dy rows and stages, per row, the source slab all its
+//            columns read, so the window loads hit shared memory instead of L2.
 #pragma once
 
 #include <string>
@@ -17,15 +20,25 @@
 
 namespace dp::direct::gpu {
 
-enum class Method { tlp, ilp, columns, columns24, columns32 };  // columnsN: z-run of N
+enum class Method { tlp, ilp, columns, columns24, columns32, slab };  // columnsN: z-run of N
 
 Method parse_method(const std::string& name);
 
-// Spans (taps per column) the columns kernel is compiled for; longer columns are split.
+// Spans (taps per column) the column kernels are compiled for; longer columns are split.
 constexpr int kSpanClasses[] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16};
 constexpr int kNumSpanClasses = sizeof(kSpanClasses) / sizeof(int);
 
-// One view's LUTs resident on the device, plus the column plan of the default method.
+// Per transaxial row dy of the kernel support: the z range its columns read (relative to the
+// output z) and where each span class starts in the group list. Stored as kRowInts ints.
+struct RowInfo {
+    int dy, z_lo, z_extent;
+    int class_begin[kNumSpanClasses + 1];
+};
+constexpr int kRowInts = 3 + kNumSpanClasses + 1;
+
+// One view's LUTs resident on the device, plus the column plan of the fast methods:
+// groups (dy, dx, dz_min, weight tap column), sorted by (dy, span class, dx), and one RowInfo
+// per dy.
 class DeviceLut {
 public:
     DeviceLut(const LutRef& host, const Dims& dims);
@@ -34,19 +47,19 @@ public:
     LutRef device_ref() const;  // the raw LUTs on the device (tlp, ilp)
     size_t bytes() const;
 
-    // Column plan: groups (dy, dx, dz_min, weight column) sorted by span class.
     const int* groups() const { return groups_.as<int>(); }
+    const int* rows() const { return rows_.as<int>(); }
+    int n_rows() const { return n_rows_; }
+    int halo_x() const { return halo_x_; }
+    int max_z_extent() const { return max_z_extent_; }
     const float* weights(bool forward) const { return forward ? w_fwd_.as<float>() : w_back_.as<float>(); }
-    int weight_stride() const { return wstride_; }
-    const int* class_begin() const { return class_begin_; }
 
 private:
     Dims dims_;
     int n_offsets_, n_kernels_;
     cuda::DeviceBuffer lormap_, offsets_, flip_, values_;
-    cuda::DeviceBuffer groups_, w_fwd_, w_back_;
-    int wstride_ = 0;
-    int class_begin_[kNumSpanClasses + 1] = {};
+    cuda::DeviceBuffer groups_, rows_, w_fwd_, w_back_;
+    int n_rows_ = 0, halo_x_ = 0, max_z_extent_ = 0;
 };
 
 // dst = H src (forward) or H^T src on the device; src, dst are (nz, ny, nx) float32 device

@@ -35,7 +35,7 @@ class HistoImageProjector(LinearOperator):
     backend : 'auto' (CUDA when usable, else CPU), 'cpu' or 'cuda' (an error without a GPU).
         The chosen one is in ``self.backend``.
     threads : CPU threads (None: OpenMP default).
-    method : CUDA scheme: "default" (= "columns"), "tlp" or "ilp" (the paper's schemes, kept as
+    method : CUDA scheme: "default" (= "slab"), "columns", "tlp" or "ilp" (the paper's schemes, kept as
         measured baselines). Ignored on the CPU.
     luts : optional {view index: DirectLUT} to use instead of building them (arbitrary kernels).
     check_finite : reject NaN / inf inputs (one extra pass over the input).
