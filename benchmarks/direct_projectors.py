@@ -79,7 +79,11 @@ class Bench:
         n = lut.n_offsets
         y_exact = {"fp": exact.forward(xs[0], 0), "bp": exact.adjoint(xs[0], 0)}
         for method in methods:
-            ops = self.make(method, grid, kernel, exact)
+            try:
+                ops = self.make(method, grid, kernel, exact)
+            except Exception as e:  # report and go on: one broken method must not hide the others
+                print(f"  {case}/{method}: could not be built: {type(e).__name__}: {e}")
+                continue
             if ops is None:
                 continue
             ops_obj, on_gpu = ops
