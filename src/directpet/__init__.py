@@ -12,6 +12,7 @@ lengths in mm, TOF timing in ps. Voxel centres are symmetric about the scanner a
 from ._backend import cuda_device_count, has_cuda
 from .geometry import ImageGrid
 from .operators import LinearOperator
+from . import analysis, recon, sim  # noqa: E402,F401  (subpackages; matplotlib is imported lazily)
 
 __version__ = "0.1.0"
 

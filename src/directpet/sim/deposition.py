@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from .._checks import array_module
-from ..direct.kernels import C_MM_PER_PS, SRKernel
+from ..direct.kernels import SRKernel
 from ..direct.views import ViewSet
 from ..geometry import ImageGrid
 from .scanner import CylindricalScanner, chord_length, cylinder_interval
@@ -187,22 +187,6 @@ def _scatter_add(flat_out, idx, weights, xp):
 
 # --- correction histo-images ---------------------------------------------------------------------------
 
-def _view_quadrature(viewset: ViewSet, v: int, n_quad):
-    """Sub-directions (phi_q, theta_q) and solid-angle weights of view v's cell (midpoint rule)."""
-    nqp, nqt = n_quad
-    k, l = divmod(v, viewset.n_theta)
-    pe, te = viewset.phi_edges, viewset.theta_edges
-    dphi, dth = (pe[k + 1] - pe[k]) / nqp, (te[l + 1] - te[l]) / nqt
-    phis = pe[k] + (np.arange(nqp) + 0.5) * dphi
-    ths = te[l] + (np.arange(nqt) + 0.5) * dth
-    # dOmega = cos(theta) dtheta dphi for the co-polar angle theta.
-    return phis, ths, np.cos(ths) * dth * dphi
-
-
-def _largest_cell_weight(viewset: ViewSet, n_quad) -> float:
-    return max(float(_view_quadrature(viewset, v, n_quad)[2].sum()) * n_quad[0] for v in range(len(viewset)))
-
-
 def _grid_coords(grid: ImageGrid, xp):
     z = xp.asarray(grid.centres(0))[:, None, None]
     y = xp.asarray(grid.centres(1))[None, :, None]
@@ -210,15 +194,54 @@ def _grid_coords(grid: ImageGrid, xp):
     return x, y, z
 
 
-def _inplane_exits(x, y, phi, radius, xp):
-    """In-plane distances (ny, nx) from (x, y) to a circle of radius along +-(cos phi, sin phi)."""
+def _tilt_window(x, y, z, phi, scanner: CylindricalScanner, xp):
+    """Tilts [th_lo, th_hi] (radians) of the accepted LORs through r with azimuth phi.
+
+    With in-plane distances rho+ / rho- from (x, y) to the detector circle along +-(cos phi, sin phi),
+    the two photons reach the surface at heights ``z + rho+ tan(theta)`` and ``z - rho- tan(theta)``;
+    both must lie in [-h, h], an interval in tan(theta). Empty where th_hi <= th_lo.
+    """
     c, s = xp.asarray(np.cos(phi)), xp.asarray(np.sin(phi))
-    t0, t1 = cylinder_interval(x, y, 0.0, c, s, xp.asarray(0.0), radius, None, xp)
-    return t1, -t0
+    t0, t1 = cylinder_interval(x, y, 0.0, c, s, xp.asarray(0.0), scanner.radius_mm, None, xp)
+    rho_p, rho_m = t1, -t0                                 # > 0 for points inside the detector
+    h = scanner.half_length_mm
+    tan_lo = xp.maximum((-h - z) / rho_p, (z - h) / rho_m)
+    tan_hi = xp.minimum((h - z) / rho_p, (z + h) / rho_m)
+    return xp.arctan(tan_lo), xp.arctan(tan_hi)
+
+
+def _cell_integral(x, y, z, viewset: ViewSet, v: int, scanner, n_phi_sub: int, xp, antiderivative,
+                   phi_weight=None):
+    """``int_cell accepted(r, u) g(theta) [w(r, phi)] dphi dtheta`` for view v's direction cell.
+
+    The tilt integral is exact: accepted tilts form one interval per azimuth (:func:`_tilt_window`),
+    and ``antiderivative(theta)`` is a primitive of g (sin for the solid angle cos(theta) dtheta).
+    The azimuth integral is a midpoint rule with ``n_phi_sub`` points (the acceptance varies
+    slowly with azimuth).
+    """
+    k, l = divmod(v, viewset.n_theta)
+    pe, te = viewset.phi_edges, viewset.theta_edges
+    dphi = (pe[k + 1] - pe[k]) / n_phi_sub
+    acc = xp.zeros(np.broadcast_shapes(x.shape, y.shape, z.shape))
+    for phi in pe[k] + (np.arange(n_phi_sub) + 0.5) * dphi:
+        th_lo, th_hi = _tilt_window(x, y, z, phi, scanner, xp)
+        lo = xp.maximum(th_lo, te[l])
+        hi = xp.minimum(th_hi, te[l + 1])
+        term = xp.where(hi > lo, antiderivative(hi) - antiderivative(lo), 0.0) * dphi
+        if phi_weight is not None:
+            term = term * phi_weight(phi)
+        acc = acc + term
+    return acc
+
+
+def _check_n_quad(n_quad) -> int:
+    if isinstance(n_quad, (bool, np.bool_)) or int(n_quad) != n_quad or n_quad < 1:
+        raise ValueError(f"n_quad: expected a positive integer (azimuth sub-samples), got {n_quad!r}")
+    return int(n_quad)
 
 
 def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None,
-                            scanner: Optional[CylindricalScanner] = None, *, n_quad=(2, 5), xp=np,
+                            scanner: Optional[CylindricalScanner] = None, *, n_quad: int = 4, xp=np,
                             attenuation=None):
     """Per-view sensitivity-times-attenuation histo-images ``s_v = n_v * a_v`` (science.md 1.3).
 
@@ -228,7 +251,7 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
     phantom_info : a :class:`~directpet.sim.phantoms.PhantomInfo` whose water cylinder gives the
         attenuation (None, or a phantom without one: a_v = 1).
     scanner : the :class:`CylindricalScanner` (default: the default scanner).
-    n_quad : (n_phi_sub, n_theta_sub) midpoint-quadrature directions per view cell for n_v.
+    n_quad : azimuth sub-samples per view cell for n_v (the tilt integral is exact).
     xp : array namespace of the result (NumPy or CuPy).
     attenuation : optional :class:`~directpet.sim.phantoms.WaterCylinder` overriding the phantom's.
 
@@ -242,27 +265,26 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
       voxel centre (analytic chord through the finite water cylinder), as in DIRECT, which ignores
       the spread of directions inside a view. At the centre of a 350 mm cylinder and tilt theta_v
       this is ``exp(-mu * 350 / cos(theta_v))``.
-    * ``n_v(r)`` is the solid angle of the directions of the view's cell whose LOR through the voxel
-      centre is accepted (both ends on the detector within its axial extent), estimated by a
-      midpoint quadrature over the cell, divided by the solid angle of the largest cell. A voxel near
-      the centre, which sees all directions of a cell, therefore has n_v = Omega_v / max Omega (1 for
-      the largest cell, e.g. the central tilt bin). Detector efficiencies, gaps and the depth of
-      interaction are not modelled; with no attenuation this reproduces the relative acceptance
-      of :func:`~directpet.sim.events.simulate_events` up to the quadrature error near the
-      axial edges.
+    * ``n_v(r)`` is the solid angle of the directions of the view's cell whose LOR through the
+      voxel centre is accepted (both ends on the detector cylinder within its axial extent; the
+      tilt limits are exact, the azimuth is sampled at ``n_quad`` midpoints), divided by the solid
+      angle of the largest cell. A voxel near the centre, which sees every direction of a cell, has
+      ``n_v = Omega_v / max Omega`` (1 for the central tilt bin). Detector efficiencies, gaps,
+      depth of interaction and the voxel's extent are not modelled. Without attenuation this is
+      the relative acceptance of :func:`~directpet.sim.events.simulate_events` for an
+      annihilation at the voxel centre.
     """
     scanner = CylindricalScanner() if scanner is None else scanner
     water = attenuation
     if water is None and phantom_info is not None:
         water = phantom_info.attenuation
-    n_quad = tuple(int(q) for q in n_quad)
-    if len(n_quad) != 2 or min(n_quad) < 1:
-        raise ValueError(f"n_quad: expected two positive integers, got {n_quad!r}")
+    n_quad = _check_n_quad(n_quad)
     x, y, z = _grid_coords(grid, xp)
     out = xp.zeros((len(viewset),) + grid.shape, dtype=xp.float32)
-    w_ref = _largest_cell_weight(viewset, n_quad)
+    te, pe = viewset.theta_edges, viewset.phi_edges
+    omega_max = float(np.max(np.diff(pe)) * np.max(np.sin(te[1:]) - np.sin(te[:-1])))
     for v, view in enumerate(viewset):
-        nv = _acceptance(x, y, z, viewset, v, scanner, n_quad, xp, weight=None) / w_ref
+        nv = _cell_integral(x, y, z, viewset, v, scanner, n_quad, xp, xp.sin) / omega_max
         if water is not None and water.mu_per_mm > 0:
             u = view.direction
             chord = chord_length(x, y, z, *(xp.asarray(c) for c in u), water.radius_mm,
@@ -272,50 +294,32 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
     return out
 
 
-def _acceptance(x, y, z, viewset, v, scanner, n_quad, xp, weight):
-    """Sum over the cell's quadrature directions of w_q * accepted(r, u_q) [* weight(r, phi, theta)]."""
-    phis, ths, wq = _view_quadrature(viewset, v, n_quad)
-    h = scanner.half_length_mm
-    acc = xp.zeros(np.broadcast_shapes(x.shape, y.shape, z.shape))
-    for phi in phis:
-        # In-plane distances to the detector; the 3D hit height is z +- rho * tan(theta).
-        rho_p, rho_m = _inplane_exits(x, y, phi, scanner.radius_mm, xp)
-        for th, w in zip(ths, wq):
-            tt = float(np.tan(th))
-            hit = (xp.abs(z + rho_p * tt) <= h) & (xp.abs(z - rho_m * tt) <= h)
-            term = w * hit
-            if weight is not None:
-                term = term * weight(phi, th)
-            acc = acc + term
-    return acc
-
-
 def randoms_background(grid: ImageGrid, viewset: ViewSet, scanner: Optional[CylindricalScanner] = None, *,
-                       total: float = 1.0, n_quad=(2, 5), xp=np):
+                       total: float = 1.0, n_quad: int = 4, xp=np):
     """Expected deposited uniform randoms (n_views, nz, ny, nx) float32, summing to ``total``.
 
     Matches :func:`~directpet.sim.events.simulate_randoms`: endpoints uniform on the detector
-    surface give a density of lines proportional to ``1 / cos(theta)^4`` (independent of the
-    LOR's transaxial distance s for a cylinder), and each random is spread uniformly along its
-    in-FOV length ``2 sqrt(R_fov^2 - s^2) / cos(theta)``. Hence, per unit volume and solid angle,
-    ``b(r, u) ~ accepted(r, u) / (cos(theta)^3 sqrt(R_fov^2 - s^2))`` inside the FOV cylinder,
-    integrated over each view's cell by the same quadrature as :func:`sensitivity_attenuation`.
+    surface give a density of lines (per solid angle and perpendicular area) proportional to
+    ``|p1 - p2|^2 / (cos a1 cos a2) = 4 R^2 / cos(theta)^4``, independent of the LOR's transaxial
+    distance s. Each random is spread uniformly along its in-FOV length
+    ``2 sqrt(R_fov^2 - s^2) / cos(theta)``. Per unit volume and solid angle therefore
+    ``b(r, u) ~ accepted(r, u) / (cos(theta)^3 sqrt(R_fov^2 - s^2))`` inside the FOV cylinder; with
+    ``dOmega = cos(theta) dtheta dphi`` the tilt integral of ``1 / cos(theta)^2`` is exact (tan).
     Scale with the number of randoms deposited in the grid (``total``).
     """
     scanner = CylindricalScanner() if scanner is None else scanner
-    n_quad = tuple(int(q) for q in n_quad)
+    n_quad = _check_n_quad(n_quad)
     x, y, z = _grid_coords(grid, xp)
     rf = scanner.fov_radius_mm
     in_fov = (x * x + y * y) < rf * rf
 
-    def weight(phi, th):
+    def weight(phi):
         s = -x * np.sin(phi) + y * np.cos(phi)
-        half = xp.sqrt(xp.maximum(rf * rf - s * s, 1e-6))
-        return xp.where(in_fov, 1.0 / (np.cos(th) ** 3 * half), 0.0)
+        return xp.where(in_fov, 1.0 / xp.sqrt(xp.maximum(rf * rf - s * s, 1e-6)), 0.0)
 
     out = xp.zeros((len(viewset),) + grid.shape, dtype=xp.float32)
     for v in range(len(viewset)):
-        out[v] = _acceptance(x, y, z, viewset, v, scanner, n_quad, xp, weight)
+        out[v] = _cell_integral(x, y, z, viewset, v, scanner, n_quad, xp, xp.tan, weight)
     s = float(out.sum(dtype=xp.float64))
     if s > 0:
         out *= np.float32(total / s)
@@ -458,7 +462,7 @@ def _kernel_from_dict(d):
 
 def simulate_histo_images(phantom_info, scanner: CylindricalScanner, grid: ImageGrid, viewset: ViewSet,
                           n_events: int, *, kernel: Optional[SRKernel] = None, randoms_fraction: float = 0.0,
-                          with_corrections: bool = True, mode: str = "nearest", n_quad=(2, 5),
+                          with_corrections: bool = True, mode: str = "nearest", n_quad: int = 4,
                           chunk_size: int = 10_000_000, rng=None, xp=np, progress: bool = True,
                           **event_kw) -> HistoImageData:
     """Simulate list-mode events and stream them into histo-images (science.md 1.12).
@@ -486,5 +490,5 @@ def simulate_histo_images(phantom_info, scanner: CylindricalScanner, grid: Image
     return HistoImageData(histos, grid, viewset, sens, bg, kernel, scanner, meta)
 
 
-__all__ = ["C_MM_PER_PS", "DepositStats", "HistoImageData", "bin_views", "deposit", "randoms_background",
+__all__ = ["DepositStats", "HistoImageData", "bin_views", "deposit", "randoms_background",
            "sensitivity_attenuation", "simulate_histo_images", "to_numpy"]

@@ -32,7 +32,7 @@ chunks are yielded one by one so hundreds of millions of events can be streamed 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterator
 
 import numpy as np
 
@@ -156,6 +156,9 @@ def simulate_events(phantom, scanner: CylindricalScanner, n_events: int, *, coun
                 m = min(chunk_size, remaining)
             trues = _simulate_trues(analytic, water, scanner, m, gen, xp, blur, tof)
             drawn, accepted = drawn + m, accepted + len(trues)
+            if accepted == 0 and drawn >= 10 * chunk_size:
+                raise RuntimeError(f"simulate_events: none of {drawn} decays gave an accepted coincidence; "
+                                   "is the activity inside the detector cylinder?")
             n_r = 0
             if randoms_fraction > 0:
                 # Randoms in proportion to the trues of this chunk, randomised by Poisson.

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..direct.kernels import C_MM_PER_PS, FWHM_PER_SIGMA, SRKernel, tof_fwhm_mm
+from ..direct.kernels import FWHM_PER_SIGMA, SRKernel, tof_fwhm_mm
 from ..direct.views import ViewSet
 
 
@@ -157,5 +157,5 @@ def detector_hits(x, y, z, ux, uy, uz, scanner: CylindricalScanner, xp=np):
     return hit & (xp.abs(uz) <= np.sin(scanner.theta_max) + 1e-12)
 
 
-__all__ = ["C_MM_PER_PS", "CylindricalScanner", "chord_length", "cylinder_interval", "detector_exits",
+__all__ = ["CylindricalScanner", "chord_length", "cylinder_interval", "detector_exits",
            "detector_hits"]

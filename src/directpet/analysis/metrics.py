@@ -1,0 +1,186 @@
+"""Contrast recovery, noise and contrast-noise curves ([HA] §6.1, science.md 1.10).
+
+* CRC of sphere s: ``((p_s - p_b) / p_b) / c_s`` with p_s the mean in a circle of the sphere's
+  diameter centred on it, p_b the mean in the background annulus around it (inner diameter =
+  sphere diameter + 14 mm, 8 mm thick), both in the sphere's slice with partial-voxel weights, and
+  ``c_s = true sphere / background ratio - 1``. The reported CRC is the mean over spheres.
+* Noise: weighted pixel standard deviation over weighted mean inside a 50 mm circle at the
+  phantom centre, in the sphere slice (optionally averaged over +-k slices).
+
+Images may be NumPy or CuPy arrays (they are copied to the host: one image at a time is small).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from ..geometry import ImageGrid
+from ..sim.deposition import to_numpy
+from .roi import SphereROIs, circle_weights, weighted_mean, weighted_std
+
+
+@dataclass
+class CRCResult:
+    """CRC of one image: ``mean`` over spheres, ``per_sphere`` values, the ROI means used."""
+
+    mean: float
+    per_sphere: np.ndarray
+    sphere_means: np.ndarray
+    background_means: np.ndarray
+
+    def __float__(self) -> float:
+        return float(self.mean)
+
+
+def _image(image, grid: ImageGrid) -> np.ndarray:
+    a = np.asarray(to_numpy(image), dtype=np.float64)
+    if a.shape != tuple(grid.shape):
+        raise ValueError(f"image: expected shape {grid.shape}, got {a.shape}")
+    return a
+
+
+def crc(image, phantom_info, *, axial: str = "linear", supersample: int = 10,
+        rois: Optional[SphereROIs] = None) -> CRCResult:
+    """Contrast recovery coefficients of the phantom's spheres.
+
+    ``axial='linear'`` interpolates the ROI means between the two slices bracketing each sphere
+    centre (for spheres at z = 0 on an even number of slices: the mean of the two central slices);
+    ``'nearest'`` uses the slice containing the centre. ``rois`` reuses precomputed ROIs.
+    """
+    if phantom_info.n_spheres == 0:
+        raise ValueError("phantom_info: has no spheres")
+    img = _image(image, phantom_info.grid)
+    rois = SphereROIs.from_info(phantom_info, axial, supersample) if rois is None else rois
+    ps, pb = rois.means(img)
+    c = phantom_info.contrast - 1.0
+    if np.any(c == 0):
+        raise ValueError("phantom_info: a sphere has the background's activity (true contrast 0)")
+    per = (ps - pb) / pb / c
+    return CRCResult(float(per.mean()), per, ps, pb)
+
+
+def _noise_slices(grid: ImageGrid, z_mm: float, half_slices: int) -> List[int]:
+    """The slice containing z (both slices when z is on their common boundary), widened by +-k."""
+    f = float(z_mm) / grid.voxel_size[0] + 0.5 * grid.nz        # slice boundaries at integers
+    if abs(f - round(f)) < 1e-6:
+        lo, hi = int(round(f)) - 1, int(round(f))
+    else:
+        lo = hi = int(np.floor(f))
+    lo, hi = max(lo - half_slices, 0), min(hi + half_slices, grid.nz - 1)
+    if hi < lo:
+        raise ValueError(f"z_mm: {z_mm} mm is outside the grid")
+    return list(range(lo, hi + 1))
+
+
+def noise(image, where, diameter_mm: float = 50.0, *, grid: Optional[ImageGrid] = None,
+          half_slices: int = 0, supersample: int = 10) -> float:
+    """Relative noise: weighted std / weighted mean in a central circle.
+
+    Parameters
+    ----------
+    image : (nz, ny, nx) image.
+    where : a :class:`~directpet.sim.phantoms.PhantomInfo` (circle at its centre (x, y), in its
+        sphere slice) or an ``(x, y, z)`` centre in mm (then ``grid`` is required).
+    diameter_mm : ROI diameter (50 mm in [HA]).
+    half_slices : also use +-k neighbouring slices; the result is the mean of the per-slice values.
+
+    The slice is the one containing z; when z falls exactly on a slice boundary (e.g. z = 0 on an
+    even number of slices) both neighbouring slices are used. Pixels are weighted by their area
+    fraction inside the circle; the std is the weighted population std.
+    """
+    if hasattr(where, "grid") and hasattr(where, "centre_mm"):
+        grid = where.grid if grid is None else grid
+        centre = (float(where.centre_mm[0]), float(where.centre_mm[1]), where.sphere_z_mm)
+    else:
+        if grid is None:
+            raise ValueError("grid: required when `where` is a centre (x, y, z)")
+        centre = tuple(float(c) for c in where)
+        if len(centre) != 3:
+            raise ValueError(f"where: expected (x, y, z) mm, got {where!r}")
+    img = _image(image, grid)
+    w = circle_weights(grid, centre[:2], diameter_mm, supersample)
+    vals = []
+    for iz in _noise_slices(grid, centre[2], int(half_slices)):
+        m = weighted_mean(img[iz], w)
+        vals.append(weighted_std(img[iz], w) / m if m != 0 else np.inf)
+    return float(np.mean(vals))
+
+
+@dataclass
+class ContrastNoiseCurve:
+    """CRC and noise of a sequence of images (e.g. the stored iterates of one reconstruction)."""
+
+    iterations: np.ndarray
+    crc: np.ndarray
+    noise: np.ndarray
+    per_sphere: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))   # (n_images, n_spheres)
+    label: str = ""
+
+
+def contrast_noise_curve(images, phantom_info, iterations: Optional[Sequence] = None, label: str = "", *,
+                         axial: str = "linear", noise_diameter_mm: float = 50.0, half_slices: int = 0,
+                         supersample: int = 10) -> ContrastNoiseCurve:
+    """CRC and noise for every image.
+
+    ``images`` is a list of images or a :class:`~directpet.recon.ReconResult` (its stored images
+    and their iterations are used). ``iterations`` defaults to 1, 2, ... for a plain list.
+    """
+    if hasattr(images, "images") and hasattr(images, "image_iterations"):
+        iterations = images.image_iterations if iterations is None else iterations
+        label = label or images.algorithm
+        images = images.images
+    images = list(images)
+    if not images:
+        raise ValueError("images: empty")
+    its = np.arange(1, len(images) + 1) if iterations is None else np.asarray(iterations, dtype=float)
+    if len(its) != len(images):
+        raise ValueError(f"iterations: {len(its)} values for {len(images)} images")
+    rois = SphereROIs.from_info(phantom_info, axial, supersample)
+    res = [crc(im, phantom_info, rois=rois) for im in images]
+    nz = [noise(im, phantom_info, noise_diameter_mm, half_slices=half_slices, supersample=supersample)
+          for im in images]
+    return ContrastNoiseCurve(its, np.array([r.mean for r in res]), np.array(nz),
+                              np.array([r.per_sphere for r in res]), label)
+
+
+@dataclass
+class MatchedNoise:
+    """Where one curve reaches the target noise (``status`` 'ok', 'not reached' or 'above at first')."""
+
+    label: str
+    iteration: float
+    crc: float
+    noise: float
+    index: int
+    status: str
+
+
+def pick_matched_noise(curves, target: float = 0.08) -> List[MatchedNoise]:
+    """For each curve, the (interpolated) iteration and CRC at which noise first reaches ``target``.
+
+    Linear interpolation between the two stored points bracketing the first crossing;
+    ``index`` is the stored image nearest to it (for image panels). A curve that never reaches the
+    target gives NaN ('not reached'); one already above it at its first point gives that point
+    ('above at first').
+    """
+    if isinstance(curves, ContrastNoiseCurve):
+        curves = [curves]
+    out = []
+    for c in curves:
+        n, it, cr = np.asarray(c.noise, float), np.asarray(c.iterations, float), np.asarray(c.crc, float)
+        above = np.nonzero(n >= target)[0]
+        if above.size == 0:
+            out.append(MatchedNoise(c.label, np.nan, np.nan, target, int(len(n) - 1), "not reached"))
+            continue
+        j = int(above[0])
+        if j == 0:
+            out.append(MatchedNoise(c.label, float(it[0]), float(cr[0]), float(n[0]), 0, "above at first"))
+            continue
+        t = (target - n[j - 1]) / (n[j] - n[j - 1])
+        out.append(MatchedNoise(c.label, float(it[j - 1] + t * (it[j] - it[j - 1])),
+                                float(cr[j - 1] + t * (cr[j] - cr[j - 1])), float(target),
+                                j if t >= 0.5 else j - 1, "ok"))
+    return out

@@ -1,0 +1,144 @@
+"""Figures for DIRECT evaluations: contrast-noise curves, matched-noise panels, line profiles.
+
+Every function builds a :class:`matplotlib.figure.Figure` directly (no pyplot state, so it works
+under the Agg backend, in scripts and in notebooks), returns it, and writes a PNG when ``path`` is
+given. matplotlib is imported only when a function is called.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ..sim.deposition import to_numpy
+from .metrics import ContrastNoiseCurve, pick_matched_noise
+from .roi import slice_weights
+
+
+def _figure(figsize):
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize, layout="constrained")
+
+
+def _save(fig, path, dpi=120):
+    if path is not None:
+        fig.savefig(path, dpi=dpi)
+    return fig
+
+
+def plot_contrast_noise(curves: Sequence[ContrastNoiseCurve], *, target_noise: Optional[float] = 0.08,
+                        annotate_every: int = 0, title: str = "CRC vs noise", path=None, ax=None):
+    """CRC (y) against noise in % (x), one line per curve; a vertical line at the target noise and
+    the interpolated matched-noise points. ``annotate_every=N`` labels every N-th point with its
+    iteration. Returns the Figure (that of ``ax`` when given)."""
+    fig = _figure((6, 4.5)) if ax is None else ax.figure
+    ax = fig.add_subplot() if ax is None else ax
+    if isinstance(curves, ContrastNoiseCurve):
+        curves = [curves]
+    for c in curves:
+        line, = ax.plot(100 * np.asarray(c.noise), c.crc, marker="o", ms=3, label=c.label or None)
+        if annotate_every:
+            for k in range(0, len(c.noise), annotate_every):
+                ax.annotate(f"{c.iterations[k]:g}", (100 * c.noise[k], c.crc[k]), fontsize=7,
+                            textcoords="offset points", xytext=(3, 3), color=line.get_color())
+    if target_noise is not None:
+        ax.axvline(100 * target_noise, color="0.6", ls="--", lw=1)
+        for m, c in zip(pick_matched_noise(curves, target_noise), curves):
+            if m.status == "ok":
+                ax.plot(100 * m.noise, m.crc, marker="x", color="k", ms=7)
+    ax.set_xlabel("noise (%)")
+    ax.set_ylabel("CRC")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    if any(c.label for c in curves):
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _slice(image, grid, z_mm):
+    """Transaxial plane at z (linear interpolation between slices, as the ROIs do)."""
+    img = np.asarray(to_numpy(image), dtype=np.float64)
+    return sum(a * img[iz] for iz, a in slice_weights(grid, z_mm, "linear"))
+
+
+def plot_image_panels(images: Sequence, titles: Sequence[str], grid, *, z_mm: float = 0.0,
+                      vmax: Optional[float] = None, cmap: str = "gray_r", ncols: Optional[int] = None,
+                      path=None):
+    """Transaxial slices at z (mm) of several images side by side, on a common grey scale
+    (``vmax`` default: the largest value over the panels). Used for matched-noise panels."""
+    planes = [_slice(im, grid, z_mm) for im in images]
+    ncols = len(planes) if ncols is None else int(ncols)
+    nrows = int(np.ceil(len(planes) / ncols))
+    fig = _figure((3.0 * ncols, 3.0 * nrows + 0.3))
+    vmax = max(float(p.max()) for p in planes) if vmax is None else vmax
+    hx = 0.5 * grid.nx * grid.voxel_size[2]
+    hy = 0.5 * grid.ny * grid.voxel_size[1]
+    for k, (p, t) in enumerate(zip(planes, titles)):
+        ax = fig.add_subplot(nrows, ncols, k + 1)
+        ax.imshow(p, origin="lower", cmap=cmap, vmin=0, vmax=vmax, extent=(-hx, hx, -hy, hy))
+        ax.set_title(t, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    return _save(fig, path)
+
+
+def plot_matched_noise_panels(results: Sequence, curves: Sequence[ContrastNoiseCurve], phantom_info, *,
+                              target: float = 0.08, path=None, **kw):
+    """Panels of the stored image nearest to the matched-noise point of each reconstruction.
+
+    ``results`` are :class:`~directpet.recon.ReconResult` objects whose stored images produced
+    ``curves`` (same order). Titles give the label, iteration and CRC.
+    """
+    picks = pick_matched_noise(curves, target)
+    images, titles = [], []
+    for r, m in zip(results, picks):
+        images.append(r.images[m.index])
+        titles.append(f"{m.label}: it {r.image_iterations[m.index]}"
+                      + (f", CRC {m.crc:.2f}" if np.isfinite(m.crc) else ""))
+    return plot_image_panels(images, titles, phantom_info.grid, z_mm=phantom_info.sphere_z_mm, path=path, **kw)
+
+
+def line_profile(image, grid, start_xy_mm, end_xy_mm, z_mm: float = 0.0, n_samples: int = 200):
+    """Values along the segment start -> end (mm) in the plane z, by bilinear interpolation.
+
+    Returns ``(distance_mm from start, values)``.
+    """
+    from scipy.ndimage import map_coordinates
+
+    plane = _slice(image, grid, z_mm)
+    t = np.linspace(0.0, 1.0, int(n_samples))
+    x = start_xy_mm[0] + t * (end_xy_mm[0] - start_xy_mm[0])
+    y = start_xy_mm[1] + t * (end_xy_mm[1] - start_xy_mm[1])
+    fx = x / grid.voxel_size[2] + 0.5 * (grid.nx - 1)
+    fy = y / grid.voxel_size[1] + 0.5 * (grid.ny - 1)
+    vals = map_coordinates(plane, [fy, fx], order=1, mode="constant", cval=0.0)
+    return t * np.hypot(end_xy_mm[0] - start_xy_mm[0], end_xy_mm[1] - start_xy_mm[1]), vals
+
+
+def plot_line_profiles(images: Sequence, labels: Sequence[str], phantom_info, *, sphere: int = 0,
+                       half_length_mm: float = 25.0, truth=None, normalise: bool = True, path=None):
+    """Radial line profiles through one sphere (through the phantom centre and the sphere centre,
+    ``+-half_length_mm`` around the sphere), one line per image; ``truth`` adds the true image.
+    ``normalise`` divides each profile by its image's background mean (the sphere's annulus)."""
+    from .metrics import crc as _crc
+
+    c = np.asarray(phantom_info.sphere_centres_mm[sphere], dtype=float)
+    d = c[:2] / max(np.hypot(c[0], c[1]), 1e-9) if np.hypot(c[0], c[1]) > 0 else np.array([1.0, 0.0])
+    a, b = c[:2] - half_length_mm * d, c[:2] + half_length_mm * d
+    fig = _figure((6, 4))
+    ax = fig.add_subplot()
+    series = list(zip(images, labels))
+    if truth is not None:
+        series.append((truth, "truth"))
+    for im, lab in series:
+        s, v = line_profile(im, phantom_info.grid, a, b, z_mm=c[2])
+        if normalise:
+            v = v / _crc(im, phantom_info).background_means[sphere]
+        ax.plot(s - half_length_mm, v, label=lab, ls="--" if lab == "truth" else "-")
+    ax.set_xlabel(f"distance from sphere {sphere} centre (mm, radial)")
+    ax.set_ylabel("activity / background" if normalise else "activity")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
