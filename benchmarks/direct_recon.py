@@ -1,0 +1,115 @@
+"""DIRECT reconstruction benchmark (issue: DIRECT reconstruction end to end).
+
+One full block-RAMLA iteration (120 views, 144x144x48, 4 mm, 400 ps, variant1) end to end from
+Python with data resident on the GPU, split into projection (the 120 forward + 120 back
+projections alone, timed in the same run) and everything else; the same on the CPU backend with
+all threads; and event simulation + deposition throughput on the GPU.
+
+Data: the sphere phantom's model-consistent Poisson data with sensitivity x attenuation and a
+randoms background (science.md 1.3), all CuPy arrays on the device.
+
+    python benchmarks/direct_recon.py [--out FILE] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+import directpet as dp
+from directpet import recon, sim
+from directpet.direct import FFTProjector, HistoImageProjector, SRKernel
+
+from _common import cpu_name, gpu_name, print_table, time_host, today, write_records
+
+
+def make_data(grid, viewset, op, xp, seed=1):
+    truth, info = sim.sphere_phantom(grid)
+    scanner = sim.CylindricalScanner()
+    sens = sim.sensitivity_attenuation(grid, viewset, info, scanner, xp=xp)
+    bg = sim.randoms_background(grid, viewset, scanner, total=0.2 * 430e6, xp=xp)
+    rng = xp.random.default_rng(seed) if xp is not np else np.random.default_rng(seed)
+    return sim.model_consistent_data(op, xp.asarray(truth), sens, bg, counts=430e6, rng=rng, viewset=viewset), info
+
+
+def iteration_ms(op, data, n=3):
+    res = recon.block_ramla(op, data, n, progress=False)
+    return 1e3 * float(np.median(res.iteration_times))
+
+
+def projection_ms(op, data, xp, sync, n=3):
+    """The 120 forward and 120 back projections of one iteration alone (median over n passes)."""
+    x = xp.ones(op.grid.shape, dtype=xp.float32)
+    y = xp.empty(op.grid.shape, dtype=xp.float32)
+    b = xp.empty(op.grid.shape, dtype=xp.float32)
+    ts = []
+    for _ in range(n + 1):
+        sync()
+        t0 = time.perf_counter()
+        for v in range(op.n_views):
+            op.forward(x, v, out=y)
+            op.adjoint(data.histos[v], v, out=b)
+        sync()
+        ts.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(ts[1:]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "direct_recon.json"))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--skip-cpu", action="store_true")
+    args = ap.parse_args()
+    import cupy
+
+    sync = cupy.cuda.Device().synchronize
+    gpu, cpu = gpu_name(), cpu_name() + f" ({os.cpu_count()} threads)"
+    grid = dp.ImageGrid((48, 144, 144), 4.0)
+    viewset = dp.direct.ViewSet(40, 3)
+    records = []
+    cases = [("iteration_variant1", lambda b: HistoImageProjector(grid, viewset, SRKernel.clinical(), backend=b, check_finite=False)),
+             ("iteration_invariant", lambda b: HistoImageProjector(grid, viewset, SRKernel.invariant(), backend=b, check_finite=False)),
+             ("iteration_invariant_fft", lambda b: FFTProjector(grid, viewset, SRKernel.invariant(), backend=b, check_finite=False))]
+    for case, make in cases:
+        op = make("cuda")
+        data, _ = make_data(grid, viewset, op, cupy)
+        iteration_ms(op, data, 1)  # warm-up: LUT upload, plans
+        ms = iteration_ms(op, data, 2 if args.quick else 3)
+        pm = projection_ms(op, data, cupy, sync)
+        records.append(dict(case=case, backend="cuda", ms=ms, projection_ms=pm, other_ms=ms - pm,
+                            other_fraction=(ms - pm) / ms, device=gpu, date=today()))
+        if not args.skip_cpu and case != "iteration_invariant":
+            op_c = make("cpu")
+            data_c = data.to(np)
+            ms_c = time_host(lambda: recon.block_ramla(op_c, data_c, 1, progress=False), repeat=1, warmup=0)
+            pm_c = projection_ms(op_c, data_c, np, lambda: None, n=1)
+            records.append(dict(case=case, backend="cpu", ms=ms_c, projection_ms=pm_c, other_ms=ms_c - pm_c,
+                                other_fraction=(ms_c - pm_c) / ms_c, device=cpu, date=today()))
+        del op, data
+        cupy.get_default_memory_pool().free_all_blocks()
+
+    # Event simulation + deposition throughput on the GPU (sphere phantom, 40 x 3 views).
+    truth, info = sim.sphere_phantom(grid)
+    scanner = sim.CylindricalScanner()
+    n = 20_000_000 if args.quick else 200_000_000
+    for what, fn in (("event_simulation", lambda k: sum(int(b.p1.shape[0]) for b in sim.simulate_events(
+                        info, scanner, k, rng=3, xp=cupy, progress=False))),
+                     ("event_simulation_deposition", lambda k: sim.deposit(sim.simulate_events(
+                        info, scanner, k, rng=3, xp=cupy, progress=False), grid, viewset, xp=cupy))):
+        fn(2_000_000)
+        sync()
+        t0 = time.perf_counter()
+        fn(n)
+        sync()
+        dt = time.perf_counter() - t0
+        records.append(dict(case=what, backend="cuda", ms=dt * 1e3, events=n, events_per_s=n / dt, device=gpu, date=today()))
+    print(f"GPU: {gpu}; CPU: {cpu}; date {today()}")
+    print_table(records, ["case", "backend", "ms", "projection_ms", "other_ms", "other_fraction", "events_per_s"])
+    write_records(records, args.out)
+
+
+if __name__ == "__main__":
+    main()
