@@ -21,7 +21,7 @@ import numpy as np
 
 import directpet as dp
 from directpet import recon, sim
-from directpet.direct import FFTProjector, HistoImageProjector, SRKernel
+from directpet.direct import FFTProjector, HistoImageProjector, SRKernel, ViewSet
 
 from _common import cpu_name, gpu_name, print_table, time_host, today, write_records
 
@@ -68,7 +68,7 @@ def main():
     sync = cupy.cuda.Device().synchronize
     gpu, cpu = gpu_name(), cpu_name() + f" ({os.cpu_count()} threads)"
     grid = dp.ImageGrid((48, 144, 144), 4.0)
-    viewset = dp.direct.ViewSet(40, 3)
+    viewset = ViewSet(40, 3)
     records = []
     cases = [("iteration_variant1", lambda b: HistoImageProjector(grid, viewset, SRKernel.clinical(), backend=b, check_finite=False)),
              ("iteration_invariant", lambda b: HistoImageProjector(grid, viewset, SRKernel.invariant(), backend=b, check_finite=False)),
