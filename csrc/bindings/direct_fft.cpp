@@ -69,11 +69,6 @@ fft::ViewTerms view_terms(const fft::Shape3& n, const fft::Shape3& m, const py::
     return t;
 }
 
-// Holds the Python arrays while the GIL is released (the view_terms pointers point into them).
-struct HeldTerms {
-    py::object kernels, spectra, coefficients;
-};
-
 void check_volume_pair(const py::array& src, py::array& dst, const fft::Shape3& n, const char* src_name) {
     check_array<float>(src, src_name, {n.nz, n.ny, n.nx});
     check_array<float>(dst, "out", {n.nz, n.ny, n.nx});
@@ -99,9 +94,10 @@ void register_direct_fft(py::module_& m) {
         .def("set_view",
              [](CpuFftEngine& e, int v, const py::object& kernels, const py::object& spectra,
                 const py::object& coefficients) {
-                 const HeldTerms held{kernels, spectra, coefficients};
-                 const fft::ViewTerms t = view_terms(e.image_shape(), e.padded_shape(), held.kernels,
-                                                     held.spectra, held.coefficients);
+                 // The pointers in t point into the argument arrays, which pybind11 keeps alive for
+                 // the whole call (also while the GIL is released).
+                 const fft::ViewTerms t = view_terms(e.image_shape(), e.padded_shape(), kernels, spectra,
+                                                     coefficients);
                  py::gil_scoped_release release;
                  e.set_view(v, t);
              },
@@ -154,9 +150,10 @@ void register_direct_fft_cuda(py::module_& m) {
         .def("set_view",
              [](CudaFftEngine& e, int v, const py::object& kernels, const py::object& spectra,
                 const py::object& coefficients) {
-                 const HeldTerms held{kernels, spectra, coefficients};
-                 const fft::ViewTerms t = view_terms(e.image_shape(), e.padded_shape(), held.kernels,
-                                                     held.spectra, held.coefficients);
+                 // The pointers in t point into the argument arrays, which pybind11 keeps alive for
+                 // the whole call (also while the GIL is released).
+                 const fft::ViewTerms t = view_terms(e.image_shape(), e.padded_shape(), kernels, spectra,
+                                                     coefficients);
                  py::gil_scoped_release release;
                  e.set_view(v, t);
              },

@@ -50,17 +50,23 @@ void check_cufft(cufftResult r, const char* what) {
 #define DP_CUFFT_CHECK(call) check_cufft((call), #call)
 
 // ---- kernels --------------------------------------------------------------------------------------
-constexpr int kRowThreads = 128;  // threads along x in the pad / crop kernels
+// Pad / crop kernels use 32 x 8 tiles of (x, y): a warp reads 32 consecutive floats of a row, and
+// short rows (Mx ~ 20..200) do not leave most of a long 1D block idle.
+constexpr int kTileX = 32, kTileY = 8;
 constexpr int kFlatThreads = 256;
+
+dim3 tile_grid(int nx, int ny, int nz) {
+    return dim3((nx + kTileX - 1) / kTileX, (ny + kTileY - 1) / kTileY, nz);
+}
 
 // One launch writes every slot of the padded buffer (zeros included), so no memset is needed:
 //   dst[j](z, y, x) = src(z, y, x) * c_j(y, x) inside the image, 0 in the padding.
-// grid: (ceil(Mx / kRowThreads), My, Mz * slots).
+// grid: tile_grid(Mx, My, Mz * slots).
 __global__ void pad_kernel(const float* __restrict__ src, const float* __restrict__ coef,
                            float* __restrict__ dst, Shape3 n, Shape3 m) {
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;
-    if (x >= m.nx) return;
-    const int y = blockIdx.y;
+    const int x = blockIdx.x * kTileX + threadIdx.x;
+    const int y = blockIdx.y * kTileY + threadIdx.y;
+    if (x >= m.nx || y >= m.ny) return;
     const int zz = blockIdx.z;  // j * Mz + z
     const int j = zz / m.nz, z = zz - j * m.nz;
     float v = 0.0f;
@@ -72,12 +78,13 @@ __global__ void pad_kernel(const float* __restrict__ src, const float* __restric
 }
 
 // dst(z, y, x) = sum_{j < slots} c_j(y, x) * buf[j](z, y, x)   (c_j = 1 without coefficients):
-// crop, coefficient and the sum over terms in one pass. grid: (ceil(nx / kRowThreads), ny, nz).
+// crop, coefficient and the sum over terms in one pass. grid: tile_grid(nx, ny, nz).
 __global__ void crop_kernel(const float* __restrict__ buf, const float* __restrict__ coef,
                             float* __restrict__ dst, Shape3 n, Shape3 m, int slots) {
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;
-    if (x >= n.nx) return;
-    const int y = blockIdx.y, z = blockIdx.z;
+    const int x = blockIdx.x * kTileX + threadIdx.x;
+    const int y = blockIdx.y * kTileY + threadIdx.y;
+    if (x >= n.nx || y >= n.ny) return;
+    const int z = blockIdx.z;
     const long long slot = static_cast<long long>(m.nz) * m.ny * m.nx;
     const long long p = (static_cast<long long>(z) * m.ny + y) * m.nx + x;
     const long long pix = static_cast<long long>(y) * n.nx + x;
@@ -219,8 +226,8 @@ struct CudaFftEngine::Impl {
 
 CudaFftEngine::CudaFftEngine(const Shape3& image, const Shape3& padded) : impl_(new Impl) {
     check_shapes(image, padded);
-    // Grid limits of the pad/crop launches: gridDim.y, gridDim.z <= 65535.
-    require(padded.ny <= 65535 && padded.nz <= 65535, "padded: My and Mz must be <= 65535 on the GPU");
+    // Grid limit of the pad/crop launches: gridDim.z (Mz, times the rank for pad) <= 65535.
+    require(padded.nz <= 65535, "padded: Mz must be <= 65535 on the GPU");
     impl_->n = image;
     impl_->m = padded;
     impl_->mc = half_spectrum_size(padded);
@@ -293,15 +300,14 @@ void CudaFftEngine::forward(int v, const float* src, float* dst, void* stream) {
     ctx.reserve(r, s.m, s.mc);
     const cudaStream_t st = ctx.stream;
 
-    const dim3 pad_grid((s.m.nx + kRowThreads - 1) / kRowThreads, s.m.ny, s.m.nz * r);
-    pad_kernel<<<pad_grid, kRowThreads, 0, st>>>(src, view.coef(), ctx.real.as<float>(), s.n, s.m);
+    const dim3 tile(kTileX, kTileY);
+    pad_kernel<<<tile_grid(s.m.nx, s.m.ny, s.m.nz * r), tile, 0, st>>>(src, view.coef(), ctx.real.as<float>(), s.n, s.m);
     DP_CUDA_CHECK_LAUNCH("fft pad_kernel (forward)");
     DP_CUFFT_CHECK(cufftExecR2C(ctx.plan(CUFFT_R2C, r, s.m), ctx.real.as<cufftReal>(), ctx.spec.as<cufftComplex>()));
     product_sum_kernel<<<flat_blocks(s.mc), kFlatThreads, 0, st>>>(ctx.spec.as<cufftComplex>(), view.K(), s.mc, r);
     DP_CUDA_CHECK_LAUNCH("fft product_sum_kernel");
     DP_CUFFT_CHECK(cufftExecC2R(ctx.plan(CUFFT_C2R, 1, s.m), ctx.spec.as<cufftComplex>(), ctx.real.as<cufftReal>()));
-    const dim3 crop_grid((s.n.nx + kRowThreads - 1) / kRowThreads, s.n.ny, s.n.nz);
-    crop_kernel<<<crop_grid, kRowThreads, 0, st>>>(ctx.real.as<float>(), nullptr, dst, s.n, s.m, 1);
+    crop_kernel<<<tile_grid(s.n.nx, s.n.ny, s.n.nz), tile, 0, st>>>(ctx.real.as<float>(), nullptr, dst, s.n, s.m, 1);
     DP_CUDA_CHECK_LAUNCH("fft crop_kernel (forward)");
 }
 
@@ -315,15 +321,14 @@ void CudaFftEngine::adjoint(int v, const float* src, float* dst, void* stream) {
     ctx.reserve(r, s.m, s.mc);
     const cudaStream_t st = ctx.stream;
 
-    const dim3 pad_grid((s.m.nx + kRowThreads - 1) / kRowThreads, s.m.ny, s.m.nz);
-    pad_kernel<<<pad_grid, kRowThreads, 0, st>>>(src, nullptr, ctx.real.as<float>(), s.n, s.m);
+    const dim3 tile(kTileX, kTileY);
+    pad_kernel<<<tile_grid(s.m.nx, s.m.ny, s.m.nz), tile, 0, st>>>(src, nullptr, ctx.real.as<float>(), s.n, s.m);
     DP_CUDA_CHECK_LAUNCH("fft pad_kernel (adjoint)");
     DP_CUFFT_CHECK(cufftExecR2C(ctx.plan(CUFFT_R2C, 1, s.m), ctx.real.as<cufftReal>(), ctx.spec.as<cufftComplex>()));
     conj_product_spread_kernel<<<flat_blocks(s.mc), kFlatThreads, 0, st>>>(ctx.spec.as<cufftComplex>(), view.K(), s.mc, r);
     DP_CUDA_CHECK_LAUNCH("fft conj_product_spread_kernel");
     DP_CUFFT_CHECK(cufftExecC2R(ctx.plan(CUFFT_C2R, r, s.m), ctx.spec.as<cufftComplex>(), ctx.real.as<cufftReal>()));
-    const dim3 crop_grid((s.n.nx + kRowThreads - 1) / kRowThreads, s.n.ny, s.n.nz);
-    crop_kernel<<<crop_grid, kRowThreads, 0, st>>>(ctx.real.as<float>(), view.coef(), dst, s.n, s.m, r);
+    crop_kernel<<<tile_grid(s.n.nx, s.n.ny, s.n.nz), tile, 0, st>>>(ctx.real.as<float>(), view.coef(), dst, s.n, s.m, r);
     DP_CUDA_CHECK_LAUNCH("fft crop_kernel (adjoint)");
 }
 

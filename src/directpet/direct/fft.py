@@ -305,8 +305,9 @@ class FFTProjector(_ConvolutionProjector):
         ``"estimate"`` (instant planning, somewhat slower transforms). Ignored on the GPU.
     check_finite : reject NaN / inf inputs (one extra pass over the input).
 
-    Memory: one half spectrum per view, ``8 Mz My (Mx/2+1)`` bytes (about 6.4 MB for the clinical
-    168 x 168 x 56 grid), resident on the host or the GPU from a view's first projection.
+    Memory: one half spectrum per view, ``8 Mz My (Mx/2+1)`` bytes, resident on the host or the GPU
+    from a view's first projection: 5.3 MB per view for the 144 x 144 x 48 grid at 400 ps (auto padding
+    50 x 162 x 162 over the 40 x 3 views), about 0.65 GB for all 120 views.
     """
 
     def __init__(self, grid: ImageGrid, views: ViewsLike, kernel: Optional[SRKernel] = None, *,

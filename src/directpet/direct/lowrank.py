@@ -149,14 +149,16 @@ class LowRankProjector(_ConvolutionProjector):
 
     def factors(self, v: int) -> LowRankFactors:
         """The rank-r factorisation of view v's kernel table (computed on first use, cached)."""
+        return self._factored(v)[0]
+
+    def _factored(self, v: int):
+        """(factors, offsets (N, 3), lormap (ny, nx)) of view v; the LUT values are not kept."""
         v = self._view_index(v)
-        f = self._factors.get(v)
-        if f is None:
+        if v not in self._factors:
             lut = self.lut(v)
             f = factorize(lut.values, tol=self.tol, rank=self.fixed_rank, max_rank=self.max_rank)
             self._factors[v] = (f, lut.offsets, lut.lormap)
-            return f
-        return f[0]
+        return self._factors[v]
 
     def rank(self, v: int) -> int:
         """Number of FFT terms r of view v."""
@@ -174,8 +176,7 @@ class LowRankProjector(_ConvolutionProjector):
         return float(np.sqrt(e.sum(axis=1).max() * e.max(axis=0).sum()))
 
     def _view_terms(self, v: int) -> dict:
-        f = self.factors(v)
-        _, offsets, lormap = self._factors[v]
+        f, offsets, lormap = self._factored(v)
         coefficients = np.ascontiguousarray(f.coefficients.T[:, lormap], dtype=np.float32)  # (r, ny, nx)
         kernels = layout_kernels(offsets, f.kernels, self.grid.shape, self.padding)
         return {"kernels": kernels, "coefficients": coefficients}

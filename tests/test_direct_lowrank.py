@@ -1,0 +1,238 @@
+"""Low-rank FFT projector of DIRECT: SVD factorisation, rank selection, exact adjointness, and the
+approximation of the spatially variant HistoImageProjector.
+
+Error bound used in the assertions
+----------------------------------
+With E = V - C B the kernel-table error (rows E_a), the operator error is the DIRECT operator of E,
+so by the Schur test ``||(H - H_r) x|| <= sqrt(max_a ||E_a||_1 * sum_i max_a |E_a,i|) ||x||``
+(``LowRankProjector.operator_error_bound``): rigorous, asserted as is (plus float32 rounding).
+It is pessimistic by about 10x. The useful, empirical statement is relative to the kernel error
+``k = ||E||_F / ||V||_F``: on random positive images the relative image error
+``||(H - H_r) x|| / ||H x||`` measured 0.15 k to 0.56 k (variant, asymmetric and stress kernels,
+tilted and untilted views, tol 1e-2 .. 1e-4). The tests assert it is at most ``1.0 k`` (a factor of
+~2 margin) plus 2e-6 for float32 rounding when k itself is at rounding level.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import directpet
+from directpet import ImageGrid, LinearOperator
+from directpet.direct import FFTProjector, HistoImageProjector, LowRankProjector, SRKernel, View, ViewSet, build_lut
+from directpet.direct.lowrank import factorize, relative_kernel_errors
+
+RTOL = 1e-5
+ROUNDING = 2e-6  # float32 FFT + accumulation rounding floor of the image-space comparisons
+
+GRID = ImageGrid((12, 24, 20), 4.0)
+ODD = ImageGrid((11, 23, 19), 4.0)
+VIEWS = [View(0.0), View.from_degrees(23.625), View.from_degrees(128.25, 20 / 3)]
+
+KERNELS = {
+    "variant2": SRKernel.clinical("variant2"),
+    "asym_variant": SRKernel.clinical("variant2", asymmetric=True),
+    "linear_10_100": SRKernel(radial_fwhm=("linear", 10.0, 100.0)),
+}
+
+
+def rel_err(a, b):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+def lowrank_cpu(grid, views, kernel, **kw):
+    return LowRankProjector(grid, views, kernel, backend="cpu", planner="estimate", **kw)
+
+
+# --- factorisation -----------------------------------------------------------------------------
+def test_factorize_is_truncated_svd(rng):
+    v = rng.uniform(0.0, 1.0, (30, 50)) @ np.diag(0.7 ** np.arange(50))
+    s = np.linalg.svd(v, compute_uv=False)
+    err = relative_kernel_errors(s)
+    assert err[0] == pytest.approx(1.0) and err[-1] == 0.0 and np.all(np.diff(err) <= 0)
+    for r in (1, 3, 10):
+        f = factorize(v, rank=r)
+        assert f.rank == r and f.coefficients.shape == (30, r) and f.kernels.shape == (r, 50)
+        assert f.kernel_error == pytest.approx(np.linalg.norm(v - f.coefficients @ f.kernels) / np.linalg.norm(v))
+        assert f.kernel_error == pytest.approx(err[r], rel=1e-9)  # Eckart-Young
+        np.testing.assert_allclose(f.kernels @ f.kernels.T, np.eye(r), atol=1e-12)
+    f = factorize(v, tol=1e-3)
+    assert f.kernel_error <= 1e-3 and (f.rank == 1 or err[f.rank - 1] > 1e-3)  # smallest such rank
+
+
+def test_rank_selection_monotone_in_tol():
+    ranks, errors = [], []
+    for tol in (3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5):
+        op = lowrank_cpu(GRID, VIEWS[1:2], KERNELS["asym_variant"], tol=tol)
+        ranks.append(op.rank(0))
+        errors.append(op.kernel_error(0))
+        assert op.kernel_error(0) <= tol
+    assert ranks == sorted(ranks) and ranks[-1] > ranks[0]
+    assert errors == sorted(errors, reverse=True)
+
+
+def test_fixed_rank_and_max_rank():
+    op = lowrank_cpu(GRID, VIEWS, KERNELS["variant2"], rank=2)
+    assert [op.rank(v) for v in range(3)] == [2, 2, 2]
+    s = op.factors(1).singular_values
+    assert op.kernel_error(1) == pytest.approx(relative_kernel_errors(s)[2], rel=1e-6)
+    capped = lowrank_cpu(GRID, VIEWS[1:2], KERNELS["asym_variant"], tol=1e-7, max_rank=3)
+    with pytest.warns(RuntimeWarning, match="max_rank"):
+        assert capped.rank(0) == 3
+    with pytest.raises(ValueError, match="rank"):
+        lowrank_cpu(GRID, VIEWS[:1], KERNELS["variant2"], rank=10**6).rank(0)
+
+
+def test_invariant_kernel_is_rank_one_and_equals_fft(volume):
+    """An invariant kernel has identical LUT rows: rank 1, zero kernel error, and the low-rank
+    projector is the spatial-exact FFT projector with a constant coefficient map."""
+    kernel = SRKernel.invariant()
+    lr = lowrank_cpu(GRID, VIEWS, kernel)
+    fft = FFTProjector(GRID, VIEWS, kernel, backend="cpu")
+    assert lr.padding == fft.padding
+    for v in range(len(VIEWS)):
+        assert lr.rank(v) == 1 and lr.kernel_error(v) < 1e-6
+        x = volume(GRID.shape)
+        assert rel_err(lr.forward(x, v), fft.forward(x, v)) < RTOL
+        assert rel_err(lr.adjoint(x, v), fft.adjoint(x, v)) < RTOL
+
+
+@pytest.mark.slow
+def test_clinical_grid_svd_numbers():
+    """The measured SVD of one untilted view of the 144 x 144 x 48, 4 mm grid (phi = 2.25 deg, the
+    first of 40 x 3 views): relative Frobenius kernel error by rank. Measured with this code:
+    stress  r7 1.01e-3, r8 3.86e-4, r9 1.46e-4, r10 5.4e-5;
+    clinical (variant1)  r3 1.72e-3, r4 1.54e-4, r5 1.44e-5.
+    (The issue quoted 1.6e-4 at r8 for stress and 7e-5 at r4 for clinical; this SVD reaches those
+    levels one rank later. Bands here are +-20% around the measured values.)"""
+    grid = ImageGrid((48, 144, 144), 4.0)
+    vs = ViewSet(40, 3)
+    view = vs[vs.index(0, 1)]
+    assert abs(view.theta) < 1e-12  # untilted (the linspace centre is 7e-18, not exactly 0)
+    for kernel, expect in ((SRKernel.stress(), {7: 1.01e-3, 8: 3.86e-4, 9: 1.46e-4}),
+                           (SRKernel.clinical(), {3: 1.72e-3, 4: 1.54e-4, 5: 1.44e-5})):
+        values = build_lut(grid, view, kernel).values.astype(np.float64)
+        err = relative_kernel_errors(np.linalg.svd(values, compute_uv=False))
+        for r, e in expect.items():
+            assert err[r] == pytest.approx(e, rel=0.2)
+
+
+# --- adjointness and accuracy --------------------------------------------------------------------
+@pytest.mark.parametrize("kernel_name", list(KERNELS))
+@pytest.mark.parametrize("grid", [GRID, ODD], ids=["even", "odd"])
+def test_adjointness(kernel_name, grid):
+    op = lowrank_cpu(grid, VIEWS, KERNELS[kernel_name], tol=1e-3)
+    assert all(op.rank(v) > 1 for v in (1, 2))
+    assert op.adjointness_test(rng=1) < RTOL
+    assert op.adjointness_test(rng=2) < RTOL
+
+
+@pytest.mark.parametrize("kernel_name", list(KERNELS))
+@pytest.mark.parametrize("tol", [1e-2, 1e-3, 1e-4])
+def test_approximates_spatial_projector(kernel_name, tol, volume):
+    """Relative image error <= 1.0 x the kernel error (measured <= 0.56 x), and <= the rigorous
+    Schur bound, forward and back, untilted and tilted views."""
+    kernel = KERNELS[kernel_name]
+    lr = lowrank_cpu(GRID, VIEWS, kernel, tol=tol)
+    ref = HistoImageProjector(GRID, VIEWS, kernel, backend="cpu")
+    for v in range(len(VIEWS)):
+        k = lr.kernel_error(v)
+        assert k <= tol
+        bound = lr.operator_error_bound(v)
+        x, y = volume(GRID.shape), volume(GRID.shape)
+        for got, want, src in ((lr.forward(x, v), ref.forward(x, v), x), (lr.adjoint(y, v), ref.adjoint(y, v), y)):
+            err = rel_err(got, want)
+            assert err <= 1.0 * k + ROUNDING
+            assert err * np.linalg.norm(want) <= bound * np.linalg.norm(src) + ROUNDING * np.linalg.norm(want)
+
+
+def test_higher_rank_is_more_accurate(volume):
+    kernel = KERNELS["linear_10_100"]
+    ref = HistoImageProjector(GRID, VIEWS[1:2], kernel, backend="cpu")
+    x = volume(GRID.shape)
+    want = ref.forward(x, 0)
+    errs = [rel_err(lowrank_cpu(GRID, VIEWS[1:2], kernel, rank=r).forward(x, 0), want) for r in (1, 3, 6)]
+    assert errs[0] > errs[1] > errs[2]
+
+
+def test_stress_kernel_small_grid(volume):
+    """The 900 ps / 10 -> 100 mm stress kernel on a small grid: rank from tol, exact adjoint pair."""
+    grid = ImageGrid((8, 20, 20), 4.0)
+    op = lowrank_cpu(grid, VIEWS[:2], SRKernel.stress(), tol=1e-3)
+    ref = HistoImageProjector(grid, VIEWS[:2], SRKernel.stress(), backend="cpu")
+    x = volume(grid.shape)
+    for v in range(2):
+        assert 3 <= op.rank(v) <= 12
+        assert rel_err(op.forward(x, v), ref.forward(x, v)) <= op.kernel_error(v) + ROUNDING
+    assert op.adjointness_test(rng=7) < RTOL
+
+
+# --- interface and bad input ----------------------------------------------------------------------
+def test_interface(volume):
+    op = lowrank_cpu(GRID, VIEWS, KERNELS["variant2"])
+    assert isinstance(op, LinearOperator)
+    assert op.n_views == 3 and op.in_shape == GRID.shape and op.out_shape == (3,) + GRID.shape
+    assert op.backend == "cpu" and not op.wraps
+    x, ys = volume(GRID.shape), volume((3,) + GRID.shape)
+    stacked = op.forward(x)
+    for v in range(3):
+        np.testing.assert_array_equal(stacked[v], op.forward(x, v))
+    total = sum(op.adjoint(ys[v], v).astype(np.float64) for v in range(3))
+    assert rel_err(op.adjoint(ys), total) < 1e-6
+    np.testing.assert_array_equal(op.view_operator(2).forward(x), op.forward(x, 2))
+
+
+def test_argument_checks(volume):
+    with pytest.raises(ValueError, match="tol"):
+        LowRankProjector(GRID, VIEWS, tol=0.0, backend="cpu")
+    with pytest.raises(ValueError, match="tol"):
+        LowRankProjector(GRID, VIEWS, tol=1.5, backend="cpu")
+    with pytest.raises(TypeError, match="tol"):
+        LowRankProjector(GRID, VIEWS, tol="small", backend="cpu")
+    with pytest.raises(ValueError, match="rank"):
+        LowRankProjector(GRID, VIEWS, rank=0, backend="cpu")
+    with pytest.raises(ValueError, match="max_rank"):
+        LowRankProjector(GRID, VIEWS, max_rank=-1, backend="cpu")
+    with pytest.raises(ValueError, match="threads"):
+        LowRankProjector(GRID, VIEWS, threads=-2, backend="cpu")
+    with pytest.raises(TypeError, match="kernel"):
+        LowRankProjector(GRID, VIEWS, kernel=5.8, backend="cpu")
+    op = lowrank_cpu(GRID, VIEWS, KERNELS["variant2"])
+    x = volume(GRID.shape)
+    with pytest.raises(TypeError, match="image.*float32"):
+        op.forward(x.astype(np.float64), 0)
+    with pytest.raises(ValueError, match="image.*shape"):
+        op.forward(x[:-1].copy(), 0)
+    x[0, 0, 0] = np.inf
+    with pytest.raises(ValueError, match="histo_image.*NaN or inf"):
+        op.adjoint(x, 0)
+    with pytest.raises(ValueError, match="view"):
+        op.rank(3)
+
+
+# --- GPU ----------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.parametrize("kernel_name", list(KERNELS))
+def test_gpu_matches_cpu(kernel_name, volume):
+    kernel = KERNELS[kernel_name]
+    cpu = lowrank_cpu(GRID, VIEWS, kernel, tol=1e-4)
+    gpu = LowRankProjector(GRID, VIEWS, kernel, tol=1e-4, backend="cuda")
+    assert gpu.backend == "cuda"
+    for v in range(len(VIEWS)):
+        assert gpu.rank(v) == cpu.rank(v) > 1
+        x, y = volume(GRID.shape), volume(GRID.shape)
+        assert rel_err(gpu.forward(x, v), cpu.forward(x, v)) < RTOL
+        assert rel_err(gpu.adjoint(y, v), cpu.adjoint(y, v)) < RTOL
+    assert gpu.adjointness_test(rng=3) < RTOL
+
+
+@pytest.mark.gpu
+def test_gpu_cupy_identical(volume):
+    cp = pytest.importorskip("cupy", reason="CuPy not installed")
+    op = LowRankProjector(ODD, VIEWS, KERNELS["asym_variant"], backend="cuda")
+    x = volume(ODD.shape)
+    np.testing.assert_array_equal(cp.asnumpy(op.forward(cp.asarray(x), 2)), op.forward(x, 2))
+    np.testing.assert_array_equal(cp.asnumpy(op.adjoint(cp.asarray(x), 2)), op.adjoint(x, 2))
+    assert directpet.cuda_device_count() > 0
