@@ -91,6 +91,13 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
         wstride += kSpanClasses[p.cls];
     }
     n_rows_ = static_cast<int>(rows.size() / kRowInts);
+    z_lo_ = 0;
+    int z_hi = 0;
+    for (int r = 0; r < n_rows_; ++r) {
+        z_lo_ = std::min(z_lo_, rows[r * kRowInts + 1]);
+        z_hi = std::max(z_hi, rows[r * kRowInts + 1] + rows[r * kRowInts + 2] - 1);
+    }
+    z_span_ = z_hi - z_lo_ + 1;
     // Weights are stored tap-major, (stride, n_kernels): the lanes of a warp hold neighbouring
     // pixels whose identifiers are consecutive, so one weight load of the warp touches one or two
     // cache lines instead of one line per lane.
@@ -186,12 +193,16 @@ struct GlobalColumns {
     }
 };
 
-struct SharedSlab {
-    const float* slab;  // [ty][z - z_lo][x - x0 + halo]
-    int width, z_extent, ty, tx, halo, z_lo;
-    __device__ __forceinline__ float at(bool, int, int dx, int zrel) const {
-        return slab[(ty * z_extent + zrel - z_lo) * width + tx + halo + dx];
-    }
+// The slab kernel's shared memory: slab[z][slot][x] with a compile-time pitch, so that the window
+// of a column is read with immediate offsets (k * kSlabY * PITCH floats apart). `base` points at
+// this thread's slot and x position, shifted so that base[dz * stride + dx] is the source at
+// (z0 + dz, y + dy, x + dx).
+constexpr int kSlabX = 32, kSlabY = 4, kSlabRun = 16;
+
+template <int PITCH>
+struct RingSlab {
+    static constexpr int kZStride = kSlabY * PITCH;
+    const float* base;
 };
 
 // All groups [g0, g1) of one span class S: load the R + S - 1 source values of the neighbour
@@ -207,9 +218,11 @@ __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan&
         const int id = kForward ? __ldg(p.lormap + (inside_xy ? qy * nx + qx : 0)) : own_id;
         const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + id;
         float win[R + S - 1];
-        if constexpr (std::is_same_v<Source, SharedSlab>) {
+        if constexpr (!std::is_same_v<Source, GlobalColumns>) {
+            constexpr int kStride = Source::kZStride;
+            const float* b = in.base + G.z * kStride + G.y;
 #pragma unroll
-            for (int k = 0; k < R + S - 1; ++k) win[k] = in.at(true, 0, G.y, G.z + k);
+            for (int k = 0; k < R + S - 1; ++k) win[k] = b[k * kStride];
         } else {
 #pragma unroll
             for (int k = 0; k < R + S - 1; ++k) win[k] = in.at(inside_xy, qy, qx, z0 + G.z + k);
@@ -259,17 +272,18 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
     store_run<R>(dst, d, pixel, z0, acc);
 }
 
-// Slab: a block computes a 32 x 4 pixel tile for a z-run of R. For each kernel row dy it stages
-// the source values that row's columns read -- rows y0 + dy .. y0 + dy + 3, x from x0 - halo to
-// x0 + 31 + halo, z from z0 + z_lo over z_extent + R - 1 -- zero-padded outside the volume, then
-// every thread reads its windows from shared memory.
-constexpr int kSlabX = 32, kSlabY = 4, kSlabRun = 16;
-
-template <bool kForward>
-__global__ void __launch_bounds__(kSlabX * kSlabY)
-slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo) {
-    extern __shared__ float slab[];
+// Slab: a block computes a 32 x 4 pixel tile for a z-run of R and walks the kernel's rows dy in
+// increasing order. Shared memory holds the 4 source rows y0 + dy .. y0 + dy + 3 (x from x0 - halo,
+// z from z0 + z_lo over the support's whole z range + R - 1) as a ring of row slots: moving to the
+// next dy stages one new source row into the slot of the row that dropped out. Values outside the
+// volume are staged as zeros, so the windows need no bounds checks.
+template <bool kForward, int PITCH>
+__global__ void __launch_bounds__(kSlabX * kSlabY, 4)
+slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo,
+            int z_lo, int z_ext) {
+    extern __shared__ float slab[];  // [z_ext][kSlabY][PITCH]
     constexpr int R = kSlabRun;
+    constexpr int kZStride = kSlabY * PITCH;
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kSlabX + tx;
     const int x0 = blockIdx.x * kSlabX, y0 = blockIdx.y * kSlabY, z0 = blockIdx.z * R;
     const int x = x0 + tx, y = y0 + ty;
@@ -278,24 +292,41 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     const int own_id = kForward ? 0 : __ldg(p.lormap + pixel);
     const int width = kSlabX + 2 * halo;
     const long long plane = static_cast<long long>(d.ny) * d.nx;
+
+    // Stage source row gy into its ring slot (gy mod kSlabY).
+    auto stage_row = [&](int gy, int first, int step) {
+        float* out = slab + (((gy % kSlabY) + kSlabY) % kSlabY) * PITCH;
+        const bool row_in = gy >= 0 && gy < d.ny;
+        for (int k = first; k < z_ext * width; k += step) {
+            const int sz = k / width, sx = k - sz * width;
+            const int gx = x0 - halo + sx, gz = z0 + z_lo + sz;
+            out[sz * kZStride + sx] = (row_in && gx >= 0 && gx < d.nx && gz >= 0 && gz < d.nz)
+                                          ? __ldg(src + gz * plane + static_cast<long long>(gy) * d.nx + gx) : 0.0f;
+        }
+    };
+
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+    const int dy0 = __ldg(p.rows);
+    // Initial ring: rows y0 + dy0 .. y0 + dy0 + kSlabY - 1, one warp each.
+    stage_row(y0 + dy0 + ty, tx, kSlabX);
     for (int row = 0; row < p.n_rows; ++row) {
         const int* info = p.rows + row * kRowInts;
-        const int dy = __ldg(info), z_lo = __ldg(info + 1), z_ext = __ldg(info + 2) + R - 1;
-        __syncthreads();  // the previous row's slab is no longer read
-        const int n = kSlabY * z_ext * width;
-        for (int k = tid; k < n; k += kSlabX * kSlabY) {
-            const int sx = k % width, rest = k / width;
-            const int sz = rest % z_ext, sy = rest / z_ext;
-            const int gx = x0 - halo + sx, gy = y0 + sy + dy, gz = z0 + z_lo + sz;
-            slab[k] = (gx >= 0 && gx < d.nx && gy >= 0 && gy < d.ny && gz >= 0 && gz < d.nz)
-                          ? __ldg(src + gz * plane + gy * d.nx + gx) : 0.0f;
+        const int dy = __ldg(info);
+        if (row > 0) {
+            __syncthreads();  // every thread is done with the slot about to be replaced
+            const int prev = __ldg(info - kRowInts);
+            if (dy == prev + 1) {
+                stage_row(y0 + dy + kSlabY - 1, tid, kSlabX * kSlabY);
+            } else {  // a gap in dy (not produced by ellipsoidal supports): restage the whole ring
+                stage_row(y0 + dy + ty, tx, kSlabX);
+            }
         }
         __syncthreads();
         if (active) {
-            const SharedSlab in{slab, width, z_ext, ty, tx, halo, z_lo};
+            const int slot = (((y + dy) % kSlabY) + kSlabY) % kSlabY;
+            const RingSlab<PITCH> in{slab + slot * PITCH + tx + halo - z_lo * kZStride};
             row_classes<kForward, R>(in, p, info, d, x, y, z0, own_id, acc,
                                      std::make_integer_sequence<int, kNumSpanClasses>{});
         }
@@ -303,8 +334,13 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     if (active) store_run<R>(dst, d, pixel, z0, acc);
 }
 
+int slab_pitch(int halo) {
+    const int width = kSlabX + 2 * halo;
+    return width <= 64 ? 64 : width <= 128 ? 128 : width <= 256 ? 256 : 0;
+}
+
 size_t slab_bytes(const DeviceLut& lut) {
-    return sizeof(float) * kSlabY * (kSlabX + 2 * lut.halo_x()) * (lut.max_z_extent() + kSlabRun - 1);
+    return sizeof(float) * kSlabY * slab_pitch(lut.halo_x()) * (lut.z_span() + kSlabRun - 1);
 }
 
 ColumnPlan column_plan(bool forward, const DeviceLut& lut) {
@@ -320,22 +356,30 @@ void launch_columns(const float* src, float* dst, const DeviceLut& lut, cudaStre
     DP_CUDA_CHECK_LAUNCH("direct columns_kernel");
 }
 
-// The slab needs shared memory growing with the kernel's x halo; past what a block may have it
-// falls back to the columns kernel (same result, source through the caches).
+template <bool kForward, int PITCH>
+void launch_slab_pitch(const float* src, float* dst, const DeviceLut& lut, size_t bytes, cudaStream_t stream) {
+    const Dims d = lut.dims();
+    DP_CUDA_CHECK(cudaFuncSetAttribute(slab_kernel<kForward, PITCH>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(bytes)));
+    const dim3 grid((d.nx + kSlabX - 1) / kSlabX, (d.ny + kSlabY - 1) / kSlabY, (d.nz + kSlabRun - 1) / kSlabRun);
+    slab_kernel<kForward, PITCH><<<grid, dim3(kSlabX, kSlabY), bytes, stream>>>(
+        src, dst, d, column_plan(kForward, lut), lut.halo_x(), lut.z_lo(), lut.z_span() + kSlabRun - 1);
+    DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
+}
+
+// The slab needs shared memory growing with the kernel's x halo and z span; past what a block may
+// have it falls back to the columns kernel (same result, source through the caches).
 template <bool kForward>
 void launch_slab(const float* src, float* dst, const DeviceLut& lut, cudaStream_t stream) {
-    const Dims d = lut.dims();
     int device = 0, max_smem = 0;
     DP_CUDA_CHECK(cudaGetDevice(&device));
     DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    const int pitch = slab_pitch(lut.halo_x());
     const size_t bytes = slab_bytes(lut);
-    if (bytes > static_cast<size_t>(max_smem)) return launch_columns<kForward, 16>(src, dst, lut, stream);
-    DP_CUDA_CHECK(cudaFuncSetAttribute(slab_kernel<kForward>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(bytes)));
-    const dim3 grid((d.nx + kSlabX - 1) / kSlabX, (d.ny + kSlabY - 1) / kSlabY, (d.nz + kSlabRun - 1) / kSlabRun);
-    slab_kernel<kForward><<<grid, dim3(kSlabX, kSlabY), bytes, stream>>>(src, dst, d, column_plan(kForward, lut),
-                                                                          lut.halo_x());
-    DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
+    if (pitch == 0 || bytes > static_cast<size_t>(max_smem)) return launch_columns<kForward, 16>(src, dst, lut, stream);
+    if (pitch == 64) return launch_slab_pitch<kForward, 64>(src, dst, lut, bytes, stream);
+    if (pitch == 128) return launch_slab_pitch<kForward, 128>(src, dst, lut, bytes, stream);
+    return launch_slab_pitch<kForward, 256>(src, dst, lut, bytes, stream);
 }
 
 template <bool kForward>

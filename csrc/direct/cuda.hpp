@@ -9,8 +9,8 @@
 //            up to `span` multiply-adds and every weight R of them (R = 16; columns24 /
 //            columns32: longer z-runs). Source values come through L1/L2.
 //   slab     (default) the columns scheme with the source staged in shared memory: a block of
-//            32 x 4 pixels walks the kernel's dy rows and stages, per row, the source slab all its
-//            columns read, so the window loads hit shared memory instead of L2.
+//            32 x 4 pixels walks the kernel's dy rows keeping a ring of 4 source rows, staging one
+//            new row per dy; window loads are shared-memory reads at immediate offsets.
 #pragma once
 
 #include <string>
@@ -52,6 +52,8 @@ public:
     int n_rows() const { return n_rows_; }
     int halo_x() const { return halo_x_; }
     int max_z_extent() const { return max_z_extent_; }
+    int z_lo() const { return z_lo_; }      // smallest dz read by any column
+    int z_span() const { return z_span_; }  // dz range read by all columns together
     const float* weights(bool forward) const { return forward ? w_fwd_.as<float>() : w_back_.as<float>(); }
 
 private:
@@ -59,7 +61,7 @@ private:
     int n_offsets_, n_kernels_;
     cuda::DeviceBuffer lormap_, offsets_, flip_, values_;
     cuda::DeviceBuffer groups_, rows_, w_fwd_, w_back_;
-    int n_rows_ = 0, halo_x_ = 0, max_z_extent_ = 0;
+    int n_rows_ = 0, halo_x_ = 0, max_z_extent_ = 0, z_lo_ = 0, z_span_ = 1;
 };
 
 // dst = H src (forward) or H^T src on the device; src, dst are (nz, ny, nx) float32 device
