@@ -205,18 +205,38 @@ struct RingSlab {
     const float* base;
 };
 
+// A group's weights for this thread: the S taps of its kernel row (own identifier for the back
+// projection, the neighbour's for the forward projection).
+template <bool kForward, int S>
+__device__ __forceinline__ void load_weights(const ColumnPlan& p, const int4& G, int ny, int nx, int x,
+                                             int y, int own_id, float (&w)[S]) {
+    const int qy = y + G.x, qx = x + G.y;
+    const bool inside_xy = qy >= 0 && qy < ny && qx >= 0 && qx < nx;
+    const int id = kForward ? __ldg(p.lormap + (inside_xy ? qy * nx + qx : 0)) : own_id;
+    const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + id;
+#pragma unroll
+    for (int s = 0; s < S; ++s) w[s] = __ldg(wcol + s * p.n_kernels);
+}
+
 // All groups [g0, g1) of one span class S: load the R + S - 1 source values of the neighbour
-// column once, then apply the S taps to the R outputs from registers.
+// column once, then apply the S taps to the R outputs from registers. The weights (an L2 read:
+// the table is too large for L1) are loaded one group ahead so their latency hides behind the
+// current group's multiply-adds.
 template <bool kForward, int R, int S, typename Source>
 __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan& p, int g0, int g1,
                                              int ny, int nx, int x, int y, int z0, int own_id,
                                              float (&acc)[R]) {
+    if (g0 >= g1) return;
+    int4 G = __ldg(p.groups + g0);
+    float w[S];
+    load_weights<kForward, S>(p, G, ny, nx, x, y, own_id, w);
     for (int g = g0; g < g1; ++g) {
-        const int4 G = __ldg(p.groups + g);
-        const int qy = y + G.x, qx = x + G.y;
-        const bool inside_xy = qy >= 0 && qy < ny && qx >= 0 && qx < nx;
-        const int id = kForward ? __ldg(p.lormap + (inside_xy ? qy * nx + qx : 0)) : own_id;
-        const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + id;
+        int4 Gn = G;
+        float wn[S];
+        if (g + 1 < g1) {
+            Gn = __ldg(p.groups + g + 1);
+            load_weights<kForward, S>(p, Gn, ny, nx, x, y, own_id, wn);
+        }
         float win[R + S - 1];
         if constexpr (!std::is_same_v<Source, GlobalColumns>) {
             constexpr int kStride = Source::kZStride;
@@ -224,15 +244,19 @@ __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan&
 #pragma unroll
             for (int k = 0; k < R + S - 1; ++k) win[k] = b[k * kStride];
         } else {
+            const int qy = y + G.x, qx = x + G.y;
+            const bool inside_xy = qy >= 0 && qy < ny && qx >= 0 && qx < nx;
 #pragma unroll
             for (int k = 0; k < R + S - 1; ++k) win[k] = in.at(inside_xy, qy, qx, z0 + G.z + k);
         }
 #pragma unroll
         for (int s = 0; s < S; ++s) {
-            const float w = __ldg(wcol + s * p.n_kernels);
 #pragma unroll
-            for (int r = 0; r < R; ++r) acc[r] = fmaf(w, win[r + s], acc[r]);
+            for (int r = 0; r < R; ++r) acc[r] = fmaf(w[s], win[r + s], acc[r]);
         }
+        G = Gn;
+#pragma unroll
+        for (int s = 0; s < S; ++s) w[s] = wn[s];
     }
 }
 
@@ -297,6 +321,9 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     auto stage_row = [&](int gy, int first, int step) {
         float* out = slab + (((gy % kSlabY) + kSlabY) % kSlabY) * PITCH;
         const bool row_in = gy >= 0 && gy < d.ny;
+        // Unrolled so that several global loads are in flight per thread: a plain loop would wait
+        // for each load (an L2 round trip) before issuing the next.
+#pragma unroll 8
         for (int k = first; k < z_ext * width; k += step) {
             const int sz = k / width, sx = k - sz * width;
             const int gx = x0 - halo + sx, gz = z0 + z_lo + sz;
