@@ -14,6 +14,7 @@ Method parse_method(const std::string& name) {
     if (name == "tlp") return Method::tlp;
     if (name == "ilp") return Method::ilp;
     if (name == "slab" || name == "default") return Method::slab;
+    if (name == "slab_prefetch") return Method::slab_prefetch;
     if (name == "columns") return Method::columns;
     if (name == "columns24") return Method::columns24;
     if (name == "columns32") return Method::columns32;
@@ -91,6 +92,8 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
         wstride += kSpanClasses[p.cls];
     }
     n_rows_ = static_cast<int>(rows.size() / kRowInts);
+    for (int r = 0; r < n_rows_; ++r)
+        max_row_groups_ = std::max(max_row_groups_, rows[r * kRowInts + 3 + kNumSpanClasses] - rows[r * kRowInts + 3]);
     z_lo_ = 0;
     int z_hi = 0;
     for (int r = 0; r < n_rows_; ++r) {
@@ -219,23 +222,27 @@ __device__ __forceinline__ void load_weights(const ColumnPlan& p, const int4& G,
 }
 
 // All groups [g0, g1) of one span class S: load the R + S - 1 source values of the neighbour
-// column once, then apply the S taps to the R outputs from registers. The weights (an L2 read:
-// the table is too large for L1) are loaded one group ahead so their latency hides behind the
-// current group's multiply-adds.
-template <bool kForward, int R, int S, typename Source>
-__device__ __forceinline__ void column_class(const Source& in, const ColumnPlan& p, int g0, int g1,
-                                             int ny, int nx, int x, int y, int z0, int own_id,
-                                             float (&acc)[R]) {
+// column once, then apply the S taps to the R outputs from registers. With kPrefetch the weights
+// (an L2 read: the table is too large for L1) are loaded one group ahead so their latency can
+// hide behind the current group's multiply-adds. `groups` may point to global or shared memory.
+template <bool kForward, int R, int S, bool kPrefetch, typename Source>
+__device__ __forceinline__ void column_class(const Source& in, const ColumnPlan& p, const int4* groups,
+                                             int g0, int g1, int ny, int nx, int x, int y, int z0,
+                                             int own_id, float (&acc)[R]) {
     if (g0 >= g1) return;
-    int4 G = __ldg(p.groups + g0);
+    int4 G = groups[g0];
     float w[S];
-    load_weights<kForward, S>(p, G, ny, nx, x, y, own_id, w);
+    if (kPrefetch) load_weights<kForward, S>(p, G, ny, nx, x, y, own_id, w);
     for (int g = g0; g < g1; ++g) {
         int4 Gn = G;
         float wn[S];
-        if (g + 1 < g1) {
-            Gn = __ldg(p.groups + g + 1);
-            load_weights<kForward, S>(p, Gn, ny, nx, x, y, own_id, wn);
+        if (kPrefetch) {
+            if (g + 1 < g1) {
+                Gn = groups[g + 1];
+                load_weights<kForward, S>(p, Gn, ny, nx, x, y, own_id, wn);
+            }
+        } else {
+            load_weights<kForward, S>(p, G, ny, nx, x, y, own_id, w);
         }
         float win[R + S - 1];
         if constexpr (!std::is_same_v<Source, GlobalColumns>) {
@@ -254,18 +261,22 @@ __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan&
 #pragma unroll
             for (int r = 0; r < R; ++r) acc[r] = fmaf(w[s], win[r + s], acc[r]);
         }
-        G = Gn;
+        if (kPrefetch) {
+            G = Gn;
 #pragma unroll
-        for (int s = 0; s < S; ++s) w[s] = wn[s];
+            for (int s = 0; s < S; ++s) w[s] = wn[s];
+        } else if (g + 1 < g1) {
+            G = groups[g + 1];
+        }
     }
 }
 
-template <bool kForward, int R, typename Source, int... C>
-__device__ __forceinline__ void row_classes(const Source& in, const ColumnPlan& p, const int* row,
-                                            const Dims& d, int x, int y, int z0, int own_id,
-                                            float (&acc)[R], std::integer_sequence<int, C...>) {
-    (column_class<kForward, R, kSpanClasses[C]>(in, p, __ldg(row + 3 + C), __ldg(row + 4 + C), d.ny,
-                                                  d.nx, x, y, z0, own_id, acc), ...);
+template <bool kForward, int R, bool kPrefetch, typename Source, int... C>
+__device__ __forceinline__ void row_classes(const Source& in, const ColumnPlan& p, const int4* groups,
+                                            const int* row, const Dims& d, int x, int y, int z0,
+                                            int own_id, float (&acc)[R], std::integer_sequence<int, C...>) {
+    (column_class<kForward, R, kSpanClasses[C], kPrefetch>(in, p, groups, __ldg(row + 3 + C), __ldg(row + 4 + C),
+                                                            d.ny, d.nx, x, y, z0, own_id, acc), ...);
 }
 
 template <int R>
@@ -291,7 +302,7 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
     for (int row = 0; row < p.n_rows; ++row)
-        row_classes<kForward, R>(in, p, p.rows + row * kRowInts, d, x, y, z0, own_id, acc,
+        row_classes<kForward, R, false>(in, p, p.groups, p.rows + row * kRowInts, d, x, y, z0, own_id, acc,
                                  std::make_integer_sequence<int, kNumSpanClasses>{});
     store_run<R>(dst, d, pixel, z0, acc);
 }
@@ -301,11 +312,15 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
 // z from z0 + z_lo over the support's whole z range + R - 1) as a ring of row slots: moving to the
 // next dy stages one new source row into the slot of the row that dropped out. Values outside the
 // volume are staged as zeros, so the windows need no bounds checks.
-template <bool kForward, int PITCH>
-__global__ void __launch_bounds__(kSlabX * kSlabY, 4)
+// Without prefetch 128 registers suffice (4 blocks per SM); the prefetching variant holds two
+// groups' weights and gets up to 168 (3 blocks per SM).
+template <bool kForward, int PITCH, bool kPrefetch>
+__global__ void __launch_bounds__(kSlabX * kSlabY, kPrefetch ? 3 : 4)
 slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo,
             int z_lo, int z_ext) {
-    extern __shared__ float slab[];  // [z_ext][kSlabY][PITCH]
+    // [z_ext][kSlabY][PITCH] source values, then the current row's groups
+    extern __shared__ __align__(16) float slab[];
+    int4* row_groups = reinterpret_cast<int4*>(slab + z_ext * kSlabY * PITCH);
     constexpr int R = kSlabRun;
     constexpr int kZStride = kSlabY * PITCH;
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kSlabX + tx;
@@ -350,12 +365,14 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
                 stage_row(y0 + dy + ty, tx, kSlabX);
             }
         }
+        const int g_begin = __ldg(info + 3), g_end = __ldg(info + 3 + kNumSpanClasses);
+        for (int g = g_begin + tid; g < g_end; g += kSlabX * kSlabY) row_groups[g - g_begin] = __ldg(p.groups + g);
         __syncthreads();
         if (active) {
             const int slot = (((y + dy) % kSlabY) + kSlabY) % kSlabY;
             const RingSlab<PITCH> in{slab + slot * PITCH + tx + halo - z_lo * kZStride};
-            row_classes<kForward, R>(in, p, info, d, x, y, z0, own_id, acc,
-                                     std::make_integer_sequence<int, kNumSpanClasses>{});
+            row_classes<kForward, R, kPrefetch>(in, p, row_groups - g_begin, info, d, x, y, z0, own_id, acc,
+                                                std::make_integer_sequence<int, kNumSpanClasses>{});
         }
     }
     if (active) store_run<R>(dst, d, pixel, z0, acc);
@@ -367,7 +384,8 @@ int slab_pitch(int halo) {
 }
 
 size_t slab_bytes(const DeviceLut& lut) {
-    return sizeof(float) * kSlabY * slab_pitch(lut.halo_x()) * (lut.z_span() + kSlabRun - 1);
+    return sizeof(float) * kSlabY * slab_pitch(lut.halo_x()) * (lut.z_span() + kSlabRun - 1) +
+           sizeof(int4) * lut.max_row_groups();
 }
 
 ColumnPlan column_plan(bool forward, const DeviceLut& lut) {
@@ -383,20 +401,20 @@ void launch_columns(const float* src, float* dst, const DeviceLut& lut, cudaStre
     DP_CUDA_CHECK_LAUNCH("direct columns_kernel");
 }
 
-template <bool kForward, int PITCH>
+template <bool kForward, int PITCH, bool kPrefetch>
 void launch_slab_pitch(const float* src, float* dst, const DeviceLut& lut, size_t bytes, cudaStream_t stream) {
     const Dims d = lut.dims();
-    DP_CUDA_CHECK(cudaFuncSetAttribute(slab_kernel<kForward, PITCH>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(bytes)));
+    DP_CUDA_CHECK(cudaFuncSetAttribute(slab_kernel<kForward, PITCH, kPrefetch>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
     const dim3 grid((d.nx + kSlabX - 1) / kSlabX, (d.ny + kSlabY - 1) / kSlabY, (d.nz + kSlabRun - 1) / kSlabRun);
-    slab_kernel<kForward, PITCH><<<grid, dim3(kSlabX, kSlabY), bytes, stream>>>(
+    slab_kernel<kForward, PITCH, kPrefetch><<<grid, dim3(kSlabX, kSlabY), bytes, stream>>>(
         src, dst, d, column_plan(kForward, lut), lut.halo_x(), lut.z_lo(), lut.z_span() + kSlabRun - 1);
     DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
 }
 
 // The slab needs shared memory growing with the kernel's x halo and z span; past what a block may
 // have it falls back to the columns kernel (same result, source through the caches).
-template <bool kForward>
+template <bool kForward, bool kPrefetch>
 void launch_slab(const float* src, float* dst, const DeviceLut& lut, cudaStream_t stream) {
     int device = 0, max_smem = 0;
     DP_CUDA_CHECK(cudaGetDevice(&device));
@@ -404,9 +422,9 @@ void launch_slab(const float* src, float* dst, const DeviceLut& lut, cudaStream_
     const int pitch = slab_pitch(lut.halo_x());
     const size_t bytes = slab_bytes(lut);
     if (pitch == 0 || bytes > static_cast<size_t>(max_smem)) return launch_columns<kForward, 16>(src, dst, lut, stream);
-    if (pitch == 64) return launch_slab_pitch<kForward, 64>(src, dst, lut, bytes, stream);
-    if (pitch == 128) return launch_slab_pitch<kForward, 128>(src, dst, lut, bytes, stream);
-    return launch_slab_pitch<kForward, 256>(src, dst, lut, bytes, stream);
+    if (pitch == 64) return launch_slab_pitch<kForward, 64, kPrefetch>(src, dst, lut, bytes, stream);
+    if (pitch == 128) return launch_slab_pitch<kForward, 128, kPrefetch>(src, dst, lut, bytes, stream);
+    return launch_slab_pitch<kForward, 256, kPrefetch>(src, dst, lut, bytes, stream);
 }
 
 template <bool kForward>
@@ -434,7 +452,9 @@ void launch(Method m, const float* src, float* dst, const DeviceLut& lut, cudaSt
         case Method::columns32:
             return launch_columns<kForward, 32>(src, dst, lut, stream);
         case Method::slab:
-            return launch_slab<kForward>(src, dst, lut, stream);
+            return launch_slab<kForward, false>(src, dst, lut, stream);
+        case Method::slab_prefetch:
+            return launch_slab<kForward, true>(src, dst, lut, stream);
     }
 }
 

@@ -20,7 +20,7 @@
 
 namespace dp::direct::gpu {
 
-enum class Method { tlp, ilp, columns, columns24, columns32, slab };  // columnsN: z-run of N
+enum class Method { tlp, ilp, columns, columns24, columns32, slab, slab_prefetch };  // columnsN: z-run of N
 
 Method parse_method(const std::string& name);
 
@@ -54,6 +54,7 @@ public:
     int max_z_extent() const { return max_z_extent_; }
     int z_lo() const { return z_lo_; }      // smallest dz read by any column
     int z_span() const { return z_span_; }  // dz range read by all columns together
+    int max_row_groups() const { return max_row_groups_; }
     const float* weights(bool forward) const { return forward ? w_fwd_.as<float>() : w_back_.as<float>(); }
 
 private:
@@ -61,7 +62,7 @@ private:
     int n_offsets_, n_kernels_;
     cuda::DeviceBuffer lormap_, offsets_, flip_, values_;
     cuda::DeviceBuffer groups_, rows_, w_fwd_, w_back_;
-    int n_rows_ = 0, halo_x_ = 0, max_z_extent_ = 0, z_lo_ = 0, z_span_ = 1;
+    int n_rows_ = 0, halo_x_ = 0, max_z_extent_ = 0, z_lo_ = 0, z_span_ = 1, max_row_groups_ = 0;
 };
 
 // dst = H src (forward) or H^T src on the device; src, dst are (nz, ny, nx) float32 device
