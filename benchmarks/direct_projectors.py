@@ -109,7 +109,7 @@ class Bench:
 
     def make(self, method, grid, kernel, exact):
         kw = dict(check_finite=False)
-        if method in ("default", "tlp", "ilp", "slab_prefetch", "columns", "columns24", "columns32"):
+        if method in ("default", "tlp", "ilp", "slab_table", "columns", "columns24", "columns32"):
             return HistoImageProjector(grid, [VIEW], kernel, backend="cuda", method=method, luts={0: exact.lut(0)}, **kw), True
         if method == "cpu":
             return HistoImageProjector(grid, [VIEW], kernel, backend="cpu", luts={0: exact.lut(0)}, **kw), False
@@ -138,7 +138,7 @@ def main():
     grid4 = dp.ImageGrid((48, 144, 144), 4.0)
     cpu_methods = [] if args.skip_cpu else ["cpu"]
     fftw = [] if args.skip_cpu else ["fftw1", "fftw_all"]
-    tuned = ["slab_prefetch", "columns"]  # variants of the column scheme (tuning record)
+    tuned = ["slab_table", "columns"]  # variants of the column scheme (tuning record)
     b.run_case("stress", grid4, SRKernel.stress(), ["default"] + tuned + ["ilp", "tlp", "lowrank"] + cpu_methods)
     b.run_case("clinical", grid4, SRKernel.clinical(), ["default"] + tuned + ["ilp", "tlp", "lowrank"] + cpu_methods)
     b.run_case("invariant", grid4, SRKernel.invariant(), ["default"] + tuned + ["ilp", "tlp", "cufft"] + fftw + cpu_methods)

@@ -14,7 +14,7 @@ from directpet.direct import HistoImageProjector, SRKernel, View
 
 pytestmark = pytest.mark.gpu
 
-METHODS = ["default", "columns", "columns24", "tlp", "ilp"]
+METHODS = ["default", "slab_table", "columns", "columns24", "tlp", "ilp"]
 KERNELS = {
     "invariant": SRKernel.invariant(),
     "variant1": SRKernel.clinical(),
@@ -65,6 +65,23 @@ def test_gpu_adjointness(method, kname):
     grid = dp.ImageGrid((18, 26, 23), 4.0)
     op = HistoImageProjector(grid, VIEWS, KERNELS[kname], backend="cuda", method=method)
     assert op.adjointness_test(rng=7) < 1e-5
+
+
+@pytest.mark.parametrize("method", ["default", "slab_table", "columns"])
+def test_gpu_arbitrary_kernel_values(method, rng):
+    """Random per-identifier kernel values (no column factorisation): the table path is used and
+    still equals the CPU backend."""
+    grid = dp.ImageGrid((19, 22, 25), 4.0)
+    base = HistoImageProjector(grid, VIEWS, KERNELS["variant1"], backend="cpu")
+    luts = {v: base.lut(v).with_values(rng.random(base.lut(v).values.shape) + 0.1) for v in range(len(VIEWS))}
+    cpu = HistoImageProjector(grid, VIEWS, backend="cpu", luts=luts)
+    gpu = HistoImageProjector(grid, VIEWS, backend="cuda", method=method, luts=luts)
+    x = rng.random(grid.shape, dtype=np.float32)
+    for v in range(len(VIEWS)):
+        assert rel(gpu.forward(x, v), cpu.forward(x, v)) < 1e-5
+        assert rel(gpu.adjoint(x, v), cpu.adjoint(x, v)) < 1e-5
+    assert gpu._engine.device_lut(0).factored == (False, False)
+    assert HistoImageProjector(grid, VIEWS, KERNELS["asymmetric"], backend="cuda")._engine.device_lut(0).factored == (True, True)
 
 
 def test_gpu_batched_views_and_sum(rng):

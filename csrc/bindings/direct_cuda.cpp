@@ -28,7 +28,11 @@ void register_direct_cuda(py::module_& m) {
                  return new DeviceLut(h, d);
              }),
              py::arg("shape"), py::arg("lormap"), py::arg("offsets"), py::arg("flip"), py::arg("values"))
-        .def_property_readonly("nbytes", &DeviceLut::bytes);
+        .def_property_readonly("nbytes", &DeviceLut::bytes)
+        .def_property_readonly("factored", [](const DeviceLut& l) {
+            return py::make_tuple(l.factored(true), l.factored(false));
+        }, "(forward, back): whether the weights factor per column (radial x TOF/axial), which the "
+           "default slab kernel exploits.");
     m.def("direct_project_cuda",
           [](bool forward, const std::string& method, uintptr_t src, uintptr_t dst,
              const DeviceLut& lut, uintptr_t stream) {

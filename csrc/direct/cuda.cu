@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -14,7 +15,7 @@ Method parse_method(const std::string& name) {
     if (name == "tlp") return Method::tlp;
     if (name == "ilp") return Method::ilp;
     if (name == "slab" || name == "default") return Method::slab;
-    if (name == "slab_prefetch") return Method::slab_prefetch;
+    if (name == "slab_table") return Method::slab_table;
     if (name == "columns") return Method::columns;
     if (name == "columns24") return Method::columns24;
     if (name == "columns32") return Method::columns32;
@@ -28,6 +29,38 @@ cuda::DeviceBuffer upload(const T* host, size_t count) {
     cuda::DeviceBuffer b(count * sizeof(T));
     b.upload(host, count * sizeof(T));
     return b;
+}
+
+// Factor each group's tap weights W[(w0 + k) * nk + a] = h[g * nk + a] * t[w0 + k]. The reference
+// tap is the group's largest; the result is accepted when it reproduces every weight to 2e-6 of
+// the table's largest value (float rounding of the product is ~1e-7 relative).
+bool factor_columns(const std::vector<float>& W, const std::vector<int>& groups,
+                    const std::vector<int>& taps_per_group, int nk, std::vector<float>& h,
+                    std::vector<float>& t) {
+    const size_t n_groups = taps_per_group.size();
+    const size_t stride = W.size() / nk;
+    h.assign(n_groups * nk, 0.0f);
+    t.assign(stride, 0.0f);
+    float wmax = 0.0f;
+    for (float v : W) wmax = std::max(wmax, std::fabs(v));
+    const double tol = 2e-6 * wmax;
+    for (size_t g = 0; g < n_groups; ++g) {
+        const size_t w0 = groups[4 * g + 3];
+        const int n = taps_per_group[g];
+        int k_ref = 0, a_ref = 0;
+        double best = -1.0;
+        for (int k = 0; k < n; ++k)
+            for (int a = 0; a < nk; ++a)
+                if (W[(w0 + k) * nk + a] > best) best = W[(w0 + k) * nk + a], k_ref = k, a_ref = a;
+        if (best <= 0.0) continue;  // an all-zero column: h = t = 0 reproduces it
+        for (int a = 0; a < nk; ++a) h[g * nk + a] = W[(w0 + k_ref) * nk + a];
+        for (int k = 0; k < n; ++k) t[w0 + k] = static_cast<float>(W[(w0 + k) * nk + a_ref] / best);
+        for (int k = 0; k < n; ++k)
+            for (int a = 0; a < nk; ++a)
+                if (std::fabs(static_cast<double>(h[g * nk + a]) * t[w0 + k] - W[(w0 + k) * nk + a]) > tol)
+                    return false;
+    }
+    return true;
 }
 
 int span_class(int taps) {
@@ -55,6 +88,11 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
         std::vector<int> taps;
     };
     std::vector<Piece> pieces;
+    auto pieces_taps = [](const std::vector<Piece>& ps) {
+        std::vector<int> n;
+        for (const Piece& p : ps) n.push_back(static_cast<int>(p.taps.size()));
+        return n;
+    };
     const int max_span = kSpanClasses[kNumSpanClasses - 1];
     for (const KernelColumn& c : cols)
         for (size_t k0 = 0; k0 < c.taps.size(); k0 += max_span) {
@@ -85,15 +123,20 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
                 while (k < e && pieces[k].cls < c) ++k;
                 r.class_begin[c] = static_cast<int>(k);
             }
+            int taps = 0;
+            for (size_t k = g; k < e; ++k) taps += kSpanClasses[pieces[k].cls];
             rows.insert(rows.end(), {r.dy, r.z_lo, r.z_extent});
             rows.insert(rows.end(), r.class_begin, r.class_begin + kNumSpanClasses + 1);
+            rows.insert(rows.end(), {wstride, wstride + taps});
+            max_row_taps_ = std::max(max_row_taps_, taps);
         }
         groups.insert(groups.end(), {p.dy, p.dx, p.dz_min, wstride});
         wstride += kSpanClasses[p.cls];
     }
     n_rows_ = static_cast<int>(rows.size() / kRowInts);
     for (int r = 0; r < n_rows_; ++r)
-        max_row_groups_ = std::max(max_row_groups_, rows[r * kRowInts + 3 + kNumSpanClasses] - rows[r * kRowInts + 3]);
+        max_row_groups_ = std::max(max_row_groups_, rows[r * kRowInts + kRowClassBegin + kNumSpanClasses] -
+                                                        rows[r * kRowInts + kRowClassBegin]);
     z_lo_ = 0;
     int z_hi = 0;
     for (int r = 0; r < n_rows_; ++r) {
@@ -120,6 +163,16 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
     groups_ = upload(groups.data(), groups.size());
     w_fwd_ = upload(wf.data(), wf.size());
     w_back_ = upload(wb.data(), wb.size());
+    std::vector<float> radial, taps;
+    const std::vector<int> n_taps = pieces_taps(pieces);
+    if ((factored_fwd_ = factor_columns(wf, groups, n_taps, n_kernels_, radial, taps))) {
+        h_fwd_ = upload(radial.data(), radial.size());
+        t_fwd_ = upload(taps.data(), taps.size());
+    }
+    if ((factored_back_ = factor_columns(wb, groups, n_taps, n_kernels_, radial, taps))) {
+        h_back_ = upload(radial.data(), radial.size());
+        t_back_ = upload(taps.data(), taps.size());
+    }
 }
 
 LutRef DeviceLut::device_ref() const {
@@ -129,7 +182,8 @@ LutRef DeviceLut::device_ref() const {
 
 size_t DeviceLut::bytes() const {
     return lormap_.bytes() + offsets_.bytes() + flip_.bytes() + values_.bytes() + groups_.bytes() +
-           rows_.bytes() + w_fwd_.bytes() + w_back_.bytes();
+           rows_.bytes() + w_fwd_.bytes() + w_back_.bytes() + h_fwd_.bytes() + h_back_.bytes() +
+           t_fwd_.bytes() + t_back_.bytes();
 }
 
 namespace {
@@ -180,6 +234,8 @@ struct ColumnPlan {
     const int4* groups;    // (dy, dx, dz_min, weight tap column), sorted by (dy, class, dx)
     const int* rows;       // n_rows x kRowInts (RowInfo)
     const float* weights;  // (stride, n_kernels) tap-major; flipped taps for the forward projection
+    const float* radial;   // factored weights: (n_groups, n_kernels), or null
+    const float* tap_factor;  // factored weights: (stride,), or null
     const int* lormap;
     int n_kernels, n_rows;
 };
@@ -221,62 +277,78 @@ __device__ __forceinline__ void load_weights(const ColumnPlan& p, const int4& G,
     for (int s = 0; s < S; ++s) w[s] = __ldg(wcol + s * p.n_kernels);
 }
 
+template <bool kForward>
+__device__ __forceinline__ int kernel_id(const ColumnPlan& p, const int4& G, int ny, int nx, int x, int y,
+                                         int own_id) {
+    if (!kForward) return own_id;
+    const int qy = y + G.x, qx = x + G.y;
+    return __ldg(p.lormap + ((qy >= 0 && qy < ny && qx >= 0 && qx < nx) ? qy * nx + qx : 0));
+}
+
+template <int R, int S, typename Source>
+__device__ __forceinline__ void load_window(const Source& in, const int4& G, int ny, int nx, int x, int y,
+                                            int z0, float (&win)[R + S - 1]) {
+    if constexpr (!std::is_same_v<Source, GlobalColumns>) {
+        constexpr int kStride = Source::kZStride;
+        const float* b = in.base + G.z * kStride + G.y;
+#pragma unroll
+        for (int k = 0; k < R + S - 1; ++k) win[k] = b[k * kStride];
+    } else {
+        const int qy = y + G.x, qx = x + G.y;
+        const bool inside_xy = qy >= 0 && qy < ny && qx >= 0 && qx < nx;
+#pragma unroll
+        for (int k = 0; k < R + S - 1; ++k) win[k] = in.at(inside_xy, qy, qx, z0 + G.z + k);
+    }
+}
+
 // All groups [g0, g1) of one span class S: load the R + S - 1 source values of the neighbour
-// column once, then apply the S taps to the R outputs from registers. With kPrefetch the weights
-// (an L2 read: the table is too large for L1) are loaded one group ahead so their latency can
-// hide behind the current group's multiply-adds. `groups` may point to global or shared memory.
-template <bool kForward, int R, int S, bool kPrefetch, typename Source>
+// column once, then apply the S taps to the R outputs from registers. `groups` may point to
+// global or shared memory.
+//   table path:    each tap's weight is gathered from the (stride, n_kernels) table.
+//   factored path: weight = radial(group, id) * tap_factor(tap); the one gathered value per
+//                  column is loaded a column ahead so its latency (an L2 read) hides behind the
+//                  current column's multiply-adds; tap factors come from shared memory.
+template <bool kForward, int R, int S, bool kFactored, typename Source>
 __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan& p, const int4* groups,
-                                             int g0, int g1, int ny, int nx, int x, int y, int z0,
-                                             int own_id, float (&acc)[R]) {
+                                             const float* taps, int g0, int g1, int ny, int nx, int x,
+                                             int y, int z0, int own_id, float (&acc)[R]) {
     if (g0 >= g1) return;
     int4 G = groups[g0];
-    float w[S];
-    if (kPrefetch) load_weights<kForward, S>(p, G, ny, nx, x, y, own_id, w);
+    float h = 0.0f;
+    if (kFactored) h = __ldg(p.radial + static_cast<long long>(g0) * p.n_kernels + kernel_id<kForward>(p, G, ny, nx, x, y, own_id));
     for (int g = g0; g < g1; ++g) {
-        int4 Gn = G;
-        float wn[S];
-        if (kPrefetch) {
-            if (g + 1 < g1) {
-                Gn = groups[g + 1];
-                load_weights<kForward, S>(p, Gn, ny, nx, x, y, own_id, wn);
-            }
+        const int4 Gn = g + 1 < g1 ? groups[g + 1] : G;
+        float w[S];
+        float hn = 0.0f;
+        if (kFactored) {
+            if (g + 1 < g1)
+                hn = __ldg(p.radial + static_cast<long long>(g + 1) * p.n_kernels + kernel_id<kForward>(p, Gn, ny, nx, x, y, own_id));
+#pragma unroll
+            for (int s = 0; s < S; ++s) w[s] = h * taps[G.w + s];
         } else {
-            load_weights<kForward, S>(p, G, ny, nx, x, y, own_id, w);
+            const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + kernel_id<kForward>(p, G, ny, nx, x, y, own_id);
+#pragma unroll
+            for (int s = 0; s < S; ++s) w[s] = __ldg(wcol + s * p.n_kernels);
         }
         float win[R + S - 1];
-        if constexpr (!std::is_same_v<Source, GlobalColumns>) {
-            constexpr int kStride = Source::kZStride;
-            const float* b = in.base + G.z * kStride + G.y;
-#pragma unroll
-            for (int k = 0; k < R + S - 1; ++k) win[k] = b[k * kStride];
-        } else {
-            const int qy = y + G.x, qx = x + G.y;
-            const bool inside_xy = qy >= 0 && qy < ny && qx >= 0 && qx < nx;
-#pragma unroll
-            for (int k = 0; k < R + S - 1; ++k) win[k] = in.at(inside_xy, qy, qx, z0 + G.z + k);
-        }
+        load_window<R, S>(in, G, ny, nx, x, y, z0, win);
 #pragma unroll
         for (int s = 0; s < S; ++s) {
 #pragma unroll
             for (int r = 0; r < R; ++r) acc[r] = fmaf(w[s], win[r + s], acc[r]);
         }
-        if (kPrefetch) {
-            G = Gn;
-#pragma unroll
-            for (int s = 0; s < S; ++s) w[s] = wn[s];
-        } else if (g + 1 < g1) {
-            G = groups[g + 1];
-        }
+        G = Gn;
+        h = hn;
     }
 }
 
-template <bool kForward, int R, bool kPrefetch, typename Source, int... C>
+template <bool kForward, int R, bool kFactored, typename Source, int... C>
 __device__ __forceinline__ void row_classes(const Source& in, const ColumnPlan& p, const int4* groups,
-                                            const int* row, const Dims& d, int x, int y, int z0,
-                                            int own_id, float (&acc)[R], std::integer_sequence<int, C...>) {
-    (column_class<kForward, R, kSpanClasses[C], kPrefetch>(in, p, groups, __ldg(row + 3 + C), __ldg(row + 4 + C),
-                                                            d.ny, d.nx, x, y, z0, own_id, acc), ...);
+                                            const float* taps, const int* row, const Dims& d, int x, int y,
+                                            int z0, int own_id, float (&acc)[R], std::integer_sequence<int, C...>) {
+    (column_class<kForward, R, kSpanClasses[C], kFactored>(in, p, groups, taps, __ldg(row + kRowClassBegin + C),
+                                                            __ldg(row + kRowClassBegin + 1 + C), d.ny, d.nx, x,
+                                                            y, z0, own_id, acc), ...);
 }
 
 template <int R>
@@ -302,7 +374,7 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
     for (int row = 0; row < p.n_rows; ++row)
-        row_classes<kForward, R, false>(in, p, p.groups, p.rows + row * kRowInts, d, x, y, z0, own_id, acc,
+        row_classes<kForward, R, false>(in, p, p.groups, nullptr, p.rows + row * kRowInts, d, x, y, z0, own_id, acc,
                                  std::make_integer_sequence<int, kNumSpanClasses>{});
     store_run<R>(dst, d, pixel, z0, acc);
 }
@@ -312,15 +384,14 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
 // z from z0 + z_lo over the support's whole z range + R - 1) as a ring of row slots: moving to the
 // next dy stages one new source row into the slot of the row that dropped out. Values outside the
 // volume are staged as zeros, so the windows need no bounds checks.
-// Without prefetch 128 registers suffice (4 blocks per SM); the prefetching variant holds two
-// groups' weights and gets up to 168 (3 blocks per SM).
-template <bool kForward, int PITCH, bool kPrefetch>
-__global__ void __launch_bounds__(kSlabX * kSlabY, kPrefetch ? 3 : 4)
+template <bool kForward, int PITCH, bool kFactored>
+__global__ void __launch_bounds__(kSlabX * kSlabY, 4)
 slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo,
-            int z_lo, int z_ext) {
-    // [z_ext][kSlabY][PITCH] source values, then the current row's groups
+            int z_lo, int z_ext, int max_row_groups) {
+    // [z_ext][kSlabY][PITCH] source values, then the current row's groups and tap factors
     extern __shared__ __align__(16) float slab[];
     int4* row_groups = reinterpret_cast<int4*>(slab + z_ext * kSlabY * PITCH);
+    float* row_taps = reinterpret_cast<float*>(row_groups + max_row_groups);
     constexpr int R = kSlabRun;
     constexpr int kZStride = kSlabY * PITCH;
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kSlabX + tx;
@@ -365,14 +436,17 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
                 stage_row(y0 + dy + ty, tx, kSlabX);
             }
         }
-        const int g_begin = __ldg(info + 3), g_end = __ldg(info + 3 + kNumSpanClasses);
+        const int g_begin = __ldg(info + kRowClassBegin), g_end = __ldg(info + kRowClassBegin + kNumSpanClasses);
         for (int g = g_begin + tid; g < g_end; g += kSlabX * kSlabY) row_groups[g - g_begin] = __ldg(p.groups + g);
+        const int t_begin = __ldg(info + kRowTapBegin), t_end = __ldg(info + kRowTapBegin + 1);
+        if (kFactored)
+            for (int t = t_begin + tid; t < t_end; t += kSlabX * kSlabY) row_taps[t - t_begin] = __ldg(p.tap_factor + t);
         __syncthreads();
         if (active) {
             const int slot = (((y + dy) % kSlabY) + kSlabY) % kSlabY;
             const RingSlab<PITCH> in{slab + slot * PITCH + tx + halo - z_lo * kZStride};
-            row_classes<kForward, R, kPrefetch>(in, p, row_groups - g_begin, info, d, x, y, z0, own_id, acc,
-                                                std::make_integer_sequence<int, kNumSpanClasses>{});
+            row_classes<kForward, R, kFactored>(in, p, row_groups - g_begin, row_taps - t_begin, info, d, x, y,
+                                                z0, own_id, acc, std::make_integer_sequence<int, kNumSpanClasses>{});
         }
     }
     if (active) store_run<R>(dst, d, pixel, z0, acc);
@@ -385,11 +459,13 @@ int slab_pitch(int halo) {
 
 size_t slab_bytes(const DeviceLut& lut) {
     return sizeof(float) * kSlabY * slab_pitch(lut.halo_x()) * (lut.z_span() + kSlabRun - 1) +
-           sizeof(int4) * lut.max_row_groups();
+           sizeof(int4) * lut.max_row_groups() + sizeof(float) * lut.max_row_taps();
 }
 
 ColumnPlan column_plan(bool forward, const DeviceLut& lut) {
+    const bool f = lut.factored(forward);
     return {reinterpret_cast<const int4*>(lut.groups()), lut.rows(), lut.weights(forward),
+            f ? lut.radial(forward) : nullptr, f ? lut.tap_factor(forward) : nullptr,
             lut.device_ref().lormap, lut.device_ref().n_kernels, lut.n_rows()};
 }
 
@@ -401,30 +477,38 @@ void launch_columns(const float* src, float* dst, const DeviceLut& lut, cudaStre
     DP_CUDA_CHECK_LAUNCH("direct columns_kernel");
 }
 
-template <bool kForward, int PITCH, bool kPrefetch>
+template <bool kForward, int PITCH, bool kFactored>
 void launch_slab_pitch(const float* src, float* dst, const DeviceLut& lut, size_t bytes, cudaStream_t stream) {
     const Dims d = lut.dims();
-    DP_CUDA_CHECK(cudaFuncSetAttribute(slab_kernel<kForward, PITCH, kPrefetch>,
+    DP_CUDA_CHECK(cudaFuncSetAttribute(slab_kernel<kForward, PITCH, kFactored>,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
     const dim3 grid((d.nx + kSlabX - 1) / kSlabX, (d.ny + kSlabY - 1) / kSlabY, (d.nz + kSlabRun - 1) / kSlabRun);
-    slab_kernel<kForward, PITCH, kPrefetch><<<grid, dim3(kSlabX, kSlabY), bytes, stream>>>(
-        src, dst, d, column_plan(kForward, lut), lut.halo_x(), lut.z_lo(), lut.z_span() + kSlabRun - 1);
+    slab_kernel<kForward, PITCH, kFactored><<<grid, dim3(kSlabX, kSlabY), bytes, stream>>>(
+        src, dst, d, column_plan(kForward, lut), lut.halo_x(), lut.z_lo(), lut.z_span() + kSlabRun - 1,
+        lut.max_row_groups());
     DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
 }
 
 // The slab needs shared memory growing with the kernel's x halo and z span; past what a block may
 // have it falls back to the columns kernel (same result, source through the caches).
-template <bool kForward, bool kPrefetch>
-void launch_slab(const float* src, float* dst, const DeviceLut& lut, cudaStream_t stream) {
+template <bool kForward, bool kFactored>
+void launch_slab_kind(const float* src, float* dst, const DeviceLut& lut, int pitch, size_t bytes, cudaStream_t stream) {
+    if (pitch == 64) return launch_slab_pitch<kForward, 64, kFactored>(src, dst, lut, bytes, stream);
+    if (pitch == 128) return launch_slab_pitch<kForward, 128, kFactored>(src, dst, lut, bytes, stream);
+    return launch_slab_pitch<kForward, 256, kFactored>(src, dst, lut, bytes, stream);
+}
+
+template <bool kForward>
+void launch_slab(const float* src, float* dst, const DeviceLut& lut, bool allow_factored, cudaStream_t stream) {
     int device = 0, max_smem = 0;
     DP_CUDA_CHECK(cudaGetDevice(&device));
     DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     const int pitch = slab_pitch(lut.halo_x());
     const size_t bytes = slab_bytes(lut);
     if (pitch == 0 || bytes > static_cast<size_t>(max_smem)) return launch_columns<kForward, 16>(src, dst, lut, stream);
-    if (pitch == 64) return launch_slab_pitch<kForward, 64, kPrefetch>(src, dst, lut, bytes, stream);
-    if (pitch == 128) return launch_slab_pitch<kForward, 128, kPrefetch>(src, dst, lut, bytes, stream);
-    return launch_slab_pitch<kForward, 256, kPrefetch>(src, dst, lut, bytes, stream);
+    if (allow_factored && lut.factored(kForward))
+        return launch_slab_kind<kForward, true>(src, dst, lut, pitch, bytes, stream);
+    return launch_slab_kind<kForward, false>(src, dst, lut, pitch, bytes, stream);
 }
 
 template <bool kForward>
@@ -452,9 +536,9 @@ void launch(Method m, const float* src, float* dst, const DeviceLut& lut, cudaSt
         case Method::columns32:
             return launch_columns<kForward, 32>(src, dst, lut, stream);
         case Method::slab:
-            return launch_slab<kForward, false>(src, dst, lut, stream);
-        case Method::slab_prefetch:
-            return launch_slab<kForward, true>(src, dst, lut, stream);
+            return launch_slab<kForward>(src, dst, lut, true, stream);
+        case Method::slab_table:
+            return launch_slab<kForward>(src, dst, lut, false, stream);
     }
 }
 

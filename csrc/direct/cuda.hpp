@@ -10,7 +10,10 @@
 //            columns32: longer z-runs). Source values come through L1/L2.
 //   slab     (default) the columns scheme with the source staged in shared memory: a block of
 //            32 x 4 pixels walks the kernel's dy rows keeping a ring of 4 source rows, staging one
-//            new row per dy; window loads are shared-memory reads at immediate offsets.
+//            new row per dy; window loads are shared-memory reads at immediate offsets. When the
+//            LUT factorises per column (radial part x TOF/axial part, true for all Gaussian and
+//            double-Gaussian kernels) each column gathers one weight, prefetched one column ahead;
+//            otherwise (arbitrary kernels, or method slab_table) every tap's weight is gathered.
 #pragma once
 
 #include <string>
@@ -20,7 +23,7 @@
 
 namespace dp::direct::gpu {
 
-enum class Method { tlp, ilp, columns, columns24, columns32, slab, slab_prefetch };  // columnsN: z-run of N
+enum class Method { tlp, ilp, columns, columns24, columns32, slab, slab_table };  // columnsN: z-run of N
 
 Method parse_method(const std::string& name);
 
@@ -29,12 +32,15 @@ constexpr int kSpanClasses[] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16};
 constexpr int kNumSpanClasses = sizeof(kSpanClasses) / sizeof(int);
 
 // Per transaxial row dy of the kernel support: the z range its columns read (relative to the
-// output z) and where each span class starts in the group list. Stored as kRowInts ints.
+// output z), where each span class starts in the group list, and its range of tap columns.
+// Stored as kRowInts ints: dy, z_lo, z_extent, class_begin[kNumSpanClasses + 1], tap_begin, tap_end.
+constexpr int kRowClassBegin = 3;
+constexpr int kRowTapBegin = kRowClassBegin + kNumSpanClasses + 1;
+constexpr int kRowInts = kRowTapBegin + 2;
 struct RowInfo {
     int dy, z_lo, z_extent;
     int class_begin[kNumSpanClasses + 1];
 };
-constexpr int kRowInts = 3 + kNumSpanClasses + 1;
 
 // One view's LUTs resident on the device, plus the column plan of the fast methods:
 // groups (dy, dx, dz_min, weight tap column), sorted by (dy, span class, dx), and one RowInfo
@@ -56,12 +62,21 @@ public:
     int z_span() const { return z_span_; }  // dz range read by all columns together
     int max_row_groups() const { return max_row_groups_; }
     const float* weights(bool forward) const { return forward ? w_fwd_.as<float>() : w_back_.as<float>(); }
+    // Column factorisation weight(a, group, tap) = radial(group, a) * tap_factor(tap), exact (to
+    // float rounding) for every kernel whose identifier dependence is radial only, which includes
+    // all Gaussian and double-Gaussian models: then only one value per column is gathered.
+    bool factored(bool forward) const { return forward ? factored_fwd_ : factored_back_; }
+    const float* radial(bool forward) const { return forward ? h_fwd_.as<float>() : h_back_.as<float>(); }
+    const float* tap_factor(bool forward) const { return forward ? t_fwd_.as<float>() : t_back_.as<float>(); }
+    int max_row_taps() const { return max_row_taps_; }
 
 private:
     Dims dims_;
     int n_offsets_, n_kernels_;
     cuda::DeviceBuffer lormap_, offsets_, flip_, values_;
-    cuda::DeviceBuffer groups_, rows_, w_fwd_, w_back_;
+    cuda::DeviceBuffer groups_, rows_, w_fwd_, w_back_, h_fwd_, h_back_, t_fwd_, t_back_;
+    bool factored_fwd_ = false, factored_back_ = false;
+    int max_row_taps_ = 0;
     int n_rows_ = 0, halo_x_ = 0, max_z_extent_ = 0, z_lo_ = 0, z_span_ = 1, max_row_groups_ = 0;
 };
 
