@@ -9,8 +9,10 @@ the low-rank FFT path, FFTW with 1 and all threads, and the CPU spatial backend;
 case (288x288x96, 375 ps / 6.5 mm as in [HA] Fig. 4 bottom) and a TOF sweep 300 -> 1200 ps
 (LOR 10 / 5 mm, [HA] Fig. 4 top).
 
-Timing: CUDA events around back-to-back calls on device-resident CuPy arrays (inputs rotate among
-16 random images, 64 MB > L2), median of repeats; CPU: wall clock, median. One oblique tilted view
+Timing: CUDA events around back-to-back launches (through the projectors' bare `launcher`, so no
+Python-side checks are timed) on device-resident CuPy arrays (inputs rotate among 16 random
+images, 64 MB > L2), median of repeats; CPU: wall clock, median. The end-to-end Python call adds
+a few tens of microseconds per view (recorded by benchmarks/direct_recon.py). One oblique tilted view
 (phi = 31.5 deg, theta = +6.67 deg) stands for "a view". rel_err = ||y - y_exact|| / ||y_exact|| on
 a random image against the default exact projector, for the approximate / FFT methods.
 
@@ -59,18 +61,21 @@ class Bench:
         rec.update(device=rec.get("device", self.device), date=today())
         self.records.append(rec)
 
-    def gpu_op(self, case, method, op, grid, n_offsets, xs_dev, extra=None):
-        """Time a GPU projector op (callable taking (x, out)) on device arrays."""
-        out = self.cp.empty(grid.shape, dtype=self.cp.float32)
-        one = op(xs_dev[0], out)
-        self.cp.cuda.Device().synchronize()
+    def gpu_op(self, launch, grid, xs_dev):
+        """Device time (ms) of one projection through the bare launcher (no Python-side checks)."""
         import time
-        t0 = time.perf_counter(); op(xs_dev[1 % len(xs_dev)], out); self.cp.cuda.Device().synchronize()
+
+        out = self.cp.empty(grid.shape, dtype=self.cp.float32)
+        ptrs = [x.data.ptr for x in xs_dev]
+        launch(ptrs[0], out.data.ptr)
+        self.cp.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        launch(ptrs[1 % len(ptrs)], out.data.ptr)
+        self.cp.cuda.Device().synchronize()
         est = (time.perf_counter() - t0) * 1e3
         inner = max(1, min(50, int(20.0 / max(est, 1e-3))))
         repeat = 3 if est > 50 else 11
-        ms = time_device(lambda k: op(xs_dev[k % len(xs_dev)], out), repeat=repeat, warmup=1, inner=inner)
-        return ms
+        return time_device(lambda k: launch(ptrs[k % len(ptrs)], out.data.ptr), repeat=repeat, warmup=1, inner=inner)
 
     def run_case(self, case, grid, kernel, methods, exact_ref=True):
         xs, xs_dev = self.inputs(grid)
@@ -90,7 +95,7 @@ class Bench:
             for opname in ("fp", "bp"):
                 fn = ops_obj.forward if opname == "fp" else ops_obj.adjoint
                 if on_gpu:
-                    ms = self.gpu_op(case, method, lambda x, out: fn(x, 0, out=out), grid, n, xs_dev)
+                    ms = self.gpu_op(ops_obj.launcher(opname == "fp", 0), grid, xs_dev)
                 else:
                     out = np.empty(grid.shape, np.float32)
                     ms = time_host(lambda: fn(xs[0], 0, out=out), repeat=1 if case == "stress" else 3)

@@ -10,8 +10,6 @@ METHODS = ("default", "slab", "slab_table", "columns", "columns24", "columns32",
 
 class CudaEngine:
     def __init__(self, op, method: str):
-        if method not in METHODS:
-            raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
         self.op, self.method = op, method
         self._device_luts = {}
         self._staging = Staging()
@@ -24,10 +22,13 @@ class CudaEngine:
                 list(self.op.grid.shape), h.lormap, h.offsets, h.flip, h.values)
         return lut
 
+    def launcher(self, forward: bool, v: int):
+        lut, method = self.device_lut(v), self.method
+
+        def launch(src_ptr, out_ptr, stream=0):
+            _core.direct_project_cuda(forward, method, src_ptr, out_ptr, lut, stream)
+
+        return launch
+
     def project(self, forward: bool, src, out, v: int):
-        lut = self.device_lut(v)
-
-        def kernel(src_ptr, out_ptr, stream):
-            _core.direct_project_cuda(forward, self.method, src_ptr, out_ptr, lut, stream)
-
-        return run_on_device(kernel, src, out, self._staging)
+        return run_on_device(self.launcher(forward, v), src, out, self._staging)

@@ -31,20 +31,16 @@ spatial projector.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Optional
 
 import numpy as np
 
 from .. import _core
-from .._backend import resolve_backend
-from .._checks import array_module, check_volume
 from ..geometry import ImageGrid
-from ..operators import LinearOperator
+from .base import ViewProjector, ViewsLike
 from .kernels import SRKernel, sigma_from_fwhm, tof_fwhm_mm
 from .lut import build_lut
-from .views import View, ViewSet
-
-ViewsLike = Union[ViewSet, View, Sequence[View]]
+from .views import View
 
 MODES = ("spatial-exact", "spectral")
 PLANNERS = ("measure", "estimate")
@@ -157,8 +153,8 @@ def _axis_parts(m: int, v: float, half: bool = False) -> list:
 
 
 # --- shared operator machinery --------------------------------------------------------------------
-class _ConvolutionProjector(LinearOperator):
-    """Base of FFTProjector and LowRankProjector: views, padding, engine, forward/adjoint plumbing.
+class _ConvolutionProjector(ViewProjector):
+    """Base of FFTProjector and LowRankProjector: padding, engine, forward/adjoint plumbing.
 
     Subclasses call :meth:`_setup` with the largest kernel half-extent over the views and implement
     ``_view_terms(v) -> dict(kernels=... | spectra=..., coefficients=...)`` (NumPy arrays in the
@@ -167,24 +163,10 @@ class _ConvolutionProjector(LinearOperator):
     """
 
     def __init__(self, grid, views, kernel, *, backend, threads, planner, check_finite):
-        if not isinstance(grid, ImageGrid):
-            raise TypeError(f"grid: expected an ImageGrid, got {type(grid).__name__}")
-        self.grid = grid
-        self.views = _as_view_list(views)
-        self.kernel = SRKernel.invariant() if kernel is None else kernel
-        if not isinstance(self.kernel, SRKernel):
-            raise TypeError(f"kernel: expected an SRKernel, got {type(self.kernel).__name__}")
-        if threads is not None and (isinstance(threads, (bool, np.bool_))
-                                    or not isinstance(threads, (int, np.integer)) or threads < 1):
-            raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")
+        super().__init__(grid, views, kernel, backend=backend, threads=threads, check_finite=check_finite)
         if planner not in PLANNERS:
             raise ValueError(f"planner: expected one of {PLANNERS}, got {planner!r}")
-        self.threads = 0 if threads is None else int(threads)
         self.planner = planner
-        self.check_finite = bool(check_finite)
-        self.backend = resolve_backend(backend)
-        self.in_shape = grid.shape
-        self.out_shape = (len(self.views),) + grid.shape
 
     def _setup(self, half_extent, padding):
         """Choose the padded grid and create the engine."""
@@ -207,76 +189,24 @@ class _ConvolutionProjector(LinearOperator):
         """True when the padding is below the minimum, so the cyclic convolution wraps around."""
         return any(m < lo for m, lo in zip(self.padding, self.min_padding))
 
-    @property
-    def n_views(self) -> int:
-        return len(self.views)
-
-    # --- single view ---------------------------------------------------------------------------
-    def forward(self, image, view: Optional[int] = None, out=None):
-        """H_v image for one view (``(nz, ny, nx)``) or, with ``view=None``, all views stacked."""
-        if view is None:
-            return self.forward_views(image, range(self.n_views), out=out)
-        v = self._view_index(view)
-        image = check_volume(image, "image", self.grid.shape, self.check_finite)
-        out = self._out(image, out, self.grid.shape)
-        return self._project(True, image, out, v)
-
-    def adjoint(self, histo, view: Optional[int] = None, out=None):
-        """H_v^T histo for one view or, with ``view=None``, sum_v H_v^T histo[v] over all views."""
-        if view is None:
-            return self.adjoint_views(histo, range(self.n_views), out=out)
-        v = self._view_index(view)
-        histo = check_volume(histo, "histo_image", self.grid.shape, self.check_finite)
-        out = self._out(histo, out, self.grid.shape)
-        return self._project(False, histo, out, v)
-
-    # --- batches of views ----------------------------------------------------------------------
-    def forward_views(self, image, views: Sequence[int], out=None):
-        """Stack of H_v image for v in views: (len(views), nz, ny, nx)."""
-        vs = [self._view_index(v) for v in views]
-        image = check_volume(image, "image", self.grid.shape, self.check_finite)
-        out = self._out(image, out, (len(vs),) + self.grid.shape)
-        for k, v in enumerate(vs):
-            self._project(True, image, out[k], v)
-        return out
-
-    def adjoint_views(self, histos, views: Sequence[int], out=None):
-        """sum_k H_{views[k]}^T histos[k]: histos is (len(views), nz, ny, nx)."""
-        vs = [self._view_index(v) for v in views]
-        histos = check_volume(histos, "histo_images", (len(vs),) + self.grid.shape, self.check_finite)
-        out = self._out(histos, out, self.grid.shape)
-        out[...] = 0
-        part = _like(histos, self.grid.shape)
-        for k, v in enumerate(vs):
-            out += self._project(False, histos[k], part, v)
-        return out
-
-    def view_operator(self, view: int):
-        """The single-view operator H_v as a LinearOperator (image -> one histo-image)."""
-        from .projector import ViewOperator
-
-        return ViewOperator(self, self._view_index(view))
-
-    # --- helpers --------------------------------------------------------------------------------
     def _project(self, forward: bool, src, out, v: int):
+        self._ensure_view(v)
+        return self._engine.project(forward, v, src, out)
+
+    def _ensure_view(self, v: int):
         if not self._engine.has_view(v):
             self._engine.set_view(v, **self._view_terms(v))
-        return self._engine.project(forward, v, src, out)
+
+    def launcher(self, forward: bool, view: int):
+        """The bare cuFFT projection of one view: ``f(src_ptr, out_ptr, stream=0)`` on raw device
+        pointers to (nz, ny, nx) float32 arrays, asynchronous, no argument checks."""
+        self._require_cuda("launcher()")
+        v = self._view_index(view)
+        self._ensure_view(v)
+        return self._engine.launcher(bool(forward), v)
 
     def _view_terms(self, v: int) -> dict:  # pragma: no cover - abstract
         raise NotImplementedError
-
-    def _view_index(self, v) -> int:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"view: expected an integer view index, got {type(v).__name__}")
-        if not 0 <= v < len(self.views):
-            raise ValueError(f"view: index {v} outside [0, {len(self.views)})")
-        return int(v)
-
-    def _out(self, like, out, shape):
-        if out is None:
-            return _like(like, shape)
-        return check_volume(out, "out", shape, check_finite=False)
 
 
 class FFTProjector(_ConvolutionProjector):
@@ -391,15 +321,18 @@ class _CudaEngine:
     def set_view(self, v, kernels=None, spectra=None, coefficients=None):
         self.core.set_view(v, kernels=kernels, spectra=spectra, coefficients=coefficients)
 
+    def launcher(self, forward, v):
+        fn = self.core.forward if forward else self.core.adjoint
+
+        def launch(src_ptr, out_ptr, stream=0):
+            fn(v, src_ptr, out_ptr, stream)
+
+        return launch
+
     def project(self, forward, v, src, out):
         from .._device import run_on_device
 
-        fn = self.core.forward if forward else self.core.adjoint
-
-        def kernel(src_ptr, out_ptr, stream):
-            fn(v, src_ptr, out_ptr, stream)
-
-        return run_on_device(kernel, src, out, self._staging)
+        return run_on_device(self.launcher(forward, v), src, out, self._staging)
 
 
 # --- small helpers (kept local: the spatial projector module has its own) --------------------------
@@ -415,31 +348,3 @@ def _check_padding(padding, shape) -> tuple:
     if any(m < n for m, n in zip(p, shape)):
         raise ValueError(f"padding: every extent must be at least the image shape {tuple(shape)}, got {p}")
     return p
-
-
-def _is_torch(x) -> bool:
-    return type(x).__module__.split(".")[0] == "torch"
-
-
-def _like(x, shape):
-    """A new float32 array of `shape` living where x lives (NumPy, CuPy or PyTorch)."""
-    if _is_torch(x):
-        import torch  # optional dependency, present because x is a tensor
-
-        return torch.empty(shape, dtype=torch.float32, device=x.device)
-    xp = array_module(x)
-    return xp.empty(shape, dtype=xp.float32)
-
-
-def _as_view_list(views) -> list:
-    if isinstance(views, ViewSet):
-        return list(views.views)
-    if isinstance(views, View):
-        return [views]
-    try:
-        vs = list(views)
-    except TypeError:
-        raise TypeError(f"views: expected a ViewSet, a View or a sequence of Views, got {type(views).__name__}") from None
-    if not vs or not all(isinstance(v, View) for v in vs):
-        raise TypeError("views: expected a non-empty sequence of View objects")
-    return vs
