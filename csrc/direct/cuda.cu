@@ -1,3 +1,5 @@
+#include <cuda_pipeline.h>
+
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -260,8 +262,9 @@ constexpr int kSlabX = 32, kSlabY = 4, kSlabRun = 16;
 
 template <int PITCH>
 struct RingSlab {
-    static constexpr int kZStride = kSlabY * PITCH;
+    static constexpr int kZStride = (kSlabY + 2) * PITCH;  // kSlots rows of PITCH
     const float* base;
+    const int* ids;  // identifiers of this thread's source row, ids[dx] at (y + dy, x + dx)
 };
 
 // A group's weights for this thread: the S taps of its kernel row (own identifier for the back
@@ -277,12 +280,18 @@ __device__ __forceinline__ void load_weights(const ColumnPlan& p, const int4& G,
     for (int s = 0; s < S; ++s) w[s] = __ldg(wcol + s * p.n_kernels);
 }
 
-template <bool kForward>
-__device__ __forceinline__ int kernel_id(const ColumnPlan& p, const int4& G, int ny, int nx, int x, int y,
-                                         int own_id) {
+// The kernel identifier a column's weights are taken with: the voxel's own (back projection) or
+// the neighbour column's (forward), from global memory or from the slab's staged identifier rows.
+template <bool kForward, typename Source>
+__device__ __forceinline__ int kernel_id(const Source& in, const ColumnPlan& p, const int4& G, int ny, int nx,
+                                         int x, int y, int own_id) {
     if (!kForward) return own_id;
-    const int qy = y + G.x, qx = x + G.y;
-    return __ldg(p.lormap + ((qy >= 0 && qy < ny && qx >= 0 && qx < nx) ? qy * nx + qx : 0));
+    if constexpr (!std::is_same_v<Source, GlobalColumns>) {
+        return in.ids[G.y];
+    } else {
+        const int qy = y + G.x, qx = x + G.y;
+        return __ldg(p.lormap + ((qy >= 0 && qy < ny && qx >= 0 && qx < nx) ? qy * nx + qx : 0));
+    }
 }
 
 template <int R, int S, typename Source>
@@ -315,18 +324,18 @@ __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan&
     if (g0 >= g1) return;
     int4 G = groups[g0];
     float h = 0.0f;
-    if (kFactored) h = __ldg(p.radial + static_cast<long long>(g0) * p.n_kernels + kernel_id<kForward>(p, G, ny, nx, x, y, own_id));
+    if (kFactored) h = __ldg(p.radial + static_cast<long long>(g0) * p.n_kernels + kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id));
     for (int g = g0; g < g1; ++g) {
         const int4 Gn = g + 1 < g1 ? groups[g + 1] : G;
         float w[S];
         float hn = 0.0f;
         if (kFactored) {
             if (g + 1 < g1)
-                hn = __ldg(p.radial + static_cast<long long>(g + 1) * p.n_kernels + kernel_id<kForward>(p, Gn, ny, nx, x, y, own_id));
+                hn = __ldg(p.radial + static_cast<long long>(g + 1) * p.n_kernels + kernel_id<kForward>(in, p, Gn, ny, nx, x, y, own_id));
 #pragma unroll
             for (int s = 0; s < S; ++s) w[s] = h * taps[G.w + s];
         } else {
-            const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + kernel_id<kForward>(p, G, ny, nx, x, y, own_id);
+            const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id);
 #pragma unroll
             for (int s = 0; s < S; ++s) w[s] = __ldg(wcol + s * p.n_kernels);
         }
@@ -380,21 +389,32 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
 }
 
 // Slab: a block computes a 32 x 4 pixel tile for a z-run of R and walks the kernel's rows dy in
-// increasing order. Shared memory holds the 4 source rows y0 + dy .. y0 + dy + 3 (x from x0 - halo,
-// z from z0 + z_lo over the support's whole z range + R - 1) as a ring of row slots: moving to the
-// next dy stages one new source row into the slot of the row that dropped out. Values outside the
-// volume are staged as zeros, so the windows need no bounds checks.
+// increasing order. Shared memory holds the source rows y0 + dy .. y0 + dy + 3 (x from x0 - halo,
+// z from z0 + z_lo over the support's whole z range + R - 1) in a ring of kSlabY + 1 row slots,
+// with, for the forward projection, the same rows of LORmap. While the block computes row dy,
+// asynchronous copies (cp.async, zero-filled outside the volume) bring in source row y0 + dy + 4
+// and the next kernel row's groups and tap factors, so one barrier per kernel row remains and the
+// copies' latency hides behind the multiply-adds. Windows are read at immediate offsets.
+// Ring slots: 4 rows in use, 1 being filled, 1 still read by threads finishing the previous row.
+constexpr int kSlots = kSlabY + 2;
+constexpr int kPlanBuffers = 3;  // current row, next row (being filled), previous row (laggards)
+
 template <bool kForward, int PITCH, bool kFactored>
 __global__ void __launch_bounds__(kSlabX * kSlabY, 4)
 slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo,
-            int z_lo, int z_ext, int max_row_groups) {
-    // [z_ext][kSlabY][PITCH] source values, then the current row's groups and tap factors
-    extern __shared__ __align__(16) float slab[];
-    int4* row_groups = reinterpret_cast<int4*>(slab + z_ext * kSlabY * PITCH);
-    float* row_taps = reinterpret_cast<float*>(row_groups + max_row_groups);
+            int z_lo, int z_ext, int max_row_groups, int max_row_taps) {
+    // Shared memory: source [z_ext][kSlots][PITCH]; identifiers [kSlots][PITCH] (forward);
+    // row groups [kPlanBuffers][max_row_groups]; tap factors [kPlanBuffers][max_row_taps].
+    extern __shared__ __align__(16) float smem[];
     constexpr int R = kSlabRun;
-    constexpr int kZStride = kSlabY * PITCH;
+    constexpr int kZStride = kSlots * PITCH;
+    float* slab = smem;
+    int* ring_ids = reinterpret_cast<int*>(slab + z_ext * kZStride);
+    int4* group_buf = reinterpret_cast<int4*>(ring_ids + (kForward ? kSlots * PITCH : 0));
+    float* tap_buf = reinterpret_cast<float*>(group_buf + kPlanBuffers * max_row_groups);
+
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kSlabX + tx;
+    constexpr int kThreads = kSlabX * kSlabY;
     const int x0 = blockIdx.x * kSlabX, y0 = blockIdx.y * kSlabY, z0 = blockIdx.z * R;
     const int x = x0 + tx, y = y0 + ty;
     const bool active = x < d.nx && y < d.ny;
@@ -403,18 +423,37 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     const int width = kSlabX + 2 * halo;
     const long long plane = static_cast<long long>(d.ny) * d.nx;
 
-    // Stage source row gy into its ring slot (gy mod kSlabY).
-    auto stage_row = [&](int gy, int first, int step) {
-        float* out = slab + (((gy % kSlabY) + kSlabY) % kSlabY) * PITCH;
+    // Asynchronous copy of source row gy (and its identifiers) into its ring slot; elements outside
+    // the volume are zero-filled by the copy itself (source size 0).
+    auto stage_row = [&](int gy) {
+        const int slot = ((gy % kSlots) + kSlots) % kSlots;
         const bool row_in = gy >= 0 && gy < d.ny;
-        // Unrolled so that several global loads are in flight per thread: a plain loop would wait
-        // for each load (an L2 round trip) before issuing the next.
-#pragma unroll 8
-        for (int k = first; k < z_ext * width; k += step) {
+        for (int k = tid; k < z_ext * width; k += kThreads) {
             const int sz = k / width, sx = k - sz * width;
             const int gx = x0 - halo + sx, gz = z0 + z_lo + sz;
-            out[sz * kZStride + sx] = (row_in && gx >= 0 && gx < d.nx && gz >= 0 && gz < d.nz)
-                                          ? __ldg(src + gz * plane + static_cast<long long>(gy) * d.nx + gx) : 0.0f;
+            const bool in = row_in && gx >= 0 && gx < d.nx && gz >= 0 && gz < d.nz;
+            const float* from = in ? src + gz * plane + static_cast<long long>(gy) * d.nx + gx : src;
+            __pipeline_memcpy_async(slab + sz * kZStride + slot * PITCH + sx, from, sizeof(float),
+                                    in ? 0 : sizeof(float));
+        }
+        if (kForward)
+            for (int k = tid; k < width; k += kThreads) {
+                const int gx = x0 - halo + k;
+                const bool in = row_in && gx >= 0 && gx < d.nx;
+                __pipeline_memcpy_async(ring_ids + slot * PITCH + k, in ? p.lormap + gy * d.nx + gx : p.lormap,
+                                        sizeof(int), in ? 0 : sizeof(int));
+            }
+    };
+    // Asynchronous copy of kernel row `row`'s groups and tap factors into buffer row % kPlanBuffers.
+    auto stage_plan = [&](int row) {
+        const int* info = p.rows + row * kRowInts;
+        const int g0 = __ldg(info + kRowClassBegin), g1 = __ldg(info + kRowClassBegin + kNumSpanClasses);
+        for (int g = g0 + tid; g < g1; g += kThreads)
+            __pipeline_memcpy_async(group_buf + (row % kPlanBuffers) * max_row_groups + g - g0, p.groups + g, sizeof(int4));
+        if (kFactored) {
+            const int t0 = __ldg(info + kRowTapBegin), t1 = __ldg(info + kRowTapBegin + 1);
+            for (int t = t0 + tid; t < t1; t += kThreads)
+                __pipeline_memcpy_async(tap_buf + (row % kPlanBuffers) * max_row_taps + t - t0, p.tap_factor + t, sizeof(float));
         }
     };
 
@@ -422,31 +461,36 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
     const int dy0 = __ldg(p.rows);
-    // Initial ring: rows y0 + dy0 .. y0 + dy0 + kSlabY - 1, one warp each.
-    stage_row(y0 + dy0 + ty, tx, kSlabX);
+    for (int k = 0; k < kSlabY; ++k) stage_row(y0 + dy0 + k);  // the first ring position
+    stage_plan(0);
+    __pipeline_commit();
     for (int row = 0; row < p.n_rows; ++row) {
         const int* info = p.rows + row * kRowInts;
         const int dy = __ldg(info);
-        if (row > 0) {
-            __syncthreads();  // every thread is done with the slot about to be replaced
-            const int prev = __ldg(info - kRowInts);
-            if (dy == prev + 1) {
-                stage_row(y0 + dy + kSlabY - 1, tid, kSlabX * kSlabY);
-            } else {  // a gap in dy (not produced by ellipsoidal supports): restage the whole ring
-                stage_row(y0 + dy + ty, tx, kSlabX);
-            }
+        // A gap in dy (not produced by ellipsoidal supports) needs the whole ring restaged.
+        if (row > 0 && dy != __ldg(info - kRowInts) + 1) {
+            __pipeline_wait_prior(0);
+            __syncthreads();
+            for (int k = 0; k < kSlabY; ++k) stage_row(y0 + dy + k);
+            __pipeline_commit();
         }
-        const int g_begin = __ldg(info + kRowClassBegin), g_end = __ldg(info + kRowClassBegin + kNumSpanClasses);
-        for (int g = g_begin + tid; g < g_end; g += kSlabX * kSlabY) row_groups[g - g_begin] = __ldg(p.groups + g);
-        const int t_begin = __ldg(info + kRowTapBegin), t_end = __ldg(info + kRowTapBegin + 1);
-        if (kFactored)
-            for (int t = t_begin + tid; t < t_end; t += kSlabX * kSlabY) row_taps[t - t_begin] = __ldg(p.tap_factor + t);
+        // Prefetch for the next kernel row, then wait for everything but that prefetch.
+        if (row + 1 < p.n_rows) {
+            stage_row(y0 + dy + kSlabY);
+            stage_plan(row + 1);
+        }
+        __pipeline_commit();
+        __pipeline_wait_prior(1);
         __syncthreads();
         if (active) {
-            const int slot = (((y + dy) % kSlabY) + kSlabY) % kSlabY;
-            const RingSlab<PITCH> in{slab + slot * PITCH + tx + halo - z_lo * kZStride};
-            row_classes<kForward, R, kFactored>(in, p, row_groups - g_begin, row_taps - t_begin, info, d, x, y,
-                                                z0, own_id, acc, std::make_integer_sequence<int, kNumSpanClasses>{});
+            const int slot = (((y + dy) % kSlots) + kSlots) % kSlots;
+            const RingSlab<PITCH> in{slab + slot * PITCH + tx + halo - z_lo * kZStride,
+                                     ring_ids + slot * PITCH + tx + halo};
+            const int g_begin = __ldg(info + kRowClassBegin), t_begin = __ldg(info + kRowTapBegin);
+            const int buf = row % kPlanBuffers;
+            row_classes<kForward, R, kFactored>(in, p, group_buf + buf * max_row_groups - g_begin,
+                                                tap_buf + buf * max_row_taps - t_begin, info, d, x, y, z0,
+                                                own_id, acc, std::make_integer_sequence<int, kNumSpanClasses>{});
         }
     }
     if (active) store_run<R>(dst, d, pixel, z0, acc);
@@ -457,9 +501,10 @@ int slab_pitch(int halo) {
     return width <= 64 ? 64 : width <= 128 ? 128 : width <= 256 ? 256 : 0;
 }
 
-size_t slab_bytes(const DeviceLut& lut) {
-    return sizeof(float) * kSlabY * slab_pitch(lut.halo_x()) * (lut.z_span() + kSlabRun - 1) +
-           sizeof(int4) * lut.max_row_groups() + sizeof(float) * lut.max_row_taps();
+size_t slab_bytes(bool forward, const DeviceLut& lut) {
+    const size_t pitch = slab_pitch(lut.halo_x());
+    return sizeof(float) * kSlots * pitch * (lut.z_span() + kSlabRun - 1) + (forward ? sizeof(int) * kSlots * pitch : 0) +
+           kPlanBuffers * (sizeof(int4) * lut.max_row_groups() + sizeof(float) * lut.max_row_taps());
 }
 
 ColumnPlan column_plan(bool forward, const DeviceLut& lut) {
@@ -485,7 +530,7 @@ void launch_slab_pitch(const float* src, float* dst, const DeviceLut& lut, size_
     const dim3 grid((d.nx + kSlabX - 1) / kSlabX, (d.ny + kSlabY - 1) / kSlabY, (d.nz + kSlabRun - 1) / kSlabRun);
     slab_kernel<kForward, PITCH, kFactored><<<grid, dim3(kSlabX, kSlabY), bytes, stream>>>(
         src, dst, d, column_plan(kForward, lut), lut.halo_x(), lut.z_lo(), lut.z_span() + kSlabRun - 1,
-        lut.max_row_groups());
+        lut.max_row_groups(), lut.max_row_taps());
     DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
 }
 
@@ -504,7 +549,7 @@ void launch_slab(const float* src, float* dst, const DeviceLut& lut, bool allow_
     DP_CUDA_CHECK(cudaGetDevice(&device));
     DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     const int pitch = slab_pitch(lut.halo_x());
-    const size_t bytes = slab_bytes(lut);
+    const size_t bytes = slab_bytes(kForward, lut);
     if (pitch == 0 || bytes > static_cast<size_t>(max_smem)) return launch_columns<kForward, 16>(src, dst, lut, stream);
     if (allow_factored && lut.factored(kForward))
         return launch_slab_kind<kForward, true>(src, dst, lut, pitch, bytes, stream);
