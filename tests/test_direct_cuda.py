@@ -67,6 +67,23 @@ def test_gpu_adjointness(method, kname):
     assert op.adjointness_test(rng=7) < 1e-5
 
 
+@pytest.mark.parametrize("method", ["default", "slab_table"])
+@pytest.mark.parametrize("case", ["shallow_ring", "columns_fallback"])
+def test_gpu_slab_configurations(method, case, rng):
+    """Wide kernels change how the slab kernel runs: a halo whose shared-memory ring would not leave
+    4 blocks per SM uses the shallow ring (two barriers per row), and one wider than the largest
+    pitch falls back to the columns kernel. Both must still equal the CPU backend."""
+    if case == "shallow_ring":
+        grid, kernel = dp.ImageGrid((20, 24, 120), 4.0), SRKernel.stress()
+    else:
+        grid, kernel = dp.ImageGrid((6, 12, 300), 4.0), SRKernel(tof_fwhm_ps=3000, radial_fwhm=6.0, axial_fwhm=6.0)
+    cpu, gpu = pair(grid, kernel, method, VIEWS[:2])
+    x = rng.random(grid.shape, dtype=np.float32) + 0.05
+    for v in range(2):
+        assert rel(gpu.forward(x, v), cpu.forward(x, v)) < 1e-5
+        assert rel(gpu.adjoint(x, v), cpu.adjoint(x, v)) < 1e-5
+
+
 @pytest.mark.parametrize("method", ["default", "slab_table", "columns"])
 def test_gpu_arbitrary_kernel_values(method, rng):
     """Random per-identifier kernel values (no column factorisation): the table path is used and

@@ -260,9 +260,9 @@ struct GlobalColumns {
 // (z0 + dz, y + dy, x + dx).
 constexpr int kSlabX = 32, kSlabY = 4, kSlabRun = 16;
 
-template <int PITCH>
+template <int PITCH, int SLOTS>
 struct RingSlab {
-    static constexpr int kZStride = (kSlabY + 2) * PITCH;  // kSlots rows of PITCH
+    static constexpr int kZStride = SLOTS * PITCH;
     const float* base;
     const int* ids;  // identifiers of this thread's source row, ids[dx] at (y + dy, x + dx)
 };
@@ -395,14 +395,15 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
 // asynchronous copies (cp.async, zero-filled outside the volume) bring in source row y0 + dy + 4
 // and the next kernel row's groups and tap factors, so one barrier per kernel row remains and the
 // copies' latency hides behind the multiply-adds. Windows are read at immediate offsets.
-// Ring slots: 4 rows in use, 1 being filled, 1 still read by threads finishing the previous row.
-constexpr int kSlots = kSlabY + 2;
-constexpr int kPlanBuffers = 3;  // current row, next row (being filled), previous row (laggards)
-
-template <bool kForward, int PITCH, bool kFactored>
+// Ring depth SLOTS: with kSlabY + 2 slots (4 rows in use, 1 being filled, 1 still read by threads
+// finishing the previous row) one barrier per kernel row suffices; with kSlabY + 1 slots (used when
+// the deeper ring would cost blocks per SM) a second barrier guards the slot being refilled.
+template <bool kForward, int PITCH, bool kFactored, int SLOTS>
 __global__ void __launch_bounds__(kSlabX * kSlabY, 4)
 slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo,
             int z_lo, int z_ext, int max_row_groups, int max_row_taps) {
+    static_assert(SLOTS == kSlabY + 1 || SLOTS == kSlabY + 2, "ring depth");
+    constexpr int kSlots = SLOTS, kPlanBuffers = SLOTS == kSlabY + 2 ? 3 : 2;
     // Shared memory: source [z_ext][kSlots][PITCH]; identifiers [kSlots][PITCH] (forward);
     // row groups [kPlanBuffers][max_row_groups]; tap factors [kPlanBuffers][max_row_taps].
     extern __shared__ __align__(16) float smem[];
@@ -475,6 +476,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
             __pipeline_commit();
         }
         // Prefetch for the next kernel row, then wait for everything but that prefetch.
+        if (kSlots == kSlabY + 1 && row > 0) __syncthreads();  // the refilled slot is free
         if (row + 1 < p.n_rows) {
             stage_row(y0 + dy + kSlabY);
             stage_plan(row + 1);
@@ -484,7 +486,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
         __syncthreads();
         if (active) {
             const int slot = (((y + dy) % kSlots) + kSlots) % kSlots;
-            const RingSlab<PITCH> in{slab + slot * PITCH + tx + halo - z_lo * kZStride,
+            const RingSlab<PITCH, SLOTS> in{slab + slot * PITCH + tx + halo - z_lo * kZStride,
                                      ring_ids + slot * PITCH + tx + halo};
             const int g_begin = __ldg(info + kRowClassBegin), t_begin = __ldg(info + kRowTapBegin);
             const int buf = row % kPlanBuffers;
@@ -501,10 +503,11 @@ int slab_pitch(int halo) {
     return width <= 64 ? 64 : width <= 128 ? 128 : width <= 256 ? 256 : 0;
 }
 
-size_t slab_bytes(bool forward, const DeviceLut& lut) {
+size_t slab_bytes(bool forward, const DeviceLut& lut, int slots) {
     const size_t pitch = slab_pitch(lut.halo_x());
-    return sizeof(float) * kSlots * pitch * (lut.z_span() + kSlabRun - 1) + (forward ? sizeof(int) * kSlots * pitch : 0) +
-           kPlanBuffers * (sizeof(int4) * lut.max_row_groups() + sizeof(float) * lut.max_row_taps());
+    const size_t buffers = slots == kSlabY + 2 ? 3 : 2;
+    return sizeof(float) * slots * pitch * (lut.z_span() + kSlabRun - 1) + (forward ? sizeof(int) * slots * pitch : 0) +
+           buffers * (sizeof(int4) * lut.max_row_groups() + sizeof(float) * lut.max_row_taps());
 }
 
 ColumnPlan column_plan(bool forward, const DeviceLut& lut) {
@@ -522,38 +525,46 @@ void launch_columns(const float* src, float* dst, const DeviceLut& lut, cudaStre
     DP_CUDA_CHECK_LAUNCH("direct columns_kernel");
 }
 
-template <bool kForward, int PITCH, bool kFactored>
-void launch_slab_pitch(const float* src, float* dst, const DeviceLut& lut, size_t bytes, cudaStream_t stream) {
+template <bool kForward, int PITCH, bool kFactored, int SLOTS>
+void launch_slab_config(const float* src, float* dst, const DeviceLut& lut, size_t bytes, cudaStream_t stream) {
     const Dims d = lut.dims();
-    DP_CUDA_CHECK(cudaFuncSetAttribute(slab_kernel<kForward, PITCH, kFactored>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    auto kernel = slab_kernel<kForward, PITCH, kFactored, SLOTS>;
+    DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
     const dim3 grid((d.nx + kSlabX - 1) / kSlabX, (d.ny + kSlabY - 1) / kSlabY, (d.nz + kSlabRun - 1) / kSlabRun);
-    slab_kernel<kForward, PITCH, kFactored><<<grid, dim3(kSlabX, kSlabY), bytes, stream>>>(
-        src, dst, d, column_plan(kForward, lut), lut.halo_x(), lut.z_lo(), lut.z_span() + kSlabRun - 1,
-        lut.max_row_groups(), lut.max_row_taps());
+    kernel<<<grid, dim3(kSlabX, kSlabY), bytes, stream>>>(src, dst, d, column_plan(kForward, lut), lut.halo_x(),
+                                                         lut.z_lo(), lut.z_span() + kSlabRun - 1,
+                                                         lut.max_row_groups(), lut.max_row_taps());
     DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
 }
 
-// The slab needs shared memory growing with the kernel's x halo and z span; past what a block may
-// have it falls back to the columns kernel (same result, source through the caches).
-template <bool kForward, bool kFactored>
-void launch_slab_kind(const float* src, float* dst, const DeviceLut& lut, int pitch, size_t bytes, cudaStream_t stream) {
-    if (pitch == 64) return launch_slab_pitch<kForward, 64, kFactored>(src, dst, lut, bytes, stream);
-    if (pitch == 128) return launch_slab_pitch<kForward, 128, kFactored>(src, dst, lut, bytes, stream);
-    return launch_slab_pitch<kForward, 256, kFactored>(src, dst, lut, bytes, stream);
+template <bool kForward, bool kFactored, int SLOTS>
+void launch_slab_pitch(const float* src, float* dst, const DeviceLut& lut, int pitch, size_t bytes, cudaStream_t stream) {
+    if (pitch == 64) return launch_slab_config<kForward, 64, kFactored, SLOTS>(src, dst, lut, bytes, stream);
+    if (pitch == 128) return launch_slab_config<kForward, 128, kFactored, SLOTS>(src, dst, lut, bytes, stream);
+    return launch_slab_config<kForward, 256, kFactored, SLOTS>(src, dst, lut, bytes, stream);
 }
 
+// The slab needs shared memory growing with the kernel's x halo and z span. The deeper ring is
+// used while 4 blocks still fit on a multiprocessor, the shallower one while one block fits at
+// all; past that the columns kernel (same result, source through the caches) takes over.
 template <bool kForward>
 void launch_slab(const float* src, float* dst, const DeviceLut& lut, bool allow_factored, cudaStream_t stream) {
-    int device = 0, max_smem = 0;
+    int device = 0, max_block = 0, max_sm = 0;
     DP_CUDA_CHECK(cudaGetDevice(&device));
-    DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
     const int pitch = slab_pitch(lut.halo_x());
-    const size_t bytes = slab_bytes(kForward, lut);
-    if (pitch == 0 || bytes > static_cast<size_t>(max_smem)) return launch_columns<kForward, 16>(src, dst, lut, stream);
-    if (allow_factored && lut.factored(kForward))
-        return launch_slab_kind<kForward, true>(src, dst, lut, pitch, bytes, stream);
-    return launch_slab_kind<kForward, false>(src, dst, lut, pitch, bytes, stream);
+    const size_t deep = slab_bytes(kForward, lut, kSlabY + 2), shallow = slab_bytes(kForward, lut, kSlabY + 1);
+    const bool factored = allow_factored && lut.factored(kForward);
+    if (pitch != 0 && 4 * (deep + 1024) <= static_cast<size_t>(max_sm)) {
+        if (factored) return launch_slab_pitch<kForward, true, kSlabY + 2>(src, dst, lut, pitch, deep, stream);
+        return launch_slab_pitch<kForward, false, kSlabY + 2>(src, dst, lut, pitch, deep, stream);
+    }
+    if (pitch != 0 && shallow <= static_cast<size_t>(max_block)) {
+        if (factored) return launch_slab_pitch<kForward, true, kSlabY + 1>(src, dst, lut, pitch, shallow, stream);
+        return launch_slab_pitch<kForward, false, kSlabY + 1>(src, dst, lut, pitch, shallow, stream);
+    }
+    return launch_columns<kForward, 16>(src, dst, lut, stream);
 }
 
 template <bool kForward>
