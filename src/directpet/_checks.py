@@ -17,7 +17,13 @@ def array_module(x):
 
 def is_device_array(x) -> bool:
     """True for CUDA arrays (CuPy, PyTorch CUDA tensors, anything with __cuda_array_interface__)."""
-    return hasattr(x, "__cuda_array_interface__") or _is_torch_cuda(x)
+    if isinstance(x, np.ndarray):
+        return False
+    return _is_cupy(x) or _is_torch_cuda(x) or hasattr(x, "__cuda_array_interface__")
+
+
+def _is_cupy(x) -> bool:
+    return type(x).__module__.split(".")[0] == "cupy"
 
 
 def _is_torch_cuda(x) -> bool:
@@ -42,6 +48,16 @@ def check_volume(x, name: str, shape: tuple, check_finite: bool = True):
 
 
 def _check_device_volume(x, name, shape, check_finite):
+    if _is_cupy(x):  # fast path: attributes, no interface dictionary per call
+        if x.dtype != np.float32:
+            raise TypeError(f"{name}: expected dtype float32, got {x.dtype}")
+        if x.shape != tuple(shape):
+            raise ValueError(f"{name}: expected shape {tuple(shape)}, got {x.shape}")
+        if not x.flags.c_contiguous:
+            raise ValueError(f"{name}: array must be C-contiguous")
+        if check_finite and not bool(array_module(x).isfinite(x).all()):
+            raise ValueError(f"{name}: contains NaN or inf")
+        return x
     if _is_torch_cuda(x):
         import torch  # optional dependency, present because x is a torch tensor
 
@@ -79,6 +95,8 @@ def _c_strides(shape, itemsize):
 
 def device_pointer(x) -> int:
     """Raw device pointer of a CUDA array (CuPy / PyTorch / __cuda_array_interface__)."""
+    if _is_cupy(x):
+        return int(x.data.ptr)
     if _is_torch_cuda(x):
         return int(x.data_ptr())
     return int(x.__cuda_array_interface__["data"][0])

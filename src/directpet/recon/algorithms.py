@@ -33,6 +33,7 @@ from typing import Callable, List, Optional, Sequence
 import numpy as np
 
 from .._checks import array_module
+from ._fused import ramla_update, view_residual
 from ..direct.views import ViewSet
 from ..sim.deposition import HistoImageData
 
@@ -110,6 +111,11 @@ def _ybar(projector, x, data: HistoImageData, v: int):
     if data.background is not None:
         y = y + data.background[v]
     return y
+
+
+def _view_of(stack, v):
+    """stack[v], or None for an absent correction (sensitivity 1, background 0)."""
+    return None if stack is None else stack[v]
 
 
 def _eps_y(data: HistoImageData, xp) -> float:
@@ -317,6 +323,7 @@ def osem(projector, data, n_iter: int, n_subsets: Optional[int] = None, x0=None,
     x = _uniform_start(data, S, xp) if x0 is None else _check_x0(x0, projector.grid, xp)
     rec = _Recorder("osem", projector, data, xp, store_every, track_loglik, {"blocks": blocks})
     eps_y = rec.eps_y
+    hx, r, part = (xp.empty(projector.grid.shape, dtype=xp.float32) for _ in range(3))  # work buffers
     rec.loglik(x, 0)
     stop = False
     for it in _progress(n_iter, f"OSEM({len(blocks)})", progress):
@@ -325,10 +332,10 @@ def osem(projector, data, n_iter: int, n_subsets: Optional[int] = None, x0=None,
         for m, (b, (inv_S, good)) in enumerate(zip(blocks, invs)):
             bp = xp.zeros_like(x)
             for v in b:
-                r = data.histos[v] / xp.maximum(_ybar(projector, x, data, v), eps_y)
-                if data.sensitivity is not None:
-                    r = r * data.sensitivity[v]
-                bp += projector.adjoint(xp.ascontiguousarray(r, dtype=xp.float32), v)
+                projector.forward(x, v, out=hx)
+                view_residual(xp, hx, data.histos[v], _view_of(data.sensitivity, v),
+                              _view_of(data.background, v), eps_y, 0.0, out=r)
+                bp += projector.adjoint(r, v, out=part)
             x = xp.where(good, x * bp * inv_S, x).astype(xp.float32)
             if callback is not None and callback(it, m, x):
                 stop = True
@@ -381,6 +388,8 @@ def block_ramla(projector, data, n_iter: int, lambda0: float = 0.1, gamma: float
                     {"order": blocks, "lambda0": lambda0, "gamma": gamma, "floor": fl})
     rec.res.lambdas = []
     eps_y = rec.eps_y
+    x = x.astype(xp.float32, copy=True)  # updated in place below; never the caller's x0
+    hx, r, grad, part = (xp.empty_like(x) for _ in range(4))  # per-view work buffers
     rec.loglik(x, 0)
     stop = False
     for it in _progress(n_iter, "block-RAMLA", progress):
@@ -390,13 +399,15 @@ def block_ramla(projector, data, n_iter: int, lambda0: float = 0.1, gamma: float
         _sync(xp)
         t = time.perf_counter()
         for m, b in enumerate(blocks):
-            grad = xp.zeros_like(x)
-            for v in b:
-                r = data.histos[v] / xp.maximum(_ybar(projector, x, data, v), eps_y) - 1.0
-                if data.sensitivity is not None:
-                    r = r * data.sensitivity[v]
-                grad += projector.adjoint(xp.ascontiguousarray(r, dtype=xp.float32), v)
-            x = xp.maximum(x + x * step_scale * grad, fl).astype(xp.float32)
+            for k, v in enumerate(b):
+                projector.forward(x, v, out=hx)
+                view_residual(xp, hx, data.histos[v], _view_of(data.sensitivity, v),
+                              _view_of(data.background, v), eps_y, 1.0, out=r)
+                if k == 0:
+                    projector.adjoint(r, v, out=grad)
+                else:
+                    grad += projector.adjoint(r, v, out=part)
+            ramla_update(xp, x, step_scale, grad, fl)
             if callback is not None and callback(it, m, x):
                 stop = True
                 break
