@@ -310,30 +310,33 @@ __device__ __forceinline__ void load_window(const Source& in, const int4& G, int
     }
 }
 
+template <bool kForward, typename Source>
+__device__ __forceinline__ float radial_weight(const Source& in, const ColumnPlan& p, const int4* groups, int g,
+                                               int ny, int nx, int x, int y, int own_id) {
+    return __ldg(p.radial + static_cast<long long>(g) * p.n_kernels +
+                 kernel_id<kForward>(in, p, groups[g], ny, nx, x, y, own_id));
+}
+
 // All groups [g0, g1) of one span class S: load the R + S - 1 source values of the neighbour
 // column once, then apply the S taps to the R outputs from registers. `groups` may point to
 // global or shared memory.
 //   table path:    each tap's weight is gathered from the (stride, n_kernels) table.
 //   factored path: weight = radial(group, id) * tap_factor(tap); the one gathered value per
-//                  column is loaded a column ahead so its latency (an L2 read) hides behind the
-//                  current column's multiply-adds; tap factors come from shared memory.
+//                  column is loaded a column ahead -- across span classes, up to the end of the
+//                  kernel row g_end -- so its latency (an L2 read) hides behind the current
+//                  column's multiply-adds. `h` carries it in (group g0's) and out (group g1's).
 template <bool kForward, int R, int S, bool kFactored, typename Source>
 __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan& p, const int4* groups,
-                                             const float* taps, int g0, int g1, int ny, int nx, int x,
-                                             int y, int z0, int own_id, float (&acc)[R]) {
-    if (g0 >= g1) return;
-    int4 G = groups[g0];
-    float h = 0.0f;
-    if (kFactored) h = __ldg(p.radial + static_cast<long long>(g0) * p.n_kernels + kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id));
+                                             const float* taps, int g0, int g1, int g_end, int ny, int nx,
+                                             int x, int y, int z0, int own_id, float& h, float (&acc)[R]) {
     for (int g = g0; g < g1; ++g) {
-        const int4 Gn = g + 1 < g1 ? groups[g + 1] : G;
+        const int4 G = groups[g];
         float w[S];
-        float hn = 0.0f;
         if (kFactored) {
-            if (g + 1 < g1)
-                hn = __ldg(p.radial + static_cast<long long>(g + 1) * p.n_kernels + kernel_id<kForward>(in, p, Gn, ny, nx, x, y, own_id));
+            const float hn = g + 1 < g_end ? radial_weight<kForward>(in, p, groups, g + 1, ny, nx, x, y, own_id) : 0.0f;
 #pragma unroll
             for (int s = 0; s < S; ++s) w[s] = h * taps[G.w + s];
+            h = hn;
         } else {
             const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id);
 #pragma unroll
@@ -346,8 +349,6 @@ __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan&
 #pragma unroll
             for (int r = 0; r < R; ++r) acc[r] = fmaf(w[s], win[r + s], acc[r]);
         }
-        G = Gn;
-        h = hn;
     }
 }
 
@@ -355,9 +356,12 @@ template <bool kForward, int R, bool kFactored, typename Source, int... C>
 __device__ __forceinline__ void row_classes(const Source& in, const ColumnPlan& p, const int4* groups,
                                             const float* taps, const int* row, const Dims& d, int x, int y,
                                             int z0, int own_id, float (&acc)[R], std::integer_sequence<int, C...>) {
+    const int g_begin = __ldg(row + kRowClassBegin), g_end = __ldg(row + kRowClassBegin + kNumSpanClasses);
+    float h = kFactored && g_begin < g_end ? radial_weight<kForward>(in, p, groups, g_begin, d.ny, d.nx, x, y, own_id)
+                                           : 0.0f;
     (column_class<kForward, R, kSpanClasses[C], kFactored>(in, p, groups, taps, __ldg(row + kRowClassBegin + C),
-                                                            __ldg(row + kRowClassBegin + 1 + C), d.ny, d.nx, x,
-                                                            y, z0, own_id, acc), ...);
+                                                            __ldg(row + kRowClassBegin + 1 + C), g_end, d.ny,
+                                                            d.nx, x, y, z0, own_id, h, acc), ...);
 }
 
 template <int R>
