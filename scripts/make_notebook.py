@@ -1,0 +1,77 @@
+"""Write notebooks/direct_reconstruction.ipynb (outputs are not committed; run it to fill them)."""
+
+import nbformat as nbf
+
+nb = nbf.v4.new_notebook()
+md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
+nb.cells = [
+    md("""# DIRECT TOF-PET reconstruction with spatially variant kernels ([HA] §6, Fig. 9/10)
+
+A 35 cm water cylinder with six 10 mm spheres (6:1) at 7.5 cm radius in the central slice is
+simulated as list-mode TOF events (400 ps, 5.8 mm intrinsic blur, attenuation), deposited into
+40 × 3 view histo-images and reconstructed with block-RAMLA (one view per block, geometric order)
+for the paper's five SR-kernel models:
+
+| label | projector | LOR-radial FWHM |
+|---|---|---|
+| `invariant-fft` | `FFTProjector` (cuFFT / FFTW3) | 5.8 mm |
+| `invariant` | `HistoImageProjector` | 5.8 mm |
+| `variant1` | `HistoImageProjector` | 4.8 → 10 mm (matches 5.8 mm at the spheres) |
+| `variant2` | `HistoImageProjector` | 5.8 → 12 mm |
+| `variant3` | `HistoImageProjector` | √(5.8² + (0.0236·s)²), 11.17 mm at the edge |
+
+CRC and noise are computed as in the paper (2D sphere ROI and background annulus, 50 mm central
+noise ROI) and compared at matched noise (8 %). On a GPU the notebook runs the paper's size
+(144 × 144 × 48 voxels of 4 mm, 430 M events); set `DIRECTPET_NOTEBOOK_SIZE=small|tiny` for the
+reduced problems (CI runs `tiny`)."""),
+    code("""import os
+import numpy as np
+import directpet as dp
+from directpet.demo import ExperimentConfig, run_experiment, write_figures
+
+gpu = dp.cuda_device_count() > 0
+size = os.environ.get("DIRECTPET_NOTEBOOK_SIZE", "paper" if gpu else "small")
+n_iter = int(os.environ.get("DIRECTPET_NOTEBOOK_ITER", "40" if size == "paper" else "30"))
+events = os.environ.get("DIRECTPET_NOTEBOOK_EVENTS")
+cfg = ExperimentConfig(size=size, n_iter=n_iter, n_events=None if events is None else int(float(events)),
+                       kernels=("invariant-fft", "invariant", "variant1", "variant2", "variant3"),
+                       progress=False)
+print(f"size {size}, {n_iter} iterations, CUDA device: {gpu}")"""),
+    code("""res = run_experiment(cfg)
+print(f"{res.data.meta['n_deposited']:,} events deposited; simulation {res.timings['simulation_s']:.1f} s")
+print(res.table())"""),
+    md("""## Contrast recovery vs noise
+
+Each point is one block-RAMLA iteration; the vertical line marks the matched noise level."""),
+    code("""%matplotlib inline
+paths = write_figures(res, os.environ.get("DIRECTPET_NOTEBOOK_OUT", "direct_reconstruction_figures"))
+from IPython.display import Image, display
+for p in paths:
+    display(Image(filename=p))"""),
+    md("""## The paper's findings, checked on these images
+
+[HA] report: FFT and spatial invariant reconstructions are nearly identical; `variant1`
+converges to a slightly *lower* CRC than the invariant kernel (the width it models at the spheres
+averages below 5.8 mm); `variant2` and `variant3` converge to a *higher* CRC with more edge
+overshoot. The cell below evaluates these statements at the matched noise level (and at the last
+iteration, where the curves are furthest apart); on the reduced problems the differences are
+smaller than the noise, so read them at paper size."""),
+    code("""by = {c.label: c for c in res.curves}
+m = {x.label: x for x in res.matched}
+def at_noise(label):
+    return m[label].crc if m[label].status == "ok" else float("nan")
+rows = [
+    ("FFT-invariant vs spatial-invariant |dCRC| at matched noise", abs(at_noise("invariant-fft") - at_noise("invariant"))),
+    ("max |image difference| FFT vs spatial (last iteration), relative",
+     float(np.abs(res.results["invariant-fft"].image - res.results["invariant"].image).max()
+           / np.abs(res.results["invariant"].image).max())),
+    ("variant1 - invariant CRC (last iteration)", by["variant1"].crc[-1] - by["invariant"].crc[-1]),
+    ("variant2 - invariant CRC (last iteration)", by["variant2"].crc[-1] - by["invariant"].crc[-1]),
+    ("variant3 - invariant CRC (last iteration)", by["variant3"].crc[-1] - by["invariant"].crc[-1]),
+]
+for name, value in rows:
+    print(f"{name:<66} {value:+.4f}")"""),
+]
+nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+nbf.write(nb, "notebooks/direct_reconstruction.ipynb")
+print("wrote notebooks/direct_reconstruction.ipynb")
