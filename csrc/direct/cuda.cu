@@ -317,26 +317,37 @@ __device__ __forceinline__ float radial_weight(const Source& in, const ColumnPla
                  kernel_id<kForward>(in, p, groups[g], ny, nx, x, y, own_id));
 }
 
+// Radial weights of the next kPrefetch columns, in flight while the current column is computed.
+constexpr int kPrefetch = 3;
+struct RadialQueue {
+    float h[kPrefetch];
+};
+
 // All groups [g0, g1) of one span class S: load the R + S - 1 source values of the neighbour
 // column once, then apply the S taps to the R outputs from registers. `groups` may point to
 // global or shared memory.
 //   table path:    each tap's weight is gathered from the (stride, n_kernels) table.
 //   factored path: weight = radial(group, id) * tap_factor(tap); the one gathered value per
-//                  column is loaded a column ahead -- across span classes, up to the end of the
-//                  kernel row g_end -- so its latency (an L2 read) hides behind the current
-//                  column's multiply-adds. `h` carries it in (group g0's) and out (group g1's).
+//                  column is loaded kPrefetch columns ahead -- across span classes, up to the end
+//                  of the kernel row g_end -- so its latency (an L2 read) hides behind the
+//                  multiply-adds of the columns before it; tap factors come from shared memory.
 template <bool kForward, int R, int S, bool kFactored, typename Source>
 __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan& p, const int4* groups,
                                              const float* taps, int g0, int g1, int g_end, int ny, int nx,
-                                             int x, int y, int z0, int own_id, float& h, float (&acc)[R]) {
+                                             int x, int y, int z0, int own_id, RadialQueue& q,
+                                             float (&acc)[R]) {
     for (int g = g0; g < g1; ++g) {
         const int4 G = groups[g];
         float w[S];
         if (kFactored) {
-            const float hn = g + 1 < g_end ? radial_weight<kForward>(in, p, groups, g + 1, ny, nx, x, y, own_id) : 0.0f;
+            const float h = q.h[0];
+#pragma unroll
+            for (int k = 0; k + 1 < kPrefetch; ++k) q.h[k] = q.h[k + 1];
+            q.h[kPrefetch - 1] = g + kPrefetch < g_end
+                                     ? radial_weight<kForward>(in, p, groups, g + kPrefetch, ny, nx, x, y, own_id)
+                                     : 0.0f;
 #pragma unroll
             for (int s = 0; s < S; ++s) w[s] = h * taps[G.w + s];
-            h = hn;
         } else {
             const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id);
 #pragma unroll
@@ -357,11 +368,14 @@ __device__ __forceinline__ void row_classes(const Source& in, const ColumnPlan& 
                                             const float* taps, const int* row, const Dims& d, int x, int y,
                                             int z0, int own_id, float (&acc)[R], std::integer_sequence<int, C...>) {
     const int g_begin = __ldg(row + kRowClassBegin), g_end = __ldg(row + kRowClassBegin + kNumSpanClasses);
-    float h = kFactored && g_begin < g_end ? radial_weight<kForward>(in, p, groups, g_begin, d.ny, d.nx, x, y, own_id)
-                                           : 0.0f;
+    RadialQueue q;
+#pragma unroll
+    for (int k = 0; k < kPrefetch; ++k)
+        q.h[k] = kFactored && g_begin + k < g_end
+                     ? radial_weight<kForward>(in, p, groups, g_begin + k, d.ny, d.nx, x, y, own_id) : 0.0f;
     (column_class<kForward, R, kSpanClasses[C], kFactored>(in, p, groups, taps, __ldg(row + kRowClassBegin + C),
                                                             __ldg(row + kRowClassBegin + 1 + C), g_end, d.ny,
-                                                            d.nx, x, y, z0, own_id, h, acc), ...);
+                                                            d.nx, x, y, z0, own_id, q, acc), ...);
 }
 
 template <int R>
