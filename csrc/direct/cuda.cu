@@ -255,10 +255,10 @@ struct GlobalColumns {
 };
 
 // The slab kernel's shared memory: slab[z][slot][x] with a compile-time pitch, so that the window
-// of a column is read with immediate offsets (k * kSlabY * PITCH floats apart). `base` points at
+// of a column is read with immediate offsets (k * SLOTS * PITCH floats apart). `base` points at
 // this thread's slot and x position, shifted so that base[dz * stride + dx] is the source at
 // (z0 + dz, y + dy, x + dx).
-constexpr int kSlabX = 32, kSlabY = 4, kSlabRun = 16;
+constexpr int kSlabRun = 16;  // output z-voxels per thread in the slab kernel
 
 template <int PITCH, int SLOTS>
 struct RingSlab {
@@ -406,22 +406,24 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
     store_run<R>(dst, d, pixel, z0, acc);
 }
 
-// Slab: a block computes a 32 x 4 pixel tile for a z-run of R and walks the kernel's rows dy in
-// increasing order. Shared memory holds the source rows y0 + dy .. y0 + dy + 3 (x from x0 - halo,
-// z from z0 + z_lo over the support's whole z range + R - 1) in a ring of kSlabY + 1 row slots,
-// with, for the forward projection, the same rows of LORmap. While the block computes row dy,
-// asynchronous copies (cp.async, zero-filled outside the volume) bring in source row y0 + dy + 4
-// and the next kernel row's groups and tap factors, so one barrier per kernel row remains and the
-// copies' latency hides behind the multiply-adds. Windows are read at immediate offsets.
-// Ring depth SLOTS: with kSlabY + 2 slots (4 rows in use, 1 being filled, 1 still read by threads
-// finishing the previous row) one barrier per kernel row suffices; with kSlabY + 1 slots (used when
+// Slab: a block computes a TX x TY pixel tile (32 x 4 or 16 x 8) for a z-run of R and walks the
+// kernel's rows dy in increasing order. Shared memory holds the source rows y0 + dy .. y0 + dy +
+// TY - 1 (x from x0 - halo, z from z0 + z_lo over the support's whole z range + R - 1) in a ring of
+// row slots, with, for the forward projection, the same rows of LORmap. While the block computes
+// row dy, asynchronous copies (cp.async, zero-filled outside the volume) bring in source row
+// y0 + dy + TY and the next kernel row's groups and tap factors, so the copies' latency hides
+// behind the multiply-adds. Windows are read at immediate offsets.
+// Ring depth SLOTS: with TY + 2 slots (TY rows in use, 1 being filled, 1 still read by threads
+// finishing the previous row) one barrier per kernel row suffices; with TY + 1 slots (used when
 // the deeper ring would cost blocks per SM) a second barrier guards the slot being refilled.
-template <bool kForward, int PITCH, bool kFactored, int SLOTS>
-__global__ void __launch_bounds__(kSlabX * kSlabY, 4)
+// PITCH (floats per slot row) is >= TX + 2 halo; for 16-wide tiles it is 16 mod 32 so that the two
+// pixel rows of a warp fall in different shared-memory banks.
+template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS>
+__global__ void __launch_bounds__(TX * TY, 4)
 slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo,
             int z_lo, int z_ext, int max_row_groups, int max_row_taps) {
-    static_assert(SLOTS == kSlabY + 1 || SLOTS == kSlabY + 2, "ring depth");
-    constexpr int kSlots = SLOTS, kPlanBuffers = SLOTS == kSlabY + 2 ? 3 : 2;
+    static_assert(SLOTS == TY + 1 || SLOTS == TY + 2, "ring depth");
+    constexpr int kSlots = SLOTS, kPlanBuffers = SLOTS == TY + 2 ? 3 : 2;
     // Shared memory: source [z_ext][kSlots][PITCH]; identifiers [kSlots][PITCH] (forward);
     // row groups [kPlanBuffers][max_row_groups]; tap factors [kPlanBuffers][max_row_taps].
     extern __shared__ __align__(16) float smem[];
@@ -432,14 +434,14 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     int4* group_buf = reinterpret_cast<int4*>(ring_ids + (kForward ? kSlots * PITCH : 0));
     float* tap_buf = reinterpret_cast<float*>(group_buf + kPlanBuffers * max_row_groups);
 
-    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kSlabX + tx;
-    constexpr int kThreads = kSlabX * kSlabY;
-    const int x0 = blockIdx.x * kSlabX, y0 = blockIdx.y * kSlabY, z0 = blockIdx.z * R;
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * TX + tx;
+    constexpr int kThreads = TX * TY;
+    const int x0 = blockIdx.x * TX, y0 = blockIdx.y * TY, z0 = blockIdx.z * R;
     const int x = x0 + tx, y = y0 + ty;
     const bool active = x < d.nx && y < d.ny;
     const int pixel = active ? y * d.nx + x : 0;
     const int own_id = kForward ? 0 : __ldg(p.lormap + pixel);
-    const int width = kSlabX + 2 * halo;
+    const int width = TX + 2 * halo;
     const long long plane = static_cast<long long>(d.ny) * d.nx;
 
     // Asynchronous copy of source row gy (and its identifiers) into its ring slot; elements outside
@@ -480,7 +482,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
     const int dy0 = __ldg(p.rows);
-    for (int k = 0; k < kSlabY; ++k) stage_row(y0 + dy0 + k);  // the first ring position
+    for (int k = 0; k < TY; ++k) stage_row(y0 + dy0 + k);  // the first ring position
     stage_plan(0);
     __pipeline_commit();
     for (int row = 0; row < p.n_rows; ++row) {
@@ -490,13 +492,13 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
         if (row > 0 && dy != __ldg(info - kRowInts) + 1) {
             __pipeline_wait_prior(0);
             __syncthreads();
-            for (int k = 0; k < kSlabY; ++k) stage_row(y0 + dy + k);
+            for (int k = 0; k < TY; ++k) stage_row(y0 + dy + k);
             __pipeline_commit();
         }
         // Prefetch for the next kernel row, then wait for everything but that prefetch.
-        if (kSlots == kSlabY + 1 && row > 0) __syncthreads();  // the refilled slot is free
+        if (kSlots == TY + 1 && row > 0) __syncthreads();  // the refilled slot is free
         if (row + 1 < p.n_rows) {
-            stage_row(y0 + dy + kSlabY);
+            stage_row(y0 + dy + TY);
             stage_plan(row + 1);
         }
         __pipeline_commit();
@@ -516,14 +518,16 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     if (active) store_run<R>(dst, d, pixel, z0, acc);
 }
 
-int slab_pitch(int halo) {
-    const int width = kSlabX + 2 * halo;
-    return width <= 64 ? 64 : width <= 128 ? 128 : width <= 256 ? 256 : 0;
+// Slot-row pitch for a tile width and halo, 0 when the halo is too wide for the slab.
+int slab_pitch(int tx, int halo) {
+    const int width = tx + 2 * halo;
+    if (tx == 32) return width <= 64 ? 64 : width <= 128 ? 128 : width <= 256 ? 256 : 0;
+    return width <= 48 ? 48 : width <= 80 ? 80 : width <= 144 ? 144 : width <= 272 ? 272 : 0;
 }
 
-size_t slab_bytes(bool forward, const DeviceLut& lut, int slots) {
-    const size_t pitch = slab_pitch(lut.halo_x());
-    const size_t buffers = slots == kSlabY + 2 ? 3 : 2;
+size_t slab_bytes(bool forward, const DeviceLut& lut, int tx, int slots, int slots_deep) {
+    const size_t pitch = slab_pitch(tx, lut.halo_x());
+    const size_t buffers = slots == slots_deep ? 3 : 2;
     return sizeof(float) * slots * pitch * (lut.z_span() + kSlabRun - 1) + (forward ? sizeof(int) * slots * pitch : 0) +
            buffers * (sizeof(int4) * lut.max_row_groups() + sizeof(float) * lut.max_row_taps());
 }
@@ -543,44 +547,55 @@ void launch_columns(const float* src, float* dst, const DeviceLut& lut, cudaStre
     DP_CUDA_CHECK_LAUNCH("direct columns_kernel");
 }
 
-template <bool kForward, int PITCH, bool kFactored, int SLOTS>
+template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS>
 void launch_slab_config(const float* src, float* dst, const DeviceLut& lut, size_t bytes, cudaStream_t stream) {
     const Dims d = lut.dims();
-    auto kernel = slab_kernel<kForward, PITCH, kFactored, SLOTS>;
+    auto kernel = slab_kernel<kForward, TX, TY, PITCH, kFactored, SLOTS>;
     DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-    const dim3 grid((d.nx + kSlabX - 1) / kSlabX, (d.ny + kSlabY - 1) / kSlabY, (d.nz + kSlabRun - 1) / kSlabRun);
-    kernel<<<grid, dim3(kSlabX, kSlabY), bytes, stream>>>(src, dst, d, column_plan(kForward, lut), lut.halo_x(),
-                                                         lut.z_lo(), lut.z_span() + kSlabRun - 1,
-                                                         lut.max_row_groups(), lut.max_row_taps());
+    const dim3 grid((d.nx + TX - 1) / TX, (d.ny + TY - 1) / TY, (d.nz + kSlabRun - 1) / kSlabRun);
+    kernel<<<grid, dim3(TX, TY), bytes, stream>>>(src, dst, d, column_plan(kForward, lut), lut.halo_x(), lut.z_lo(),
+                                                 lut.z_span() + kSlabRun - 1, lut.max_row_groups(),
+                                                 lut.max_row_taps());
     DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
 }
 
-template <bool kForward, bool kFactored, int SLOTS>
-void launch_slab_pitch(const float* src, float* dst, const DeviceLut& lut, int pitch, size_t bytes, cudaStream_t stream) {
-    if (pitch == 64) return launch_slab_config<kForward, 64, kFactored, SLOTS>(src, dst, lut, bytes, stream);
-    if (pitch == 128) return launch_slab_config<kForward, 128, kFactored, SLOTS>(src, dst, lut, bytes, stream);
-    return launch_slab_config<kForward, 256, kFactored, SLOTS>(src, dst, lut, bytes, stream);
+template <bool kForward, int TX, int TY, int SLOTS>
+void launch_slab_pitch(const float* src, float* dst, const DeviceLut& lut, bool factored, size_t bytes,
+                       cudaStream_t stream) {
+    const int pitch = slab_pitch(TX, lut.halo_x());
+    constexpr int P[4] = {TX == 32 ? 64 : 48, TX == 32 ? 128 : 80, TX == 32 ? 256 : 144, TX == 32 ? 256 : 272};
+    auto go = [&](auto pitch_c) {
+        constexpr int PC = decltype(pitch_c)::value;
+        if (factored) return launch_slab_config<kForward, TX, TY, PC, true, SLOTS>(src, dst, lut, bytes, stream);
+        return launch_slab_config<kForward, TX, TY, PC, false, SLOTS>(src, dst, lut, bytes, stream);
+    };
+    if (pitch == P[0]) return go(std::integral_constant<int, P[0]>{});
+    if (pitch == P[1]) return go(std::integral_constant<int, P[1]>{});
+    if (pitch == P[2]) return go(std::integral_constant<int, P[2]>{});
+    return go(std::integral_constant<int, P[3]>{});
 }
 
-// The slab needs shared memory growing with the kernel's x halo and z span. The deeper ring is
-// used while 4 blocks still fit on a multiprocessor, the shallower one while one block fits at
-// all; past that the columns kernel (same result, source through the caches) takes over.
+// The slab needs shared memory growing with the kernel's x halo and z span. Preferred, while 4
+// blocks still fit on a multiprocessor: 16 x 8 tiles with the deep ring (short halos: less staging
+// per pixel, and 144-voxel rows split into whole tiles), then 32 x 4 tiles with the deep ring,
+// then 32 x 4 with the shallow ring while one block fits at all; past that the columns kernel
+// (same result, source through the caches) takes over.
 template <bool kForward>
 void launch_slab(const float* src, float* dst, const DeviceLut& lut, bool allow_factored, cudaStream_t stream) {
     int device = 0, max_block = 0, max_sm = 0;
     DP_CUDA_CHECK(cudaGetDevice(&device));
     DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    const int pitch = slab_pitch(lut.halo_x());
-    const size_t deep = slab_bytes(kForward, lut, kSlabY + 2), shallow = slab_bytes(kForward, lut, kSlabY + 1);
     const bool factored = allow_factored && lut.factored(kForward);
-    if (pitch != 0 && 4 * (deep + 1024) <= static_cast<size_t>(max_sm)) {
-        if (factored) return launch_slab_pitch<kForward, true, kSlabY + 2>(src, dst, lut, pitch, deep, stream);
-        return launch_slab_pitch<kForward, false, kSlabY + 2>(src, dst, lut, pitch, deep, stream);
-    }
-    if (pitch != 0 && shallow <= static_cast<size_t>(max_block)) {
-        if (factored) return launch_slab_pitch<kForward, true, kSlabY + 1>(src, dst, lut, pitch, shallow, stream);
-        return launch_slab_pitch<kForward, false, kSlabY + 1>(src, dst, lut, pitch, shallow, stream);
+    auto fits4 = [&](size_t bytes) { return 4 * (bytes + 1024) <= static_cast<size_t>(max_sm); };
+    const size_t narrow = slab_bytes(kForward, lut, 16, 10, 10);
+    if (slab_pitch(16, lut.halo_x()) != 0 && fits4(narrow))
+        return launch_slab_pitch<kForward, 16, 8, 10>(src, dst, lut, factored, narrow, stream);
+    const size_t deep = slab_bytes(kForward, lut, 32, 6, 6), shallow = slab_bytes(kForward, lut, 32, 5, 6);
+    if (slab_pitch(32, lut.halo_x()) != 0) {
+        if (fits4(deep)) return launch_slab_pitch<kForward, 32, 4, 6>(src, dst, lut, factored, deep, stream);
+        if (shallow <= static_cast<size_t>(max_block))
+            return launch_slab_pitch<kForward, 32, 4, 5>(src, dst, lut, factored, shallow, stream);
     }
     return launch_columns<kForward, 16>(src, dst, lut, stream);
 }
