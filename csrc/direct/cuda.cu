@@ -449,13 +449,22 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     auto stage_row = [&](int gy) {
         const int slot = ((gy % kSlots) + kSlots) % kSlots;
         const bool row_in = gy >= 0 && gy < d.ny;
-        for (int k = tid; k < z_ext * width; k += kThreads) {
-            const int sz = k / width, sx = k - sz * width;
+        // (sz, sx) walk the z_ext x width slab row by row; stepping them incrementally avoids an
+        // integer division per element.
+        int sz = tid / width, sx = tid - sz * width;
+        const int step_z = kThreads / width, step_x = kThreads - step_z * width;
+        const float* row_src = src + static_cast<long long>(row_in ? gy : 0) * d.nx;
+        for (; sz < z_ext;) {
             const int gx = x0 - halo + sx, gz = z0 + z_lo + sz;
             const bool in = row_in && gx >= 0 && gx < d.nx && gz >= 0 && gz < d.nz;
-            const float* from = in ? src + gz * plane + static_cast<long long>(gy) * d.nx + gx : src;
-            __pipeline_memcpy_async(slab + sz * kZStride + slot * PITCH + sx, from, sizeof(float),
-                                    in ? 0 : sizeof(float));
+            __pipeline_memcpy_async(slab + sz * kZStride + slot * PITCH + sx, in ? row_src + gz * plane + gx : src,
+                                    sizeof(float), in ? 0 : sizeof(float));
+            sx += step_x;
+            sz += step_z;
+            if (sx >= width) {
+                sx -= width;
+                ++sz;
+            }
         }
         if (kForward)
             for (int k = tid; k < width; k += kThreads) {
