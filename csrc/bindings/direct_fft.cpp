@@ -76,14 +76,64 @@ void check_volume_pair(const py::array& src, py::array& dst, const fft::Shape3& 
     if (!dst.writeable()) throw ValueError("out: array is read-only");
 }
 
+// forward / adjoint of the CPU engine: checked NumPy arrays, GIL released.
+template <void (fft::CpuFftEngine::*Fn)(int, const float*, float*)>
+auto host_projection(const char* src_name) {
+    return [src_name](fft::CpuFftEngine& e, int v, const py::array& src, py::array& out) {
+        check_volume_pair(src, out, e.image_shape(), src_name);
+        const float* s = data_of<float>(src);
+        float* o = mutable_data_of<float>(out);
+        py::gil_scoped_release release;
+        (e.*Fn)(v, s, o);
+    };
+}
+
+#ifdef DIRECTPET_WITH_CUDA
+// forward / adjoint of the CUDA engine: device pointers, asynchronous on `stream`.
+template <void (fft::gpu::CudaFftEngine::*Fn)(int, const float*, float*, void*)>
+auto device_projection() {
+    return [](fft::gpu::CudaFftEngine& e, int v, uintptr_t src, uintptr_t out, uintptr_t stream) {
+        if (!src || !out) throw ValueError("src/out: null device pointer");
+        if (src == out) throw ValueError("out: must not alias the input array");
+        py::gil_scoped_release release;
+        (e.*Fn)(v, reinterpret_cast<const float*>(src), reinterpret_cast<float*>(out), reinterpret_cast<void*>(stream));
+    };
+}
+#endif
+
+// The parts of the engine API that are the same on the CPU and the GPU.
+template <typename Engine>
+void bind_view_store(py::class_<Engine>& cls, const char* set_view_doc) {
+    cls.def("set_view",
+            [](Engine& e, int v, const py::object& kernels, const py::object& spectra,
+               const py::object& coefficients) {
+                // The pointers in t point into the argument arrays, which pybind11 keeps alive for
+                // the whole call (also while the GIL is released).
+                const fft::ViewTerms t = view_terms(e.image_shape(), e.padded_shape(), kernels, spectra,
+                                                    coefficients);
+                py::gil_scoped_release release;
+                e.set_view(v, t);
+            },
+            py::arg("view"), py::arg("kernels") = py::none(), py::arg("spectra") = py::none(),
+            py::arg("coefficients") = py::none(), set_view_doc)
+        .def("has_view", &Engine::has_view, py::arg("view"))
+        .def("rank", &Engine::rank, py::arg("view"))
+        .def("drop_view", &Engine::drop_view, py::arg("view"))
+        .def_property_readonly("padded", [](const Engine& e) {
+            const auto& p = e.padded_shape();
+            return py::make_tuple(p.nz, p.ny, p.nx);
+        })
+        .def_property_readonly("nbytes", &Engine::bytes);
+}
+
 }  // namespace
 
 void register_direct_fft(py::module_& m) {
     using fft::CpuFftEngine;
-    py::class_<CpuFftEngine>(m, "DirectFftEngine",
+    py::class_<CpuFftEngine> cls(m, "DirectFftEngine",
                              "CPU (FFTW3f) FFT convolution engine: per view r kernel spectra on the padded "
-                             "grid and r coefficient maps (see csrc/direct/fft.hpp).")
-        .def(py::init([](std::vector<int> shape, std::vector<int> padded, int threads,
+                             "grid and r coefficient maps (see csrc/direct/fft.hpp).");
+    cls.def(py::init([](std::vector<int> shape, std::vector<int> padded, int threads,
                          const std::string& planner) {
                  const auto n = shape3(shape, "shape"), mm = shape3(padded, "padded");
                  const auto p = fft::parse_planner(planner);
@@ -91,105 +141,37 @@ void register_direct_fft(py::module_& m) {
                  return new CpuFftEngine(n, mm, threads, p);
              }),
              py::arg("shape"), py::arg("padded"), py::arg("threads") = 0, py::arg("planner") = "measure")
-        .def("set_view",
-             [](CpuFftEngine& e, int v, const py::object& kernels, const py::object& spectra,
-                const py::object& coefficients) {
-                 // The pointers in t point into the argument arrays, which pybind11 keeps alive for
-                 // the whole call (also while the GIL is released).
-                 const fft::ViewTerms t = view_terms(e.image_shape(), e.padded_shape(), kernels, spectra,
-                                                     coefficients);
-                 py::gil_scoped_release release;
-                 e.set_view(v, t);
-             },
-             py::arg("view"), py::arg("kernels") = py::none(), py::arg("spectra") = py::none(),
-             py::arg("coefficients") = py::none(),
-             "Store view `view`'s terms: kernels (r, Mz, My, Mx) float32 laid out on the padded grid "
-             "(transformed here) or spectra (r, Mz, My, Mx//2+1) complex64; coefficients (r, ny, nx) "
-             "float32 or None (only for r = 1).")
-        .def("has_view", &CpuFftEngine::has_view, py::arg("view"))
-        .def("rank", &CpuFftEngine::rank, py::arg("view"))
-        .def("drop_view", &CpuFftEngine::drop_view, py::arg("view"))
-        .def("forward",
-             [](CpuFftEngine& e, int v, const py::array& src, py::array& out) {
-                 check_volume_pair(src, out, e.image_shape(), "image");
-                 const float* s = data_of<float>(src);
-                 float* o = mutable_data_of<float>(out);
-                 py::gil_scoped_release release;
-                 e.forward(v, s, o);
-             },
-             py::arg("view"), py::arg("src"), py::arg("out"))
-        .def("adjoint",
-             [](CpuFftEngine& e, int v, const py::array& src, py::array& out) {
-                 check_volume_pair(src, out, e.image_shape(), "histo_image");
-                 const float* s = data_of<float>(src);
-                 float* o = mutable_data_of<float>(out);
-                 py::gil_scoped_release release;
-                 e.adjoint(v, s, o);
-             },
-             py::arg("view"), py::arg("src"), py::arg("out"))
-        .def_property_readonly("threads", &CpuFftEngine::threads)
-        .def_property_readonly("padded", [](const CpuFftEngine& e) {
-            const auto& p = e.padded_shape();
-            return py::make_tuple(p.nz, p.ny, p.nx);
-        })
-        .def_property_readonly("nbytes", &CpuFftEngine::bytes);
+        .def("forward", host_projection<&CpuFftEngine::forward>("image"), py::arg("view"), py::arg("src"),
+             py::arg("out"))
+        .def("adjoint", host_projection<&CpuFftEngine::adjoint>("histo_image"), py::arg("view"),
+             py::arg("src"), py::arg("out"))
+        .def_property_readonly("threads", &CpuFftEngine::threads);
+    bind_view_store(cls, "Store view `view`'s terms: kernels (r, Mz, My, Mx) float32 laid out on the padded grid "
+                         "(transformed here) or spectra (r, Mz, My, Mx//2+1) complex64; coefficients (r, ny, nx) "
+                         "float32 or None (only for r = 1).");
 }
 
 #ifdef DIRECTPET_WITH_CUDA
 void register_direct_fft_cuda(py::module_& m) {
     using fft::gpu::CudaFftEngine;
-    py::class_<CudaFftEngine>(m, "DirectFftEngineCuda",
+    py::class_<CudaFftEngine> cls(m, "DirectFftEngineCuda",
                               "GPU (cuFFT) FFT convolution engine; same terms as DirectFftEngine, "
-                              "spectra resident on the device.")
-        .def(py::init([](std::vector<int> shape, std::vector<int> padded) {
+                              "spectra resident on the device.");
+    cls.def(py::init([](std::vector<int> shape, std::vector<int> padded) {
                  const auto n = shape3(shape, "shape"), mm = shape3(padded, "padded");
                  py::gil_scoped_release release;
                  return new CudaFftEngine(n, mm);
              }),
              py::arg("shape"), py::arg("padded"))
-        .def("set_view",
-             [](CudaFftEngine& e, int v, const py::object& kernels, const py::object& spectra,
-                const py::object& coefficients) {
-                 // The pointers in t point into the argument arrays, which pybind11 keeps alive for
-                 // the whole call (also while the GIL is released).
-                 const fft::ViewTerms t = view_terms(e.image_shape(), e.padded_shape(), kernels, spectra,
-                                                     coefficients);
-                 py::gil_scoped_release release;
-                 e.set_view(v, t);
-             },
-             py::arg("view"), py::arg("kernels") = py::none(), py::arg("spectra") = py::none(),
-             py::arg("coefficients") = py::none(),
-             "Upload view `view`'s terms (host NumPy arrays, as for DirectFftEngine); kernels are "
-             "transformed on the device. Synchronous.")
-        .def("has_view", &CudaFftEngine::has_view, py::arg("view"))
-        .def("rank", &CudaFftEngine::rank, py::arg("view"))
-        .def("drop_view", &CudaFftEngine::drop_view, py::arg("view"))
-        .def("forward",
-             [](CudaFftEngine& e, int v, uintptr_t src, uintptr_t out, uintptr_t stream) {
-                 if (!src || !out) throw ValueError("src/out: null device pointer");
-                 if (src == out) throw ValueError("out: must not alias the input array");
-                 py::gil_scoped_release release;
-                 e.forward(v, reinterpret_cast<const float*>(src), reinterpret_cast<float*>(out),
-                           reinterpret_cast<void*>(stream));
-             },
-             py::arg("view"), py::arg("src"), py::arg("out"), py::arg("stream") = 0,
+        .def("forward", device_projection<&CudaFftEngine::forward>(), py::arg("view"), py::arg("src"),
+             py::arg("out"), py::arg("stream") = 0,
              "out = H_v src; device pointers to (nz, ny, nx) float32. Asynchronous on `stream`.")
-        .def("adjoint",
-             [](CudaFftEngine& e, int v, uintptr_t src, uintptr_t out, uintptr_t stream) {
-                 if (!src || !out) throw ValueError("src/out: null device pointer");
-                 if (src == out) throw ValueError("out: must not alias the input array");
-                 py::gil_scoped_release release;
-                 e.adjoint(v, reinterpret_cast<const float*>(src), reinterpret_cast<float*>(out),
-                           reinterpret_cast<void*>(stream));
-             },
-             py::arg("view"), py::arg("src"), py::arg("out"), py::arg("stream") = 0,
+        .def("adjoint", device_projection<&CudaFftEngine::adjoint>(), py::arg("view"), py::arg("src"),
+             py::arg("out"), py::arg("stream") = 0,
              "out = H_v^T src; device pointers to (nz, ny, nx) float32. Asynchronous on `stream`.")
-        .def_property_readonly("device", &CudaFftEngine::device)
-        .def_property_readonly("padded", [](const CudaFftEngine& e) {
-            const auto& p = e.padded_shape();
-            return py::make_tuple(p.nz, p.ny, p.nx);
-        })
-        .def_property_readonly("nbytes", &CudaFftEngine::bytes);
+        .def_property_readonly("device", &CudaFftEngine::device);
+    bind_view_store(cls, "Upload view `view`'s terms (host NumPy arrays, as for DirectFftEngine); kernels are "
+                         "transformed on the device. Synchronous.");
 }
 #endif
 
