@@ -9,6 +9,7 @@ namespace py = pybind11;
 namespace dp::bind {
 void register_direct(py::module_& m);
 void register_direct_fft(py::module_& m);
+void register_sim(py::module_& m);
 #ifdef DIRECTPET_WITH_CUDA
 void register_direct_cuda(py::module_& m);
 void register_direct_fft_cuda(py::module_& m);
@@ -33,6 +34,7 @@ PYBIND11_MODULE(_core, m) {
           "Why no CUDA device is usable, or 'ok'.");
     dp::bind::register_direct(m);
     dp::bind::register_direct_fft(m);
+    dp::bind::register_sim(m);
 #ifdef DIRECTPET_WITH_CUDA
     dp::bind::register_direct_cuda(m);
     dp::bind::register_direct_fft_cuda(m);

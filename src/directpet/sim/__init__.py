@@ -1,6 +1,7 @@
 """Simulation: scanner, analytic phantoms, list-mode TOF events, deposition into histo-images,
 correction histo-images and model-consistent data (science.md 1.2, 1.3, 1.12)."""
 
+from .compiled import simulate_deposit
 from .deposition import (DepositStats, HistoImageData, bin_views, deposit, randoms_background,
                          sensitivity_attenuation, simulate_histo_images, to_numpy)
 from .events import EventBatch, make_rng, simulate_events, simulate_randoms
@@ -13,5 +14,5 @@ __all__ = ["AnalyticPhantom", "CylinderSource", "CylindricalScanner", "DepositSt
            "HistoImageData", "MU_WATER_PER_MM", "PhantomInfo", "PointSource", "SphereSource",
            "WaterCylinder", "bin_views", "chord_length", "cylinder_interval", "deposit", "detector_exits",
            "detector_hits", "expected_data", "make_rng", "model_consistent_data", "point_source_phantom",
-           "randoms_background", "sensitivity_attenuation", "simulate_events", "simulate_histo_images",
-           "simulate_randoms", "sphere_phantom", "to_numpy", "uniform_cylinder"]
+           "randoms_background", "sensitivity_attenuation", "simulate_deposit", "simulate_events",
+           "simulate_histo_images", "simulate_randoms", "sphere_phantom", "to_numpy", "uniform_cylinder"]

@@ -464,20 +464,43 @@ def simulate_histo_images(phantom_info, scanner: CylindricalScanner, grid: Image
                           n_events: int, *, kernel: Optional[SRKernel] = None, randoms_fraction: float = 0.0,
                           with_corrections: bool = True, mode: str = "nearest", n_quad: int = 4,
                           chunk_size: int = 10_000_000, rng=None, xp=np, progress: bool = True,
+                          engine: str = "auto", threads: Optional[int] = None,
                           **event_kw) -> HistoImageData:
     """Simulate list-mode events and stream them into histo-images (science.md 1.12).
 
-    ``n_events`` prompts (see :func:`~directpet.sim.events.simulate_events`, extra keywords go
-    there) are deposited chunk by chunk. With ``with_corrections`` the data carry
+    ``n_events`` prompts are deposited. With ``with_corrections`` the data carry
     :func:`sensitivity_attenuation` as ``sensitivity`` and, when there are randoms,
     :func:`randoms_background` scaled to the number of randoms deposited in the grid as
-    ``background``. ``meta`` records the counts (:class:`DepositStats`).
-    """
-    from .events import simulate_events
+    ``background``. ``meta`` records the counts (:class:`DepositStats`), the engine and the seed.
 
-    stream = simulate_events(phantom_info, scanner, n_events, chunk_size=chunk_size,
-                             randoms_fraction=randoms_fraction, rng=rng, xp=xp, progress=progress, **event_kw)
-    histos, stats = deposit(stream, grid, viewset, mode=mode, xp=xp, return_stats=True)
+    engine : ``'compiled'`` simulates the trues with the fused C++/CUDA path
+        (:func:`~directpet.sim.compiled.simulate_deposit`; CPU for NumPy ``xp``, CUDA for CuPy);
+        ``'python'`` streams :func:`~directpet.sim.events.simulate_events` chunks (extra keywords
+        go there) through :func:`deposit`; ``'auto'`` (default) is ``'compiled'`` whenever it
+        applies (``mode='nearest'``, event keywords among ``attenuation``, ``blur``, ``tof``, and
+        for CuPy a compiled CUDA backend with a usable GPU), else ``'python'``. With randoms, the
+        compiled engine splits the prompts into Binomial(n_events, randoms_fraction) randoms, drawn
+        and deposited by the Python path, and the rest trues. The two engines agree in
+        distribution, not event by event.
+    threads : CPU threads of the compiled engine (None: OpenMP's default).
+    """
+    if engine not in ("auto", "compiled", "python"):
+        raise ValueError(f"engine: expected 'auto', 'compiled' or 'python', got {engine!r}")
+    why_not = _compiled_unsupported(mode, xp, event_kw)
+    if engine == "compiled" and why_not:
+        raise ValueError(f"engine: 'compiled' cannot run this simulation ({why_not}); use engine='python'")
+    if engine == "auto":
+        engine = "python" if why_not else "compiled"
+    if engine == "compiled":
+        histos, stats, seed = _simulate_compiled(phantom_info, scanner, grid, viewset, n_events, randoms_fraction,
+                                                 chunk_size, rng, xp, progress, threads, event_kw)
+    else:
+        from .events import simulate_events
+
+        seed = rng if isinstance(rng, (int, np.integer)) else None
+        stream = simulate_events(phantom_info, scanner, n_events, chunk_size=chunk_size,
+                                 randoms_fraction=randoms_fraction, rng=rng, xp=xp, progress=progress, **event_kw)
+        histos, stats = deposit(stream, grid, viewset, mode=mode, xp=xp, return_stats=True)
     sens = bg = None
     if with_corrections:
         sens = sensitivity_attenuation(grid, viewset, phantom_info, scanner, n_quad=n_quad, xp=xp)
@@ -486,8 +509,67 @@ def simulate_histo_images(phantom_info, scanner: CylindricalScanner, grid: Image
                                     n_quad=n_quad, xp=xp)
     kernel = scanner.kernel() if kernel is None else kernel
     meta = {"source": "simulate_histo_images", "n_prompts": int(n_events),
-            "randoms_fraction": float(randoms_fraction), "deposit_mode": mode, **asdict(stats)}
+            "randoms_fraction": float(randoms_fraction), "deposit_mode": mode, "engine": engine,
+            "seed": None if seed is None else int(seed), **asdict(stats)}
     return HistoImageData(histos, grid, viewset, sens, bg, kernel, scanner, meta)
+
+
+_COMPILED_EVENT_KEYWORDS = ("attenuation", "blur", "tof")
+
+
+def _compiled_unsupported(mode, xp, event_kw) -> str:
+    """Why the compiled engine cannot run these options ('' when it can)."""
+    if mode != "nearest":
+        return f"mode={mode!r}; it deposits nearest-voxel only"
+    extra = sorted(k for k in event_kw if k not in _COMPILED_EVENT_KEYWORDS)
+    if extra:
+        return f"event keywords {extra}; it takes only {list(_COMPILED_EVENT_KEYWORDS)}"
+    if xp is not np:
+        from .._backend import cuda_device_count, has_cuda
+
+        if not (has_cuda() and cuda_device_count() > 0):
+            return "a GPU array namespace but no usable compiled CUDA backend"
+    return ""
+
+
+def _simulate_compiled(phantom_info, scanner, grid, viewset, n_events, randoms_fraction, chunk_size, rng, xp,
+                       progress, threads, event_kw):
+    """Trues by the compiled fused path, randoms (if any) by the Python path. -> (histos, stats, seed)."""
+    from .compiled import seed_from_rng, simulate_deposit
+    from .events import _positive_int, make_rng, simulate_randoms
+
+    n_events = _positive_int("n_events", n_events)
+    chunk_size = _positive_int("chunk_size", chunk_size)
+    if not (0.0 <= randoms_fraction < 1.0):
+        raise ValueError(f"randoms_fraction: expected a value in [0, 1), got {randoms_fraction!r}")
+    seed = seed_from_rng(rng)
+    # Each prompt is a random with probability randoms_fraction, independently (what the Python
+    # engine's per-chunk Poisson randoms and random truncation amount to).
+    host = np.random.default_rng([seed, 1])
+    n_randoms = int(host.binomial(n_events, randoms_fraction)) if randoms_fraction > 0 else 0
+    n_trues = n_events - n_randoms
+    shape = (len(viewset),) + grid.shape
+    stats = DepositStats(n_events=n_events)
+    if n_trues > 0:
+        histos, st = simulate_deposit(phantom_info, scanner, grid, viewset, n_trues,
+                                      backend="cpu" if xp is np else "cuda", seed=seed, threads=threads,
+                                      progress=progress, **event_kw)
+        if xp is not np and isinstance(histos, np.ndarray):      # CUDA backend without CuPy output
+            histos = xp.asarray(histos)
+        stats.n_deposited, stats.n_decays = st["n_deposited"], st["n_decays"]
+        stats.n_outside_views, stats.n_outside_grid = st["n_outside_views"], st["n_outside_grid"]
+    else:
+        histos = xp.zeros(shape, dtype=xp.float32)
+    gen = make_rng(np.random.default_rng([seed, 2]), xp)
+    done = 0
+    while done < n_randoms:                      # randoms in chunks, deposited into the same histos
+        m = min(chunk_size, n_randoms - done)
+        _, st = deposit(simulate_randoms(scanner, m, rng=gen, xp=xp), grid, viewset, out=histos, xp=xp,
+                        return_stats=True)
+        st.n_events = 0                          # already counted as prompts
+        stats.add(st)
+        done += m
+    return histos, stats, seed
 
 
 __all__ = ["DepositStats", "HistoImageData", "bin_views", "deposit", "randoms_background",
