@@ -3,9 +3,12 @@
 # whole test suite (gpu-marked tests included), compute-sanitizer memcheck on a small case, and the
 # benchmarks. Logs and JSON records go to OUTDIR.
 #
-#   scripts/gpu_check.sh OUTDIR [quick] [tests|bench|all]
+#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|all]
+#
+# tests: the whole pytest suite + compute-sanitizer memcheck; projectors: benchmarks/direct_projectors.py;
+# recon: benchmarks/direct_recon.py and the [HA] section 6 experiment (scripts/run_experiment.py).
 set -uo pipefail
-OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|bench|all]}
+OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|all]}
 MODE=${2:-full}
 WHAT=${3:-all}
 mkdir -p "$OUTDIR"
@@ -39,12 +42,18 @@ if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   tail -4 "$OUTDIR/sanitizer.log"
 fi
 
-if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
-  echo "== benchmarks"
+if [ "$WHAT" = all ] || [ "$WHAT" = projectors ]; then
+  echo "== projector benchmark"
   $PY benchmarks/direct_projectors.py $QUICK --out "$OUTDIR/direct_projectors.json" > "$OUTDIR/bench_projectors.log" 2>&1
-  tail -60 "$OUTDIR/bench_projectors.log"
-  if [ -f benchmarks/direct_recon.py ]; then
-    $PY benchmarks/direct_recon.py $QUICK --out "$OUTDIR/direct_recon.json" > "$OUTDIR/bench_recon.log" 2>&1
-    tail -30 "$OUTDIR/bench_recon.log"
-  fi
+  tail -70 "$OUTDIR/bench_projectors.log"
+fi
+
+if [ "$WHAT" = all ] || [ "$WHAT" = recon ]; then
+  echo "== reconstruction benchmark"
+  $PY benchmarks/direct_recon.py $QUICK --out "$OUTDIR/direct_recon.json" > "$OUTDIR/bench_recon.log" 2>&1
+  tail -14 "$OUTDIR/bench_recon.log"
+  echo "== [HA] section 6 experiment"
+  if [ "$MODE" = quick ]; then EXP="--size small --iterations 10"; else EXP="--size paper --iterations 40"; fi
+  $PY scripts/run_experiment.py "$OUTDIR/experiment" $EXP > "$OUTDIR/experiment.log" 2>&1
+  tail -16 "$OUTDIR/experiment.log"
 fi

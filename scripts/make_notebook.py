@@ -56,21 +56,9 @@ averages below 5.8 mm); `variant2` and `variant3` converge to a *higher* CRC wit
 overshoot. The cell below evaluates these statements at the matched noise level (and at the last
 iteration, where the curves are furthest apart); on the reduced problems the differences are
 smaller than the noise, so read them at paper size."""),
-    code("""by = {c.label: c for c in res.curves}
-m = {x.label: x for x in res.matched}
-def at_noise(label):
-    return m[label].crc if m[label].status == "ok" else float("nan")
-rows = [
-    ("FFT-invariant vs spatial-invariant |dCRC| at matched noise", abs(at_noise("invariant-fft") - at_noise("invariant"))),
-    ("max |image difference| FFT vs spatial (last iteration), relative",
-     float(np.abs(res.results["invariant-fft"].image - res.results["invariant"].image).max()
-           / np.abs(res.results["invariant"].image).max())),
-    ("variant1 - invariant CRC (last iteration)", by["variant1"].crc[-1] - by["invariant"].crc[-1]),
-    ("variant2 - invariant CRC (last iteration)", by["variant2"].crc[-1] - by["invariant"].crc[-1]),
-    ("variant3 - invariant CRC (last iteration)", by["variant3"].crc[-1] - by["invariant"].crc[-1]),
-]
-for name, value in rows:
-    print(f"{name:<66} {value:+.4f}")"""),
+    code("""from directpet.demo import science_checks
+for name, value in science_checks(res):
+    print(f"{name:<78} {value:+.4f}")"""),
 ]
 nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
 nbf.write(nb, "notebooks/direct_reconstruction.ipynb")

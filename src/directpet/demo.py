@@ -133,6 +133,35 @@ def run_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResu
     return out
 
 
+def science_checks(result: ExperimentResult) -> list:
+    """The [HA] section 6 statements as numbers: [(description, value)].
+
+    FFT vs spatial invariant reconstructions (CRC difference at matched noise, largest image
+    difference), and the CRC of each variant model minus the invariant one at the last iteration
+    (the paper: variant1 slightly lower, variant2 / variant3 higher). Only the models that were run
+    appear.
+    """
+    curves = {c.label: c for c in result.curves}
+    matched = {m.label: m for m in result.matched}
+
+    def at_noise(label):
+        return matched[label].crc if matched[label].status == "ok" else float("nan")
+
+    rows = []
+    if "invariant-fft" in curves and "invariant" in curves:
+        fft_img, sp_img = result.results["invariant-fft"].image, result.results["invariant"].image
+        rows.append(("FFT vs spatial invariant: |CRC difference| at matched noise",
+                     abs(at_noise("invariant-fft") - at_noise("invariant"))))
+        rows.append(("FFT vs spatial invariant: max |image difference| / max image (last iteration)",
+                     float(np.abs(fft_img - sp_img).max() / np.abs(sp_img).max())))
+    if "invariant" in curves:
+        for label in ("variant1", "variant2", "variant3"):
+            if label in curves:
+                rows.append((f"{label} - invariant: CRC at the last iteration", curves[label].crc[-1] - curves["invariant"].crc[-1]))
+                rows.append((f"{label} - invariant: CRC at matched noise", at_noise(label) - at_noise("invariant")))
+    return rows
+
+
 def write_figures(result: ExperimentResult, out_dir: str) -> list:
     """Contrast-noise curves, matched-noise image panels and line profiles as PNG files."""
     os.makedirs(out_dir, exist_ok=True)

@@ -176,13 +176,8 @@ def _scatter_add(flat_out, idx, weights, xp):
     """flat_out[idx] += weights (1 when None), with repeated indices accumulated."""
     if idx.size == 0:
         return
-    if xp is np:
-        np.add.at(flat_out, idx, np.float32(1.0) if weights is None else weights)
-        return
-    import cupyx  # optional dependency, present because the arrays are CuPy arrays
-
     w = xp.ones(idx.shape, dtype=xp.float32) if weights is None else weights
-    cupyx.scatter_add(flat_out, idx, w)
+    xp.add.at(flat_out, idx, w)  # numpy.add.at / cupy.add.at: unbuffered, repeats accumulate
 
 
 # --- correction histo-images ---------------------------------------------------------------------------
