@@ -50,7 +50,7 @@ class ExperimentConfig:
     n_iter: int = 30
     kernels: Sequence[str] = ("invariant-fft", "invariant", "variant1")
     backend: str = "auto"
-    lambda0: float = 0.1
+    lambda0: float = 0.03  # block_ramla's calibrated default (see its docstring)
     gamma: float = 0.05
     target_noise: float = 0.08
     seed: int = 2026
