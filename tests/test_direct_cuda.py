@@ -68,12 +68,15 @@ def test_gpu_adjointness(method, kname):
 
 
 @pytest.mark.parametrize("method", ["default", "slab_table"])
-@pytest.mark.parametrize("case", ["shallow_ring", "columns_fallback"])
+@pytest.mark.parametrize("case", ["narrow_factored", "shallow_ring", "columns_fallback"])
 def test_gpu_slab_configurations(method, case, rng):
-    """Wide kernels change how the slab kernel runs: a halo whose shared-memory ring would not leave
-    4 blocks per SM uses the shallow ring (two barriers per row), and one wider than the largest
-    pitch falls back to the columns kernel. Both must still equal the CPU backend."""
-    if case == "shallow_ring":
+    """The slab kernel's configurations: a short halo with a weight table too large for the caches
+    (16 x 8 tiles, factored weights: a fine epsilon multiplies the identifiers); a halo whose
+    shared-memory ring would not leave 4 blocks per SM (32 x 4 tiles, shallow ring, two barriers
+    per row); one wider than the largest pitch (columns fallback). All must equal the CPU backend."""
+    if case == "narrow_factored":
+        grid, kernel = dp.ImageGrid((16, 40, 40), 4.0), SRKernel.clinical(epsilon=0.05)
+    elif case == "shallow_ring":
         grid, kernel = dp.ImageGrid((20, 24, 120), 4.0), SRKernel.stress()
     else:
         grid, kernel = dp.ImageGrid((6, 12, 300), 4.0), SRKernel(tof_fwhm_ps=3000, radial_fwhm=6.0, axial_fwhm=6.0)

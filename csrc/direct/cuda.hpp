@@ -12,8 +12,9 @@
 //            32 x 4 pixels walks the kernel's dy rows keeping a ring of 4 source rows, staging one
 //            new row per dy; window loads are shared-memory reads at immediate offsets. When the
 //            LUT factorises per column (radial part x TOF/axial part, true for all Gaussian and
-//            double-Gaussian kernels) each column gathers one weight, prefetched one column ahead;
-//            otherwise (arbitrary kernels, or method slab_table) every tap's weight is gathered.
+//            double-Gaussian kernels) and the per-tap table is too large for the caches, each
+//            column gathers one weight, prefetched a few columns ahead; otherwise (small or
+//            arbitrary kernels, or method slab_table) every tap's weight is gathered.
 #pragma once
 
 #include <string>
@@ -69,6 +70,7 @@ public:
     const float* radial(bool forward) const { return forward ? h_fwd_.as<float>() : h_back_.as<float>(); }
     const float* tap_factor(bool forward) const { return forward ? t_fwd_.as<float>() : t_back_.as<float>(); }
     int max_row_taps() const { return max_row_taps_; }
+    size_t table_bytes() const { return w_back_.bytes(); }  // one direction's per-tap weight table
 
 private:
     Dims dims_;
