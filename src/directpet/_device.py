@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
-from ._checks import _is_torch_cuda, device_pointer, is_device_array
+from ._checks import _is_cupy, _is_torch_cuda, device_pointer, is_device_array
 
 
 class Staging:
@@ -50,6 +50,11 @@ def run_on_device(kernel, src, out, staging: Staging):
     NumPy src and out are staged through device buffers and out is filled on return; device arrays
     are used in place (asynchronously, on their current stream). Mixing the two is an error.
     """
+    if _is_cupy(src) and _is_cupy(out):  # the common GPU case, kept short: it runs once per view
+        import cupy  # optional dependency, present because src is a CuPy array
+
+        kernel(src.data.ptr, out.data.ptr, cupy.cuda.get_current_stream().ptr)
+        return out
     src_dev, out_dev = is_device_array(src), is_device_array(out)
     if src_dev != out_dev:
         raise TypeError("out: must live where the input lives (both NumPy or both CUDA arrays)")

@@ -12,6 +12,7 @@ class CudaEngine:
     def __init__(self, op, method: str):
         self.op, self.method = op, method
         self._device_luts = {}
+        self._launchers = {}
         self._staging = Staging()
 
     def device_lut(self, v: int):
@@ -23,12 +24,15 @@ class CudaEngine:
         return lut
 
     def launcher(self, forward: bool, v: int):
-        lut, method = self.device_lut(v), self.method
+        key = (forward, v)
+        if key not in self._launchers:
+            lut, method = self.device_lut(v), self.method
 
-        def launch(src_ptr, out_ptr, stream=0):
-            _core.direct_project_cuda(forward, method, src_ptr, out_ptr, lut, stream)
+            def launch(src_ptr, out_ptr, stream=0):
+                _core.direct_project_cuda(forward, method, src_ptr, out_ptr, lut, stream)
 
-        return launch
+            self._launchers[key] = launch
+        return self._launchers[key]
 
     def project(self, forward: bool, src, out, v: int):
         return run_on_device(self.launcher(forward, v), src, out, self._staging)
