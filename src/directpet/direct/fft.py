@@ -31,6 +31,7 @@ spatial projector.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import Optional
 
 import numpy as np
@@ -205,8 +206,9 @@ class _ConvolutionProjector(ViewProjector):
         self._ensure_view(v)
         return self._engine.launcher(bool(forward), v)
 
-    def _view_terms(self, v: int) -> dict:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def _view_terms(self, v: int) -> dict:
+        """The engine terms of view v: dict(kernels=... | spectra=..., coefficients=...)."""
 
 
 class FFTProjector(_ConvolutionProjector):

@@ -113,6 +113,24 @@ def _ybar(projector, x, data: HistoImageData, v: int):
     return y
 
 
+def _block_backprojection(projector, data: HistoImageData, x, views, eps_y: float, c: float, work, out):
+    """out = sum_{v in views} H_v^T [ s_v (d_v / ybar_v - c) ], ybar_v = s_v H_v x + b_v.
+
+    c = 0 gives the EM numerator (OSEM), c = 1 the log-likelihood gradient (block-RAMLA). ``work``
+    holds three image-sized buffers (forward projection, residual, partial back projection).
+    """
+    hx, r, part = work
+    for k, v in enumerate(views):
+        projector.forward(x, v, out=hx)
+        view_residual(array_module(x), hx, data.histos[v], _view_of(data.sensitivity, v),
+                      _view_of(data.background, v), eps_y, c, out=r)
+        if k == 0:
+            projector.adjoint(r, v, out=out)
+        else:
+            out += projector.adjoint(r, v, out=part)
+    return out
+
+
 def _view_of(stack, v):
     """stack[v], or None for an absent correction (sensitivity 1, background 0)."""
     return None if stack is None else stack[v]
@@ -323,19 +341,14 @@ def osem(projector, data, n_iter: int, n_subsets: Optional[int] = None, x0=None,
     x = _uniform_start(data, S, xp) if x0 is None else _check_x0(x0, projector.grid, xp)
     rec = _Recorder("osem", projector, data, xp, store_every, track_loglik, {"blocks": blocks})
     eps_y = rec.eps_y
-    hx, r, part = (xp.empty(projector.grid.shape, dtype=xp.float32) for _ in range(3))  # work buffers
+    hx, r, part, bp = (xp.empty(projector.grid.shape, dtype=xp.float32) for _ in range(4))  # work buffers
     rec.loglik(x, 0)
     stop = False
     for it in _progress(n_iter, f"OSEM({len(blocks)})", progress):
         _sync(xp)
         t = time.perf_counter()
         for m, (b, (inv_S, good)) in enumerate(zip(blocks, invs)):
-            bp = xp.zeros_like(x)
-            for v in b:
-                projector.forward(x, v, out=hx)
-                view_residual(xp, hx, data.histos[v], _view_of(data.sensitivity, v),
-                              _view_of(data.background, v), eps_y, 0.0, out=r)
-                bp += projector.adjoint(r, v, out=part)
+            _block_backprojection(projector, data, x, b, eps_y, 0.0, (hx, r, part), out=bp)
             x = xp.where(good, x * bp * inv_S, x).astype(xp.float32)
             if callback is not None and callback(it, m, x):
                 stop = True
@@ -404,14 +417,7 @@ def block_ramla(projector, data, n_iter: int, lambda0: float = 0.03, gamma: floa
         _sync(xp)
         t = time.perf_counter()
         for m, b in enumerate(blocks):
-            for k, v in enumerate(b):
-                projector.forward(x, v, out=hx)
-                view_residual(xp, hx, data.histos[v], _view_of(data.sensitivity, v),
-                              _view_of(data.background, v), eps_y, 1.0, out=r)
-                if k == 0:
-                    projector.adjoint(r, v, out=grad)
-                else:
-                    grad += projector.adjoint(r, v, out=part)
+            _block_backprojection(projector, data, x, b, eps_y, 1.0, (hx, r, part), out=grad)
             ramla_update(xp, x, step_scale, grad, fl)
             if callback is not None and callback(it, m, x):
                 stop = True
