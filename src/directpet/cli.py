@@ -79,7 +79,7 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="simulate the sphere phantom, reconstruct, print CRC/noise, write figures")
     d.add_argument("--size", default="auto", choices=["auto", "tiny", "small", "paper"],
-                   help="auto: 'paper' (48x144x144, 430 M events) on a GPU, 'small' (16x96x96, 10 M) on a CPU")
+                   help="auto: 'paper' (48x144x144, 430 M events) on a GPU, 'small' (16x96x96, 143 M) on a CPU")
     d.add_argument("--events", type=int, default=None, help="prompts to simulate (default per size)")
     d.add_argument("--iterations", type=int, default=None, help="block-RAMLA passes (default 30 small, 40 paper)")
     d.add_argument("--kernels", default="invariant-fft,invariant,variant1",
