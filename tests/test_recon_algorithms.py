@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from directpet.direct import HistoImageProjector, SRKernel, ViewSet
+from directpet.direct import FFTProjector, HistoImageProjector, SRKernel, ViewSet
 from directpet.geometry import ImageGrid
 from directpet.recon import (block_ramla, make_blocks, mlem, osem, poisson_loglik, ramla_lambda,
                              sensitivity_image)
@@ -146,12 +146,18 @@ def test_errors(setup):
         mlem(proj, [1, 2, 3], 1, progress=False)
 
 
-def test_any_projector_with_the_interface_works(setup):
-    """The loops use only forward/adjoint/n_views/grid: the FFT projector gives the same result."""
+def test_fft_and_spatial_invariant_reconstructions_agree(setup):
+    """[HA] §6: with the invariant kernel, block-RAMLA through the FFT projector (spatial-exact) and
+    through the spatial projector give the same image: relative difference <= 1e-3 after 10 passes
+    on noisy data with sensitivity and background. The loops use only forward/adjoint/n_views/grid,
+    so any projector with that interface drops in; float32 rounding differences of ~1e-7 per
+    projection may grow through the multiplicative updates, hence 1e-3 rather than 1e-6."""
     proj, vs, img, _ = setup
-    fft = pytest.importorskip("directpet.direct.fft")
-    op = fft.FFTProjector(GRID, vs, SRKernel.invariant(), backend="cpu")
-    data = model_consistent_data(proj, img, counts=1e5, rng=7, viewset=vs)
-    a = block_ramla(op, data, 2, progress=False).image
-    b = block_ramla(proj, data, 2, progress=False).image
-    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * float(b.max()))
+    op = FFTProjector(GRID, vs, SRKernel.invariant(), backend="cpu")
+    rng = np.random.default_rng(11)
+    sens = rng.uniform(0.3, 1.0, (len(vs),) + GRID.shape).astype(np.float32)
+    bg = np.full((len(vs),) + GRID.shape, 0.05, np.float32)
+    data = model_consistent_data(proj, img, sens, bg, counts=3e5, rng=7, viewset=vs)
+    a = block_ramla(op, data, 10, progress=False).image
+    b = block_ramla(proj, data, 10, progress=False).image
+    assert np.linalg.norm(a - b) / np.linalg.norm(b) <= 1e-3
