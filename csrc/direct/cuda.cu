@@ -146,6 +146,19 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
         z_hi = std::max(z_hi, rows[r * kRowInts + 1] + rows[r * kRowInts + 2] - 1);
     }
     z_span_ = z_hi - z_lo_ + 1;
+    // The kernel row where half of the padded taps are done (rows are in dy order).
+    {
+        long long total = 0, acc = 0;
+        for (int r = 0; r < n_rows_; ++r) total += rows[r * kRowInts + kRowTapBegin + 1] - rows[r * kRowInts + kRowTapBegin];
+        row_split_ = std::max(1, n_rows_ / 2);
+        for (int r = 0; r < n_rows_; ++r) {
+            acc += rows[r * kRowInts + kRowTapBegin + 1] - rows[r * kRowInts + kRowTapBegin];
+            if (2 * acc >= total) {
+                row_split_ = std::min(std::max(r + 1, 1), std::max(n_rows_ - 1, 1));
+                break;
+            }
+        }
+    }
     // Weights are stored tap-major, (stride, n_kernels): the lanes of a warp hold neighbouring
     // pixels whose identifiers are consecutive, so one weight load of the warp touches one or two
     // cache lines instead of one line per lane.
@@ -421,7 +434,7 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
 template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS>
 __global__ void __launch_bounds__(TX * TY, 4)
 slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo,
-            int z_lo, int z_ext, int max_row_groups, int max_row_taps) {
+            int z_lo, int z_ext, int max_row_groups, int max_row_taps, int row_split) {
     static_assert(SLOTS == TY + 1 || SLOTS == TY + 2, "ring depth");
     constexpr int kSlots = SLOTS, kPlanBuffers = SLOTS == TY + 2 ? 3 : 2;
     // Shared memory: source [z_ext][kSlots][PITCH]; identifiers [kSlots][PITCH] (forward);
@@ -436,7 +449,12 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
 
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * TX + tx;
     constexpr int kThreads = TX * TY;
-    const int x0 = blockIdx.x * TX, y0 = blockIdx.y * TY, z0 = blockIdx.z * R;
+    // With row_split > 0 the kernel rows are shared by two blocks (blockIdx.z = 2 * z-block + part):
+    // rows [0, row_split) and [row_split, n_rows), each adding its half into the zeroed output.
+    const int parts = row_split > 0 ? 2 : 1, part = blockIdx.z % parts;
+    const int row_begin = part == 0 ? 0 : row_split;
+    const int row_end = parts == 1 || part == 1 ? p.n_rows : row_split;
+    const int x0 = blockIdx.x * TX, y0 = blockIdx.y * TY, z0 = (blockIdx.z / parts) * R;
     const int x = x0 + tx, y = y0 + ty;
     const bool active = x < d.nx && y < d.ny;
     const int pixel = active ? y * d.nx + x : 0;
@@ -490,23 +508,23 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
-    const int dy0 = __ldg(p.rows);
+    const int dy0 = __ldg(p.rows + row_begin * kRowInts);
     for (int k = 0; k < TY; ++k) stage_row(y0 + dy0 + k);  // the first ring position
-    stage_plan(0);
+    stage_plan(row_begin);
     __pipeline_commit();
-    for (int row = 0; row < p.n_rows; ++row) {
+    for (int row = row_begin; row < row_end; ++row) {
         const int* info = p.rows + row * kRowInts;
         const int dy = __ldg(info);
         // A gap in dy (not produced by ellipsoidal supports) needs the whole ring restaged.
-        if (row > 0 && dy != __ldg(info - kRowInts) + 1) {
+        if (row > row_begin && dy != __ldg(info - kRowInts) + 1) {
             __pipeline_wait_prior(0);
             __syncthreads();
             for (int k = 0; k < TY; ++k) stage_row(y0 + dy + k);
             __pipeline_commit();
         }
         // Prefetch for the next kernel row, then wait for everything but that prefetch.
-        if (kSlots == TY + 1 && row > 0) __syncthreads();  // the refilled slot is free
-        if (row + 1 < p.n_rows) {
+        if (kSlots == TY + 1 && row > row_begin) __syncthreads();  // the refilled slot is free
+        if (row + 1 < row_end) {
             stage_row(y0 + dy + TY);
             stage_plan(row + 1);
         }
@@ -524,7 +542,11 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
                                                 own_id, acc, std::make_integer_sequence<int, kNumSpanClasses>{});
         }
     }
-    if (active) store_run<R>(dst, d, pixel, z0, acc);
+    if (!active) return;
+    if (parts == 1) return store_run<R>(dst, d, pixel, z0, acc);
+#pragma unroll
+    for (int r = 0; r < R; ++r)  // two addends onto 0: the sum is the same in either order
+        if (z0 + r < d.nz) atomicAdd(dst + (z0 + r) * plane + pixel, acc[r]);
 }
 
 // Slot-row pitch for a tile width and halo, 0 when the halo is too wide for the slab.
@@ -556,15 +578,35 @@ void launch_columns(const float* src, float* dst, const DeviceLut& lut, cudaStre
     DP_CUDA_CHECK_LAUNCH("direct columns_kernel");
 }
 
+// Fraction of the resident block slots a grid of `blocks` keeps busy over its waves.
+double wave_efficiency(long long blocks, long long slots) {
+    const long long waves = (blocks + slots - 1) / slots;
+    return static_cast<double>(blocks) / static_cast<double>(waves * slots);
+}
+
 template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS>
 void launch_slab_config(const float* src, float* dst, const DeviceLut& lut, size_t bytes, cudaStream_t stream) {
     const Dims d = lut.dims();
     auto kernel = slab_kernel<kForward, TX, TY, PITCH, kFactored, SLOTS>;
     DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-    const dim3 grid((d.nx + TX - 1) / TX, (d.ny + TY - 1) / TY, (d.nz + kSlabRun - 1) / kSlabRun);
+    dim3 grid((d.nx + TX - 1) / TX, (d.ny + TY - 1) / TY, (d.nz + kSlabRun - 1) / kSlabRun);
+    // When the tiles fill the GPU's block slots badly (e.g. 540 tiles on 396 slots: the second wave
+    // 36 % full), split each tile's kernel rows over two blocks: twice the blocks, half the work
+    // each, so the last wave is fuller. Worth it only for a clear gain (the split restages rows).
+    int device = 0, n_sm = 0, per_sm = 0;
+    DP_CUDA_CHECK(cudaGetDevice(&device));
+    DP_CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, device));
+    DP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, TX * TY, bytes));
+    const long long tiles = static_cast<long long>(grid.x) * grid.y * grid.z, slots = std::max(1, per_sm) * n_sm;
+    int row_split = 0;
+    if (lut.n_rows() >= 8 && wave_efficiency(2 * tiles, slots) > 1.15 * wave_efficiency(tiles, slots)) {
+        row_split = lut.balanced_row_split();
+        grid.z *= 2;
+        DP_CUDA_CHECK(cudaMemsetAsync(dst, 0, sizeof(float) * d.nz * d.ny * d.nx, stream));
+    }
     kernel<<<grid, dim3(TX, TY), bytes, stream>>>(src, dst, d, column_plan(kForward, lut), lut.halo_x(), lut.z_lo(),
                                                  lut.z_span() + kSlabRun - 1, lut.max_row_groups(),
-                                                 lut.max_row_taps());
+                                                 lut.max_row_taps(), row_split);
     DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
 }
 

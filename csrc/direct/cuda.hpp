@@ -71,6 +71,7 @@ public:
     const float* tap_factor(bool forward) const { return forward ? t_fwd_.as<float>() : t_back_.as<float>(); }
     int max_row_taps() const { return max_row_taps_; }
     size_t table_bytes() const { return w_back_.bytes(); }  // one direction's per-tap weight table
+    int balanced_row_split() const { return row_split_; }   // kernel row splitting the taps in half
 
 private:
     Dims dims_;
@@ -78,7 +79,7 @@ private:
     cuda::DeviceBuffer lormap_, offsets_, flip_, values_;
     cuda::DeviceBuffer groups_, rows_, w_fwd_, w_back_, h_fwd_, h_back_, t_fwd_, t_back_;
     bool factored_fwd_ = false, factored_back_ = false;
-    int max_row_taps_ = 0;
+    int max_row_taps_ = 0, row_split_ = 1;
     int n_rows_ = 0, halo_x_ = 0, max_z_extent_ = 0, z_lo_ = 0, z_span_ = 1, max_row_groups_ = 0;
 };
 
