@@ -114,7 +114,7 @@ class Bench:
 
     def make(self, method, grid, kernel, exact):
         kw = dict(check_finite=False)
-        if method in ("default", "tlp", "ilp", "slab_table", "columns", "columns24", "columns32"):
+        if method in ("default", "tlp", "ilp", "slab_table", "columns"):
             return HistoImageProjector(grid, [VIEW], kernel, backend="cuda", method=method, luts={0: exact.lut(0)}, **kw), True
         if method == "cpu":
             return HistoImageProjector(grid, [VIEW], kernel, backend="cpu", luts={0: exact.lut(0)}, **kw), False

@@ -14,7 +14,7 @@ from directpet.direct import HistoImageProjector, SRKernel, View
 
 pytestmark = pytest.mark.gpu
 
-METHODS = ["default", "slab_table", "columns", "columns24", "tlp", "ilp"]
+METHODS = ["default", "slab_table", "columns", "tlp", "ilp"]
 KERNELS = {
     "invariant": SRKernel.invariant(),
     "variant1": SRKernel.clinical(),

@@ -19,9 +19,7 @@ Method parse_method(const std::string& name) {
     if (name == "slab" || name == "default") return Method::slab;
     if (name == "slab_table") return Method::slab_table;
     if (name == "columns") return Method::columns;
-    if (name == "columns24") return Method::columns24;
-    if (name == "columns32") return Method::columns32;
-    throw ValueError("method: expected 'default', 'slab', 'columns', 'columns24', 'columns32', 'tlp' or 'ilp', got '" + name + "'");
+    throw ValueError("method: expected 'default', 'slab', 'slab_table', 'columns', 'tlp' or 'ilp', got '" + name + "'");
 }
 
 namespace {
@@ -119,7 +117,6 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
                 z_hi = std::max(z_hi, pieces[e].dz_min + kSpanClasses[pieces[e].cls] - 1);
             }
             r.z_extent = z_hi - r.z_lo + 1;
-            max_z_extent_ = std::max(max_z_extent_, r.z_extent);
             for (int c = 0; c <= kNumSpanClasses; ++c) {
                 size_t k = g;
                 while (k < e && pieces[k].cls < c) ++k;
@@ -279,19 +276,6 @@ struct RingSlab {
     const float* base;
     const int* ids;  // identifiers of this thread's source row, ids[dx] at (y + dy, x + dx)
 };
-
-// A group's weights for this thread: the S taps of its kernel row (own identifier for the back
-// projection, the neighbour's for the forward projection).
-template <bool kForward, int S>
-__device__ __forceinline__ void load_weights(const ColumnPlan& p, const int4& G, int ny, int nx, int x,
-                                             int y, int own_id, float (&w)[S]) {
-    const int qy = y + G.x, qx = x + G.y;
-    const bool inside_xy = qy >= 0 && qy < ny && qx >= 0 && qx < nx;
-    const int id = kForward ? __ldg(p.lormap + (inside_xy ? qy * nx + qx : 0)) : own_id;
-    const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + id;
-#pragma unroll
-    for (int s = 0; s < S; ++s) w[s] = __ldg(wcol + s * p.n_kernels);
-}
 
 // The kernel identifier a column's weights are taken with: the voxel's own (back projection) or
 // the neighbour column's (forward), from global memory or from the slab's staged identifier rows.
@@ -675,10 +659,6 @@ void launch(Method m, const float* src, float* dst, const DeviceLut& lut, cudaSt
         }
         case Method::columns:
             return launch_columns<kForward, 16>(src, dst, lut, stream);
-        case Method::columns24:
-            return launch_columns<kForward, 24>(src, dst, lut, stream);
-        case Method::columns32:
-            return launch_columns<kForward, 32>(src, dst, lut, stream);
         case Method::slab:
             return launch_slab<kForward>(src, dst, lut, true, stream);
         case Method::slab_table:

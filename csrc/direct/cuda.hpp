@@ -6,8 +6,8 @@
 //            identifier, so each weight is fetched once per offset and applied 16 times.
 //   columns  mSR regrouped into (dy, dx) columns; each thread keeps a run of R output z-voxels in
 //            registers and a window of the neighbour column, so every source value loaded feeds
-//            up to `span` multiply-adds and every weight R of them (R = 16; columns24 /
-//            columns32: longer z-runs). Source values come through L1/L2.
+//            up to `span` multiply-adds and every weight R of them (R = 16). Source values come
+//            through L1/L2; also the slab kernel's fallback for halos too wide to stage.
 //   slab     (default) the columns scheme with the source staged in shared memory: a block of
 //            32 x 4 pixels walks the kernel's dy rows keeping a ring of 4 source rows, staging one
 //            new row per dy; window loads are shared-memory reads at immediate offsets. When the
@@ -24,7 +24,7 @@
 
 namespace dp::direct::gpu {
 
-enum class Method { tlp, ilp, columns, columns24, columns32, slab, slab_table };  // columnsN: z-run of N
+enum class Method { tlp, ilp, columns, slab, slab_table };
 
 Method parse_method(const std::string& name);
 
@@ -58,7 +58,6 @@ public:
     const int* rows() const { return rows_.as<int>(); }
     int n_rows() const { return n_rows_; }
     int halo_x() const { return halo_x_; }
-    int max_z_extent() const { return max_z_extent_; }
     int z_lo() const { return z_lo_; }      // smallest dz read by any column
     int z_span() const { return z_span_; }  // dz range read by all columns together
     int max_row_groups() const { return max_row_groups_; }
@@ -80,7 +79,7 @@ private:
     cuda::DeviceBuffer groups_, rows_, w_fwd_, w_back_, h_fwd_, h_back_, t_fwd_, t_back_;
     bool factored_fwd_ = false, factored_back_ = false;
     int max_row_taps_ = 0, row_split_ = 1;
-    int n_rows_ = 0, halo_x_ = 0, max_z_extent_ = 0, z_lo_ = 0, z_span_ = 1, max_row_groups_ = 0;
+    int n_rows_ = 0, halo_x_ = 0, z_lo_ = 0, z_span_ = 1, max_row_groups_ = 0;
 };
 
 // dst = H src (forward) or H^T src on the device; src, dst are (nz, ny, nx) float32 device

@@ -20,6 +20,10 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "../common/errors.hpp"
 
 namespace dp::fft {
 
@@ -54,6 +58,34 @@ struct ViewTerms {
     const std::complex<float>* spectra = nullptr;
     // (rank, ny, nx) float coefficient maps, or null (then rank must be 1 and c_1 = 1).
     const float* coefficients = nullptr;
+};
+
+// Throws ValueError unless the terms are usable: rank >= 1, exactly one of kernels / spectra, and
+// coefficient maps whenever rank > 1. Shared by the CPU and GPU engines.
+void check_view_terms(const ViewTerms& terms);
+
+// The resident per-view terms of an engine (host or device storage, per View type). Not locked:
+// the engine's own mutex, which also guards its scratch buffers, covers it.
+template <typename View>
+class ViewTable {
+public:
+    const View& at(int v) const {
+        auto it = views_.find(v);
+        if (it == views_.end())
+            throw ValueError("view: " + std::to_string(v) + " has no kernel spectra in this FFT engine "
+                             "(set_view first)");
+        return it->second;
+    }
+    bool contains(int v) const { return views_.count(v) != 0; }
+    void put(int v, View&& view) { views_[v] = std::move(view); }
+    void erase(int v) { views_.erase(v); }
+    template <typename F>
+    void for_each(F&& f) const {
+        for (const auto& kv : views_) f(kv.second);
+    }
+
+private:
+    std::unordered_map<int, View> views_;
 };
 
 // CPU engine: FFTW3 single precision, multi-threaded.

@@ -180,16 +180,8 @@ struct CpuFftEngine::Impl {
     const Plans* plans;
     RealBuffer real;         // (Mz, My, Mx)
     ComplexBuffer spec, acc; // (Mc) each
-    std::unordered_map<int, View> views;
+    ViewTable<View> views;
     mutable std::mutex mutex;  // serialises calls on this engine (scratch + view table)
-
-    const View& view(int v) const {
-        auto it = views.find(v);
-        if (it == views.end())
-            throw ValueError("view: " + std::to_string(v) + " has no kernel spectra in this FFT engine "
-                             "(set_view first)");
-        return it->second;
-    }
 };
 
 CpuFftEngine::CpuFftEngine(const Shape3& image, const Shape3& padded, int threads, Planner planner)
@@ -208,13 +200,17 @@ CpuFftEngine::CpuFftEngine(const Shape3& image, const Shape3& padded, int thread
 
 CpuFftEngine::~CpuFftEngine() = default;
 
-void CpuFftEngine::set_view(int v, const ViewTerms& t) {
-    Impl& s = *impl_;
+void check_view_terms(const ViewTerms& t) {
     require(t.rank >= 1, "rank: expected at least one kernel term, got " + std::to_string(t.rank));
     require((t.kernels != nullptr) != (t.spectra != nullptr),
             "set_view: give exactly one of kernels (spatial, padded grid) or spectra");
     require(t.rank == 1 || t.coefficients != nullptr,
             "coefficients: a rank-" + std::to_string(t.rank) + " view needs its coefficient maps");
+}
+
+void CpuFftEngine::set_view(int v, const ViewTerms& t) {
+    Impl& s = *impl_;
+    check_view_terms(t);
     Impl::View view;
     view.rank = t.rank;
     view.spectra.resize(static_cast<size_t>(2 * t.rank * s.mc));
@@ -234,17 +230,17 @@ void CpuFftEngine::set_view(int v, const ViewTerms& t) {
     }
     if (t.coefficients)
         view.coefficients.assign(t.coefficients, t.coefficients + static_cast<long long>(t.rank) * s.n.ny * s.n.nx);
-    s.views[v] = std::move(view);
+    s.views.put(v, std::move(view));
 }
 
 bool CpuFftEngine::has_view(int v) const {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    return impl_->views.count(v) != 0;
+    return impl_->views.contains(v);
 }
 
 int CpuFftEngine::rank(int v) const {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    return impl_->view(v).rank;
+    return impl_->views.at(v).rank;
 }
 
 void CpuFftEngine::drop_view(int v) {
@@ -255,7 +251,7 @@ void CpuFftEngine::drop_view(int v) {
 void CpuFftEngine::forward(int v, const float* src, float* dst) {
     Impl& s = *impl_;
     std::lock_guard<std::mutex> lock(s.mutex);
-    const Impl::View& view = s.view(v);
+    const Impl::View& view = s.views.at(v);
     // r = 1: one R2C, one product (in place), one C2R. r > 1: accumulate sum_j K^_j X^_j in acc.
     fftwf_complex* sum = view.rank == 1 ? s.spec.get() : s.acc.get();
     for (int j = 0; j < view.rank; ++j) {
@@ -270,7 +266,7 @@ void CpuFftEngine::forward(int v, const float* src, float* dst) {
 void CpuFftEngine::adjoint(int v, const float* src, float* dst) {
     Impl& s = *impl_;
     std::lock_guard<std::mutex> lock(s.mutex);
-    const Impl::View& view = s.view(v);
+    const Impl::View& view = s.views.at(v);
     pad(src, nullptr, s.real.get(), s.n, s.m, s.threads);
     fftwf_execute_dft_r2c(s.plans->r2c, s.real.get(), s.spec.get());
     // r = 1: the product goes in place (C2R destroys it, Y^ is not needed again). r > 1: Y^ stays
@@ -291,8 +287,7 @@ size_t CpuFftEngine::bytes() const {
     const Impl& s = *impl_;
     std::lock_guard<std::mutex> lock(s.mutex);
     size_t b = sizeof(float) * s.m.size() + 2 * 2 * sizeof(float) * s.mc;
-    for (const auto& kv : s.views)
-        b += sizeof(float) * (kv.second.spectra.size() + kv.second.coefficients.size());
+    s.views.for_each([&](const Impl::View& w) { b += sizeof(float) * (w.spectra.size() + w.coefficients.size()); });
     return b;
 }
 

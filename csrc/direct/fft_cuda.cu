@@ -194,17 +194,9 @@ struct CudaFftEngine::Impl {
     Shape3 n, m;
     long long mc;
     int device = 0;
-    std::unordered_map<int, View> views;
+    ViewTable<View> views;
     std::map<void*, std::unique_ptr<StreamContext>> contexts;
     mutable std::mutex mutex;  // serialises enqueueing (scratch reuse) and the view table
-
-    const View& view(int v) const {
-        auto it = views.find(v);
-        if (it == views.end())
-            throw ValueError("view: " + std::to_string(v) + " has no kernel spectra in this FFT engine "
-                             "(set_view first)");
-        return it->second;
-    }
 
     StreamContext& context(void* stream) {
         auto& c = contexts[stream];
@@ -213,6 +205,14 @@ struct CudaFftEngine::Impl {
             c->stream = static_cast<cudaStream_t>(stream);
         }
         return *c;
+    }
+
+    // The stream's context with scratch for a rank-r projection, on the engine's device.
+    StreamContext& prepare(int r, void* stream) {
+        check_device();
+        StreamContext& ctx = context(stream);
+        ctx.reserve(r, m, mc);
+        return ctx;
     }
 
     void check_device() const {
@@ -238,11 +238,7 @@ CudaFftEngine::~CudaFftEngine() = default;
 
 void CudaFftEngine::set_view(int v, const ViewTerms& t) {
     Impl& s = *impl_;
-    require(t.rank >= 1, "rank: expected at least one kernel term, got " + std::to_string(t.rank));
-    require((t.kernels != nullptr) != (t.spectra != nullptr),
-            "set_view: give exactly one of kernels (spatial, padded grid) or spectra");
-    require(t.rank == 1 || t.coefficients != nullptr,
-            "coefficients: a rank-" + std::to_string(t.rank) + " view needs its coefficient maps");
+    check_view_terms(t);
     require(static_cast<long long>(t.rank) * s.m.nz <= 65535,
             "rank: rank * Mz must be <= 65535 on the GPU (pad kernel grid)");
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -272,17 +268,17 @@ void CudaFftEngine::set_view(int v, const ViewTerms& t) {
         view.coefficients.upload(t.coefficients, cb);
     }
     DP_CUDA_CHECK(cudaStreamSynchronize(nullptr));
-    s.views[v] = std::move(view);
+    s.views.put(v, std::move(view));
 }
 
 bool CudaFftEngine::has_view(int v) const {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    return impl_->views.count(v) != 0;
+    return impl_->views.contains(v);
 }
 
 int CudaFftEngine::rank(int v) const {
     std::lock_guard<std::mutex> lock(impl_->mutex);
-    return impl_->view(v).rank;
+    return impl_->views.at(v).rank;
 }
 
 void CudaFftEngine::drop_view(int v) {
@@ -293,11 +289,9 @@ void CudaFftEngine::drop_view(int v) {
 void CudaFftEngine::forward(int v, const float* src, float* dst, void* stream) {
     Impl& s = *impl_;
     std::lock_guard<std::mutex> lock(s.mutex);
-    s.check_device();
-    const Impl::View& view = s.view(v);
+    const Impl::View& view = s.views.at(v);
     const int r = view.rank;
-    StreamContext& ctx = s.context(stream);
-    ctx.reserve(r, s.m, s.mc);
+    StreamContext& ctx = s.prepare(r, stream);
     const cudaStream_t st = ctx.stream;
 
     const dim3 tile(kTileX, kTileY);
@@ -314,11 +308,9 @@ void CudaFftEngine::forward(int v, const float* src, float* dst, void* stream) {
 void CudaFftEngine::adjoint(int v, const float* src, float* dst, void* stream) {
     Impl& s = *impl_;
     std::lock_guard<std::mutex> lock(s.mutex);
-    s.check_device();
-    const Impl::View& view = s.view(v);
+    const Impl::View& view = s.views.at(v);
     const int r = view.rank;
-    StreamContext& ctx = s.context(stream);
-    ctx.reserve(r, s.m, s.mc);
+    StreamContext& ctx = s.prepare(r, stream);
     const cudaStream_t st = ctx.stream;
 
     const dim3 tile(kTileX, kTileY);
@@ -340,7 +332,7 @@ size_t CudaFftEngine::bytes() const {
     const Impl& s = *impl_;
     std::lock_guard<std::mutex> lock(s.mutex);
     size_t b = 0;
-    for (const auto& kv : s.views) b += kv.second.spectra.bytes() + kv.second.coefficients.bytes();
+    s.views.for_each([&](const Impl::View& w) { b += w.spectra.bytes() + w.coefficients.bytes(); });
     for (const auto& kv : s.contexts) b += kv.second->bytes();
     return b;
 }

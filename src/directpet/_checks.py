@@ -32,9 +32,9 @@ def _is_torch_cuda(x) -> bool:
 
 def check_volume(x, name: str, shape: tuple, check_finite: bool = True):
     """A float32, C-contiguous, finite array of the given shape (NumPy or CUDA array)."""
-    if is_device_array(x):
-        return _check_device_volume(x, name, shape, check_finite)
-    if not isinstance(x, np.ndarray):
+    if not (isinstance(x, np.ndarray) or _is_cupy(x)):  # both checked by attribute below
+        if is_device_array(x):
+            return _check_device_volume(x, name, shape, check_finite)
         raise TypeError(f"{name}: expected a numpy.ndarray (or a CuPy/PyTorch CUDA array), got {type(x).__name__}")
     if x.dtype != np.float32:
         raise TypeError(f"{name}: expected dtype float32, got {x.dtype} (use .astype(np.float32))")
@@ -42,22 +42,13 @@ def check_volume(x, name: str, shape: tuple, check_finite: bool = True):
         raise ValueError(f"{name}: expected shape {tuple(shape)}, got {x.shape}")
     if not x.flags.c_contiguous:
         raise ValueError(f"{name}: array must be C-contiguous (use np.ascontiguousarray)")
-    if check_finite and not np.isfinite(x).all():
+    if check_finite and not bool(array_module(x).isfinite(x).all()):
         raise ValueError(f"{name}: contains NaN or inf")
     return x
 
 
 def _check_device_volume(x, name, shape, check_finite):
-    if _is_cupy(x):  # fast path: attributes, no interface dictionary per call
-        if x.dtype != np.float32:
-            raise TypeError(f"{name}: expected dtype float32, got {x.dtype}")
-        if x.shape != tuple(shape):
-            raise ValueError(f"{name}: expected shape {tuple(shape)}, got {x.shape}")
-        if not x.flags.c_contiguous:
-            raise ValueError(f"{name}: array must be C-contiguous")
-        if check_finite and not bool(array_module(x).isfinite(x).all()):
-            raise ValueError(f"{name}: contains NaN or inf")
-        return x
+    """PyTorch CUDA tensors and other __cuda_array_interface__ arrays (CuPy goes through check_volume)."""
     if _is_torch_cuda(x):
         import torch  # optional dependency, present because x is a torch tensor
 
@@ -100,6 +91,13 @@ def device_pointer(x) -> int:
     if _is_torch_cuda(x):
         return int(x.data_ptr())
     return int(x.__cuda_array_interface__["data"][0])
+
+
+def expect_instance(value, cls, name: str):
+    """value, or a TypeError naming the argument when it is not a ``cls``."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name}: expected {cls.__name__}, got {type(value).__name__}")
+    return value
 
 
 def positive_int(name, value):

@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from .._backend import resolve_backend
-from .._checks import array_module, check_volume
+from .._checks import array_module, check_volume, expect_instance
 from ..geometry import ImageGrid
 from ..operators import LinearOperator
 from .kernels import SRKernel
@@ -33,13 +33,9 @@ class ViewProjector(LinearOperator):
 
     def __init__(self, grid: ImageGrid, views: ViewsLike, kernel: Optional[SRKernel], *, backend: str,
                  threads: Optional[int], check_finite: bool):
-        if not isinstance(grid, ImageGrid):
-            raise TypeError(f"grid: expected an ImageGrid, got {type(grid).__name__}")
-        self.grid = grid
+        self.grid = expect_instance(grid, ImageGrid, "grid")
         self.views = as_view_list(views)
-        self.kernel = SRKernel.invariant() if kernel is None else kernel
-        if not isinstance(self.kernel, SRKernel):
-            raise TypeError(f"kernel: expected an SRKernel, got {type(self.kernel).__name__}")
+        self.kernel = SRKernel.invariant() if kernel is None else expect_instance(kernel, SRKernel, "kernel")
         if threads is not None and (isinstance(threads, (bool, np.bool_))
                                     or not isinstance(threads, (int, np.integer)) or threads < 1):
             raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import _core
 from .._device import Staging, run_on_device
 
-METHODS = ("default", "slab", "slab_table", "columns", "columns24", "columns32", "tlp", "ilp")
+METHODS = ("default", "slab", "slab_table", "columns", "tlp", "ilp")
 
 
 class CudaEngine:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import _core
+from .._checks import expect_instance
 from ..geometry import ImageGrid
 from .kernels import SRKernel, sigma_from_fwhm, tof_fwhm_mm
 from .views import View
@@ -78,12 +79,9 @@ class DirectLUT:
 
 def build_lut(grid: ImageGrid, view: View, kernel: SRKernel) -> DirectLUT:
     """Build LORmap, mSR (+ flip) and mSRval for one view."""
-    if not isinstance(grid, ImageGrid):
-        raise TypeError(f"grid: expected an ImageGrid, got {type(grid).__name__}")
-    if not isinstance(view, View):
-        raise TypeError(f"view: expected a View, got {type(view).__name__}")
-    if not isinstance(kernel, SRKernel):
-        raise TypeError(f"kernel: expected an SRKernel, got {type(kernel).__name__}")
+    expect_instance(grid, ImageGrid, "grid")
+    expect_instance(view, View, "view")
+    expect_instance(kernel, SRKernel, "kernel")
     shape, vs = list(grid.shape), list(grid.voxel_size)
     eps = float(kernel.epsilon)
 

@@ -113,6 +113,30 @@ def _ybar(projector, x, data: HistoImageData, v: int):
     return y
 
 
+def _run_passes(rec, xp, x, n_iter: int, label: str, progress, blocks, update: Callable,
+                callback: Optional[Callable], start_pass: Optional[Callable] = None):
+    """n_iter passes of ``x = update(iteration, block, x)`` over ``blocks``, shared by the block
+    algorithms: ``start_pass(iteration)`` before each pass, ``callback(iteration, index, x)`` after
+    each block (True stops after recording that pass), each pass timed and recorded. Returns x."""
+    for it in _progress(n_iter, label, progress):
+        if start_pass is not None:
+            start_pass(it)
+        _sync(xp)
+        t = time.perf_counter()
+        stop = False
+        for m, b in enumerate(blocks):
+            x = update(it, b, x)
+            if callback is not None and callback(it, m, x):
+                stop = True
+                break
+        _sync(xp)
+        rec.after_iteration(x, it, time.perf_counter() - t)
+        rec.loglik(x, it)
+        if stop:
+            break
+    return x
+
+
 def _block_backprojection(projector, data: HistoImageData, x, views, eps_y: float, c: float, work, out):
     """out = sum_{v in views} H_v^T [ s_v (d_v / ybar_v - c) ], ybar_v = s_v H_v x + b_v.
 
@@ -343,21 +367,14 @@ def osem(projector, data, n_iter: int, n_subsets: Optional[int] = None, x0=None,
     eps_y = rec.eps_y
     hx, r, part, bp = (xp.empty(projector.grid.shape, dtype=xp.float32) for _ in range(4))  # work buffers
     rec.loglik(x, 0)
-    stop = False
-    for it in _progress(n_iter, f"OSEM({len(blocks)})", progress):
-        _sync(xp)
-        t = time.perf_counter()
-        for m, (b, (inv_S, good)) in enumerate(zip(blocks, invs)):
-            _block_backprojection(projector, data, x, b, eps_y, 0.0, (hx, r, part), out=bp)
-            x = xp.where(good, x * bp * inv_S, x).astype(xp.float32)
-            if callback is not None and callback(it, m, x):
-                stop = True
-                break
-        _sync(xp)
-        rec.after_iteration(x, it, time.perf_counter() - t)
-        rec.loglik(x, it)
-        if stop:
-            break
+
+    def update(it, block, x):
+        b, (inv_S, good) = block
+        _block_backprojection(projector, data, x, b, eps_y, 0.0, (hx, r, part), out=bp)
+        return xp.where(good, x * bp * inv_S, x).astype(xp.float32)
+
+    x = _run_passes(rec, xp, x, n_iter, f"OSEM({len(blocks)})", progress, list(zip(blocks, invs)), update,
+                    callback)
     return rec.finish(x)
 
 
@@ -409,24 +426,18 @@ def block_ramla(projector, data, n_iter: int, lambda0: float = 0.03, gamma: floa
     x = x.astype(xp.float32, copy=True)  # updated in place below; never the caller's x0
     hx, r, grad, part = (xp.empty_like(x) for _ in range(4))  # per-view work buffers
     rec.loglik(x, 0)
-    stop = False
-    for it in _progress(n_iter, "block-RAMLA", progress):
+    step = {}
+
+    def start_pass(it):
         lam = lam_of(it)
         rec.res.lambdas.append(lam)
-        step_scale = xp.where(good, inv_Sbar * np.float32(lam), 0.0).astype(xp.float32)
-        _sync(xp)
-        t = time.perf_counter()
-        for m, b in enumerate(blocks):
-            _block_backprojection(projector, data, x, b, eps_y, 1.0, (hx, r, part), out=grad)
-            ramla_update(xp, x, step_scale, grad, fl)
-            if callback is not None and callback(it, m, x):
-                stop = True
-                break
-        _sync(xp)
-        rec.after_iteration(x, it, time.perf_counter() - t)
-        rec.loglik(x, it)
-        if stop:
-            break
+        step["scale"] = xp.where(good, inv_Sbar * np.float32(lam), 0.0).astype(xp.float32)
+
+    def update(it, b, x):
+        _block_backprojection(projector, data, x, b, eps_y, 1.0, (hx, r, part), out=grad)
+        return ramla_update(xp, x, step["scale"], grad, fl)
+
+    x = _run_passes(rec, xp, x, n_iter, "block-RAMLA", progress, blocks, update, callback, start_pass)
     return rec.finish(x)
 
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import _core
 from .._backend import resolve_backend
-from .._checks import _is_cupy, check_volume, device_pointer, is_device_array
+from .._checks import _is_cupy, check_volume, device_pointer, expect_instance, is_device_array, positive_int
 from ..direct.views import ViewSet
 from ..geometry import ImageGrid
 from .phantoms import AnalyticPhantom, CylinderSource, PhantomInfo, PointSource, SphereSource
@@ -108,17 +108,14 @@ def simulate_deposit(phantom_info, scanner: CylindricalScanner, grid: ImageGrid,
     ``n_deposited``, ``n_outside_views``, ``n_outside_grid``, ``backend``, ``seed``, ``n_streams``
     and ``seconds`` (wall time of the simulation).
     """
-    if not isinstance(scanner, CylindricalScanner):
-        raise TypeError(f"scanner: expected a CylindricalScanner, got {type(scanner).__name__}")
-    if not isinstance(grid, ImageGrid):
-        raise TypeError(f"grid: expected an ImageGrid, got {type(grid).__name__}")
-    if not isinstance(viewset, ViewSet):
-        raise TypeError(f"viewset: expected a ViewSet, got {type(viewset).__name__}")
+    expect_instance(scanner, CylindricalScanner, "scanner")
+    expect_instance(grid, ImageGrid, "grid")
+    expect_instance(viewset, ViewSet, "viewset")
     components = phantom_components(phantom_info)
     if components.shape[0] > 64:
         raise ValueError(f"phantom_info: the compiled path takes at most 64 sources, got {components.shape[0]}")
     params = scanner_parameters(scanner, phantom_info, attenuation=attenuation, blur=blur, tof=tof)
-    n_events = _positive_int("n_events", n_events)
+    n_events = positive_int("n_events", n_events)
     seed = _seed("seed", seed)
     nthreads = _threads(threads)
     shape = (len(viewset),) + grid.shape
@@ -208,12 +205,6 @@ def _analytic(phantom) -> AnalyticPhantom:
     if not isinstance(analytic, AnalyticPhantom):
         raise TypeError(f"phantom_info: expected a PhantomInfo or AnalyticPhantom, got {type(phantom).__name__}")
     return analytic
-
-
-def _positive_int(name, v):
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {v!r}")
-    return int(v)
 
 
 def _seed(name, v):
