@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "../sim/philox.hpp"
+#include "../common/philox.hpp"
 #include "../sim/simulate.hpp"
 #include "arrays.hpp"
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "../common/errors.hpp"
-#include "philox.hpp"
+#include "../common/philox.hpp"
 #include "simulate.hpp"
 
 namespace dp::sim {

@@ -22,7 +22,7 @@
 // escape) takes its uniforms as arguments and is branch-free, so the CPU runs it over SIMD batches
 // of decays; the blur and timing stages draw from a generator `Rng` with a member
 // `uint32_t next_u32()`. The GPU draws everything from curand Philox (simulate_decay), the CPU from
-// its own Philox4x32-10 (philox.hpp); uniforms and normals are derived from the bits by the same
+// its own Philox4x32-10 (common/philox.hpp); uniforms and normals are derived from the bits by the same
 // code on both sides, so only the bit streams differ.
 #pragma once
 

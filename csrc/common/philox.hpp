@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "../common/hd.hpp"
+#include "hd.hpp"
 
 namespace dp::sim {
 
