@@ -1,5 +1,5 @@
 """float64 NumPy reference operators, readable and slow, for tests (ours and yours)."""
 
-from . import direct
+from . import direct, first
 
-__all__ = ["direct"]
+__all__ = ["direct", "first"]

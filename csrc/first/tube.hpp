@@ -1,0 +1,239 @@
+// FIRST Super-LOR projectors: the per-element math, written once for the OpenMP and CUDA backends.
+//
+// Geometry (src/directpet/first/geometry.py has the full statement): image (nz, n, n) [z][y][x];
+// sinogram [a][r1][r2][rho] with n_rows x n_rows row pairs and n radial bins; tube sample (i, j, k)
+// of LOR (a, r1, r2, rho) lies at continuous voxel coordinates
+//   fx = c + (i - c) cos(phi) - (rho + j - c) sin(phi),   fy = c + (i - c) sin(phi) + (rho + j - c) cos(phi),
+//   fz = kc + k + u(i),   u(i) = (i - c) * slope_delta,   kc = r1 + r2,   c = (n - 1) / 2,
+// and the image is read there by trilinear interpolation (zero outside). Every LOR of one angle
+// samples the same in-plane lattice (i, row = rho + j), so the in-plane and axial parts separate:
+// the axial interpolation of the 2K+1 axial samples folds into 2K+2 slice taps per (delta, i),
+//   Q[t] = (1 - f) P[t - K] + f P[t - 1 - K],  slice = kc + base - K + t,  base = floor(u), f = u - base,
+// which the matched and fast projectors use (both are exact transposes of that forward model).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "../common/hd.hpp"
+
+namespace dp::first {
+
+// Sizes shared by every kernel.
+struct Dims {
+    int n;        // radial bins = image width = samples along a LOR
+    int nz;       // slices (2 n_rows - 1)
+    int n_rows;   // crystal rows per head
+    int J, K;     // tube half-widths: 2J+1 radial and 2K+1 axial samples
+    int n_super;  // Super-LOR tables
+
+    DP_HD int n_deltas() const { return 2 * n_rows - 1; }
+    DP_HD int n_j() const { return 2 * J + 1; }
+    DP_HD int n_k() const { return 2 * K + 1; }
+    DP_HD int n_taps() const { return 2 * K + 2; }        // folded slice taps per (delta, i, j)
+    DP_HD int n_rows_ext() const { return n + 2 * J; }    // lattice rows rho + j, shifted by +J
+    DP_HD float centre() const { return 0.5f * static_cast<float>(n - 1); }
+    DP_HD int64_t image_size() const { return static_cast<int64_t>(nz) * n * n; }
+    DP_HD int64_t angle_size() const { return static_cast<int64_t>(n_rows) * n_rows * n; }
+};
+
+// One sinogram LOR row (a ring difference and an axial position).
+struct RowPair {
+    int r1, r2;
+};
+
+// (delta, m) -> (r1, r2): m = min(r1, r2) in [0, n_rows - |delta|).
+DP_HD RowPair row_pair(int delta, int m) {
+    return delta >= 0 ? RowPair{m, m + delta} : RowPair{m - delta, m};
+}
+
+// Two-tap linear interpolation of a continuous index: taps i0 and i0 + 1.
+struct Taps {
+    int i0;
+    float w0, w1;
+};
+
+DP_HD Taps linear_taps(float f) {
+    const float f0 = floorf(f);
+    const float w1 = f - f0;
+    return {static_cast<int>(f0), 1.0f - w1, w1};
+}
+
+// Weight that the taps give index `idx` (0 unless idx is i0 or i0 + 1).
+DP_HD float tap_weight(const Taps& t, int idx) {
+    return idx == t.i0 ? t.w0 : (idx == t.i0 + 1 ? t.w1 : 0.0f);
+}
+
+// Continuous voxel coordinates (fx, fy) of in-plane lattice point (i along, row = rho + j radial).
+DP_HD void lattice_point(int i, int row, float c, float cphi, float sphi, float* fx, float* fy) {
+    const float di = static_cast<float>(i) - c;
+    const float dr = static_cast<float>(row) - c;
+    *fx = c + di * cphi - dr * sphi;
+    *fy = c + di * sphi + dr * cphi;
+}
+
+// The inverse: a voxel's along and radial lattice coordinates (i_f, row_f).
+DP_HD void voxel_lattice_coords(int ix, int iy, float c, float cphi, float sphi, float* i_f, float* row_f) {
+    const float dx = static_cast<float>(ix) - c;
+    const float dy = static_cast<float>(iy) - c;
+    *i_f = c + dx * cphi + dy * sphi;
+    *row_f = c - dx * sphi + dy * cphi;
+}
+
+// Axial position of along-sample i relative to the LOR centre slice: base slice offset and fraction.
+DP_HD Taps axial_taps(int i, float c, float slope) {
+    return linear_taps((static_cast<float>(i) - c) * slope);
+}
+
+// Bilinear read of plane[ny][nx] at continuous (fx, fy); zero outside the plane.
+DP_HD float bilinear_read(const float* plane, int nx, int ny, float fx, float fy) {
+    const Taps tx = linear_taps(fx), ty = linear_taps(fy);
+    float acc = 0.0f;
+    for (int dy = 0; dy < 2; ++dy) {
+        const int y = ty.i0 + dy;
+        if (y < 0 || y >= ny) continue;
+        const float wy = dy ? ty.w1 : ty.w0;
+        for (int dx = 0; dx < 2; ++dx) {
+            const int x = tx.i0 + dx;
+            if (x < 0 || x >= nx) continue;
+            acc += (dx ? tx.w1 : tx.w0) * wy * plane[static_cast<int64_t>(y) * nx + x];
+        }
+    }
+    return acc;
+}
+
+// Folded slice taps Q[0..2K+1] of one (delta, i, j) from the tube's axial samples P[0..2K] and the
+// fraction f of the axial position (see the header comment).
+DP_HD void fold_axial(const float* P, int K, float f, float* Q) {
+    for (int t = 0; t < 2 * K + 2; ++t) {
+        const float lo = t <= 2 * K ? P[t] : 0.0f;        // sample k = t - K at slice base - K + t
+        const float hi = t >= 1 ? P[t - 1] : 0.0f;        // sample k = t - 1 - K, carried up by f
+        Q[t] = (1.0f - f) * lo + f * hi;
+    }
+}
+
+// Folded-tap tables: Q[delta][i][jj][t] (delta index d = delta + n_rows - 1) and base[d][i].
+DP_HD int64_t q_index(const Dims& D, int d, int i, int jj, int t) {
+    return ((static_cast<int64_t>(d) * D.n + i) * D.n_j() + jj) * D.n_taps() + t;
+}
+
+// Super-LOR table value P_S[i][jj][kk] (kk = k + K).
+DP_HD int64_t table_index(const Dims& D, int S, int i, int jj, int kk) {
+    return ((static_cast<int64_t>(S) * D.n + i) * D.n_j() + jj) * D.n_k() + kk;
+}
+
+// Sinogram bin of (local angle al, r1, r2, rho).
+DP_HD int64_t sino_index(const Dims& D, int al, int r1, int r2, int rho) {
+    return ((static_cast<int64_t>(al) * D.n_rows + r1) * D.n_rows + r2) * D.n + rho;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matched forward projection of one LOR with a software image reader (exact float trilinear):
+// sum over along samples i and radial offsets j of the in-plane bilinear read of each of the
+// 2K+2 slices the folded taps touch. `image` is (nz, n, n).
+DP_HD float lor_forward_matched(const Dims& D, const float* image, const float* Q, const int* base, int d,
+                                int kc, int rho, float cphi, float sphi) {
+    const float c = D.centre();
+    const int nn = D.n;
+    const int64_t plane = static_cast<int64_t>(nn) * nn;
+    float acc = 0.0f;
+    for (int i = 0; i < nn; ++i) {
+        const int z0 = kc + base[static_cast<int64_t>(d) * nn + i] - D.K;
+        for (int jj = 0; jj < D.n_j(); ++jj) {
+            float fx, fy;
+            lattice_point(i, rho + jj - D.J, c, cphi, sphi, &fx, &fy);
+            const float* q = Q + q_index(D, d, i, jj, 0);
+            for (int t = 0; t < D.n_taps(); ++t) {
+                const int z = z0 + t;
+                if (z < 0 || z >= D.nz || q[t] == 0.0f) continue;
+                acc += q[t] * bilinear_read(image + z * plane, nn, nn, fx, fy);
+            }
+        }
+    }
+    return acc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matched back projection of one voxel: the exact transpose of lor_forward_matched, gathered.
+// For every in-plane lattice point (i, row) whose bilinear footprint covers the voxel (at most a
+// 3 x 3 block of candidates around the voxel's lattice coordinates), every ring difference and
+// every folded tap t, the one LOR (kc = iz - base + K - t, of the ring difference's parity) and the
+// 2J+1 radial bins rho = row - j that read this voxel through that sample are visited.
+// `sino` is (n_angles_sel, n_rows, n_rows, n) for the local angle al.
+DP_HD float voxel_back_matched(const Dims& D, const float* sino, const float* Q, const int* base, int al,
+                               int ix, int iy, int iz, float cphi, float sphi) {
+    const float c = D.centre();
+    const int nn = D.n;
+    float i_f, row_f;
+    voxel_lattice_coords(ix, iy, c, cphi, sphi, &i_f, &row_f);
+    // |fx - ix| < 1 and |fy - iy| < 1 imply |i - i_f| < sqrt(2) and |row - row_f| < sqrt(2).
+    const int i_lo = static_cast<int>(ceilf(i_f - 1.4142136f)), i_hi = static_cast<int>(floorf(i_f + 1.4142136f));
+    const int r_lo = static_cast<int>(ceilf(row_f - 1.4142136f)), r_hi = static_cast<int>(floorf(row_f + 1.4142136f));
+    float acc = 0.0f;
+    for (int i = i_lo > 0 ? i_lo : 0; i <= i_hi && i < nn; ++i) {
+        for (int row = r_lo > -D.J ? r_lo : -D.J; row <= r_hi && row < nn + D.J; ++row) {
+            float fx, fy;
+            lattice_point(i, row, c, cphi, sphi, &fx, &fy);
+            const float w_xy = tap_weight(linear_taps(fx), ix) * tap_weight(linear_taps(fy), iy);
+            if (w_xy == 0.0f) continue;
+            for (int d = 0; d < D.n_deltas(); ++d) {
+                const int delta = d - (D.n_rows - 1);
+                const int ad = delta < 0 ? -delta : delta;
+                const int kc0 = iz - base[static_cast<int64_t>(d) * nn + i] + D.K;   // kc of tap t = 0
+                for (int t = 0; t < D.n_taps(); ++t) {
+                    const int kc = kc0 - t;
+                    if (((kc - ad) & 1) || kc < ad || kc > 2 * (D.n_rows - 1) - ad) continue;
+                    const RowPair rp = row_pair(delta, (kc - ad) >> 1);
+                    const float* y = sino + sino_index(D, al, rp.r1, rp.r2, 0);
+                    for (int jj = 0; jj < D.n_j(); ++jj) {
+                        const int rho = row - (jj - D.J);
+                        if (rho < 0 || rho >= nn) continue;
+                        acc += w_xy * Q[q_index(D, d, i, jj, t)] * y[rho];
+                    }
+                }
+            }
+        }
+    }
+    return acc;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The paper's back projection of one voxel for one angle (not a transpose): for every ring
+// difference and tube offset (j, k), the LOR whose sample (j, k) passes through the voxel is read
+// at the voxel's own continuous (radial, axial) sinogram coordinates by bilinear interpolation,
+// and weighted by the tube at the voxel's along position (linear in i). The sum is halved (the
+// axial LOR density of one ring difference: LORs two slices apart, reads one slice apart).
+// `read_corr(layer_d, rho_f, m_f, &ratio, &factor)` interpolates the sinogram layer of ring
+// difference d at continuous (rho, m) — a texture on the GPU, software on the CPU; `read_prob(S,
+// i_f, jj, kk)` the Super-LOR table linearly in i. Adds to *corr and *sens.
+template <typename ReadCorr, typename ReadProb>
+DP_HD void voxel_back_faithful(const Dims& D, const int* super_of_delta, const unsigned char* flip_k,
+                               const float* slope, int ix, int iy, int iz, float cphi, float sphi,
+                               const ReadCorr& read_corr, const ReadProb& read_prob, float* corr, float* sens) {
+    const float c = D.centre();
+    float i_f, row_f;
+    voxel_lattice_coords(ix, iy, c, cphi, sphi, &i_f, &row_f);
+    float acc_c = 0.0f, acc_s = 0.0f;
+    for (int d = 0; d < D.n_deltas(); ++d) {
+        const int delta = d - (D.n_rows - 1);
+        const int ad = delta < 0 ? -delta : delta;
+        const int S = super_of_delta[d];
+        const bool flip = flip_k[d] != 0;
+        const float kc_f = static_cast<float>(iz) - (i_f - c) * slope[d];
+        for (int kk = 0; kk < D.n_k(); ++kk) {
+            const float m_f = 0.5f * (kc_f - static_cast<float>(kk - D.K) - static_cast<float>(ad));
+            const int kt = flip ? D.n_k() - 1 - kk : kk;
+            for (int jj = 0; jj < D.n_j(); ++jj) {
+                const float p = read_prob(S, i_f, jj, kt);
+                float ratio, factor;
+                read_corr(d, row_f - static_cast<float>(jj - D.J), m_f, &ratio, &factor);
+                acc_c += p * ratio;
+                acc_s += p * factor;
+            }
+        }
+    }
+    *corr += 0.5f * acc_c;
+    *sens += 0.5f * acc_s;
+}
+
+}  // namespace dp::first
