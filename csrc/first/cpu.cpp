@@ -218,7 +218,6 @@ void back_fast(const HostModel& M, const AngleList& A, const float* sino, float*
     const int64_t L = lattice_size(D);
     const int nt = thread_count(threads);
     const int chunk = std::max(1, std::min(n_sel, nt));
-    const float c = D.centre();
     std::vector<float> G(static_cast<size_t>(chunk) * L);
     std::fill(image, image + D.image_size(), 0.0f);
     for (int a0 = 0; a0 < n_sel; a0 += chunk) {
@@ -251,26 +250,18 @@ void back_fast(const HostModel& M, const AngleList& A, const float* sino, float*
             // image += the transposed bilinear resampling, gathered per voxel column.
 #pragma omp for schedule(dynamic, 4)
             for (int iy = 0; iy < D.n; ++iy)
-                for (int ix = 0; ix < D.n; ++ix)
+                for (int ix = 0; ix < D.n; ++ix) {
+                    float* col = image + static_cast<int64_t>(iy) * D.n + ix;
                     for (int q = 0; q < na; ++q) {
-                        float i_f, row_f;
-                        voxel_lattice_coords(ix, iy, c, A.cos[a0 + q], A.sin[a0 + q], &i_f, &row_f);
-                        const int i_lo = std::max(0, static_cast<int>(std::ceil(i_f - 1.4142136f)));
-                        const int i_hi = std::min(D.n - 1, static_cast<int>(std::floor(i_f + 1.4142136f)));
-                        const int r_lo = std::max(-D.J, static_cast<int>(std::ceil(row_f - 1.4142136f)));
-                        const int r_hi = std::min(D.n - 1 + D.J, static_cast<int>(std::floor(row_f + 1.4142136f)));
-                        for (int i = i_lo; i <= i_hi; ++i)
-                            for (int row = r_lo; row <= r_hi; ++row) {
-                                float fx, fy;
-                                lattice_point(i, row, c, A.cos[a0 + q], A.sin[a0 + q], &fx, &fy);
-                                const float w = tap_weight(linear_taps(fx), ix) * tap_weight(linear_taps(fy), iy);
-                                if (w == 0.0f) continue;
-                                const float* g = G.data() + q * L + static_cast<int64_t>(i) * D.nz * D.n_rows_ext() + row + D.J;
-                                float* col = image + static_cast<int64_t>(iy) * D.n + ix;
-                                for (int z = 0; z < D.nz; ++z)
-                                    col[static_cast<int64_t>(z) * D.n * D.n] += w * g[static_cast<int64_t>(z) * D.n_rows_ext()];
-                            }
+                        const float* Gq = G.data() + q * L;
+                        for_each_covering_lattice_point(D, ix, iy, A.cos[a0 + q], A.sin[a0 + q],
+                                                        [&](int i, int row, float w) {
+                            const float* g = Gq + static_cast<int64_t>(i) * D.nz * D.n_rows_ext() + row + D.J;
+                            for (int z = 0; z < D.nz; ++z)
+                                col[static_cast<int64_t>(z) * D.n * D.n] += w * g[static_cast<int64_t>(z) * D.n_rows_ext()];
+                        });
                     }
+                }
         }
     }
 }

@@ -154,46 +154,60 @@ DP_HD float lor_forward_matched(const Dims& D, const float* image, const float* 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Matched back projection of one voxel: the exact transpose of lor_forward_matched, gathered.
-// For every in-plane lattice point (i, row) whose bilinear footprint covers the voxel (at most a
-// 3 x 3 block of candidates around the voxel's lattice coordinates), every ring difference and
-// every folded tap t, the one LOR (kc = iz - base + K - t, of the ring difference's parity) and the
-// 2J+1 radial bins rho = row - j that read this voxel through that sample are visited.
-// `sino` is (n_angles_sel, n_rows, n_rows, n) for the local angle al.
-DP_HD float voxel_back_matched(const Dims& D, const float* sino, const float* Q, const int* base, int al,
-                               int ix, int iy, int iz, float cphi, float sphi) {
+// The transpose of the in-plane bilinear resampling: calls f(i, row, w) for every lattice point
+// (i in [0, n), row in [-J, n + J)) whose bilinear footprint covers voxel (ix, iy), w > 0 being
+// the weight lattice_point + linear_taps give that voxel (computed exactly as the forward does).
+// |fx - ix| < 1 and |fy - iy| < 1 imply |i - i_f| < sqrt(2) and |row - row_f| < sqrt(2): at most
+// a 3 x 3 block of candidates around the voxel's lattice coordinates.
+#ifdef __CUDACC__
+#pragma nv_exec_check_disable
+#endif
+template <typename F>
+DP_HD void for_each_covering_lattice_point(const Dims& D, int ix, int iy, float cphi, float sphi, F&& f) {
     const float c = D.centre();
-    const int nn = D.n;
     float i_f, row_f;
     voxel_lattice_coords(ix, iy, c, cphi, sphi, &i_f, &row_f);
-    // |fx - ix| < 1 and |fy - iy| < 1 imply |i - i_f| < sqrt(2) and |row - row_f| < sqrt(2).
-    const int i_lo = static_cast<int>(ceilf(i_f - 1.4142136f)), i_hi = static_cast<int>(floorf(i_f + 1.4142136f));
-    const int r_lo = static_cast<int>(ceilf(row_f - 1.4142136f)), r_hi = static_cast<int>(floorf(row_f + 1.4142136f));
-    float acc = 0.0f;
-    for (int i = i_lo > 0 ? i_lo : 0; i <= i_hi && i < nn; ++i) {
-        for (int row = r_lo > -D.J ? r_lo : -D.J; row <= r_hi && row < nn + D.J; ++row) {
+    int i_lo = static_cast<int>(ceilf(i_f - 1.4142136f)), i_hi = static_cast<int>(floorf(i_f + 1.4142136f));
+    int r_lo = static_cast<int>(ceilf(row_f - 1.4142136f)), r_hi = static_cast<int>(floorf(row_f + 1.4142136f));
+    i_lo = i_lo > 0 ? i_lo : 0;
+    i_hi = i_hi < D.n - 1 ? i_hi : D.n - 1;
+    r_lo = r_lo > -D.J ? r_lo : -D.J;
+    r_hi = r_hi < D.n - 1 + D.J ? r_hi : D.n - 1 + D.J;
+    for (int i = i_lo; i <= i_hi; ++i)
+        for (int row = r_lo; row <= r_hi; ++row) {
             float fx, fy;
             lattice_point(i, row, c, cphi, sphi, &fx, &fy);
-            const float w_xy = tap_weight(linear_taps(fx), ix) * tap_weight(linear_taps(fy), iy);
-            if (w_xy == 0.0f) continue;
-            for (int d = 0; d < D.n_deltas(); ++d) {
-                const int delta = d - (D.n_rows - 1);
-                const int ad = delta < 0 ? -delta : delta;
-                const int kc0 = iz - base[static_cast<int64_t>(d) * nn + i] + D.K;   // kc of tap t = 0
-                for (int t = 0; t < D.n_taps(); ++t) {
-                    const int kc = kc0 - t;
-                    if (((kc - ad) & 1) || kc < ad || kc > 2 * (D.n_rows - 1) - ad) continue;
-                    const RowPair rp = row_pair(delta, (kc - ad) >> 1);
-                    const float* y = sino + sino_index(D, al, rp.r1, rp.r2, 0);
-                    for (int jj = 0; jj < D.n_j(); ++jj) {
-                        const int rho = row - (jj - D.J);
-                        if (rho < 0 || rho >= nn) continue;
-                        acc += w_xy * Q[q_index(D, d, i, jj, t)] * y[rho];
-                    }
+            const float w = tap_weight(linear_taps(fx), ix) * tap_weight(linear_taps(fy), iy);
+            if (w != 0.0f) f(i, row, w);
+        }
+}
+
+// Matched back projection of one voxel: the exact transpose of lor_forward_matched, gathered.
+// For every lattice point covering the voxel, every ring difference and every folded tap t, the
+// one LOR (kc = iz - base + K - t, of the ring difference's parity) and the 2J+1 radial bins
+// rho = row - j that read this voxel through that sample are visited. `sino` is
+// (n_angles_sel, n_rows, n_rows, n) and al the local angle.
+DP_HD float voxel_back_matched(const Dims& D, const float* sino, const float* Q, const int* base, int al,
+                               int ix, int iy, int iz, float cphi, float sphi) {
+    float acc = 0.0f;
+    for_each_covering_lattice_point(D, ix, iy, cphi, sphi, [&](int i, int row, float w_xy) {
+        for (int d = 0; d < D.n_deltas(); ++d) {
+            const int delta = d - (D.n_rows - 1);
+            const int ad = delta < 0 ? -delta : delta;
+            const int kc0 = iz - base[static_cast<int64_t>(d) * D.n + i] + D.K;   // kc of tap t = 0
+            for (int t = 0; t < D.n_taps(); ++t) {
+                const int kc = kc0 - t;
+                if (((kc - ad) & 1) || kc < ad || kc > 2 * (D.n_rows - 1) - ad) continue;
+                const RowPair rp = row_pair(delta, (kc - ad) >> 1);
+                const float* y = sino + sino_index(D, al, rp.r1, rp.r2, 0);
+                for (int jj = 0; jj < D.n_j(); ++jj) {
+                    const int rho = row - (jj - D.J);
+                    if (rho < 0 || rho >= D.n) continue;
+                    acc += w_xy * Q[q_index(D, d, i, jj, t)] * y[rho];
                 }
             }
         }
-    }
+    });
     return acc;
 }
 

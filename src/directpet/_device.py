@@ -66,3 +66,27 @@ def run_on_device(kernel, src, out, staging: Staging):
     kernel(s.ptr, d.ptr, 0)
     d.download(out)  # synchronous copy on the legacy stream: waits for the kernel
     return out
+
+
+def run_on_device_arrays(kernel, inputs, outputs, staging: Staging):
+    """Call ``kernel(*input_ptrs, *output_ptrs, stream)`` with several arrays (None passes a null pointer).
+
+    Like :func:`run_on_device`: NumPy arrays are staged through device buffers (outputs are copied
+    back on return), device arrays are used in place on their library's current stream; all
+    arrays must live on the same side.
+    """
+    arrays = [a for a in list(inputs) + list(outputs) if a is not None]
+    on_device = {is_device_array(a) for a in arrays}
+    if len(on_device) != 1:
+        raise TypeError("out: must live where the inputs live (all NumPy or all CUDA arrays)")
+    if on_device.pop():
+        ptrs = [0 if a is None else device_pointer(a) for a in list(inputs) + list(outputs)]
+        kernel(*ptrs, stream_of(arrays[0]))
+        return outputs
+    in_ptrs = [0 if a is None else staging.upload(f"in{k}", a).ptr for k, a in enumerate(inputs)]
+    out_bufs = [None if a is None else staging.buffer(f"out{k}", a.nbytes) for k, a in enumerate(outputs)]
+    kernel(*in_ptrs, *[0 if b is None else b.ptr for b in out_bufs], 0)
+    for a, b in zip(outputs, out_bufs):
+        if a is not None:
+            b.download(a)    # synchronous copy on the legacy stream: waits for the kernels
+    return outputs

@@ -93,6 +93,34 @@ class SubsetProblem(ABC):
         return self
 
 
+def spread_order(n: int) -> List[int]:
+    """A visiting order of n subsets in which consecutive ones are far apart.
+
+    ``floor(vdc(i) * n)`` for i = 0, 1, ... with vdc the bit-reversed (van der Corput) sequence,
+    duplicates skipped: 0, 20, 10, 30, 5, 25, ... for n = 40. With subsets that interleave angles
+    (or views), consecutive updates then use data from distant directions.
+    """
+    if isinstance(n, (bool, np.bool_)) or int(n) != n or n < 1:
+        raise ValueError(f"n: expected a positive integer, got {n!r}")
+    order, seen, i = [], set(), 0
+    while len(order) < n:
+        k = int(_van_der_corput(i) * n)
+        if k not in seen:
+            seen.add(k)
+            order.append(k)
+        i += 1
+    return order
+
+
+def _van_der_corput(k: int) -> float:
+    x, denom = 0.0, 1.0
+    while k:
+        denom *= 2
+        x += (k & 1) / denom
+        k >>= 1
+    return x
+
+
 def check_nonnegative(a, name: str, subset: Optional[int], xp, shape: Optional[Sequence[int]]):
     """a must be a float32 array of namespace xp (and of ``shape``), finite and >= 0."""
     where = "" if subset is None else f" (subset {subset})"
@@ -110,4 +138,4 @@ def check_nonnegative(a, name: str, subset: Optional[int], xp, shape: Optional[S
     return a
 
 
-__all__ = ["SubsetProblem", "check_nonnegative"]
+__all__ = ["SubsetProblem", "check_nonnegative", "spread_order"]

@@ -1,0 +1,72 @@
+// pybind11 bindings of the CUDA FIRST projectors. Arrays are device pointers (DeviceBuffer, CuPy or
+// PyTorch); the model (tables, folded taps, texture) is uploaded once into a FirstDeviceModel.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include "../first/cuda.hpp"
+#include "arrays.hpp"
+#include "first_checks.hpp"
+
+namespace py = pybind11;
+
+namespace dp::bind {
+
+namespace {
+
+template <typename T>
+T* pointer(uintptr_t p, const char* name, bool required = true) {
+    if (!p && required) throw ValueError(std::string(name) + ": null device pointer");
+    return reinterpret_cast<T*>(p);
+}
+
+}  // namespace
+
+void register_first_cuda(py::module_& m) {
+    using first::gpu::DeviceModel;
+    py::class_<DeviceModel>(m, "FirstDeviceModel", "The FIRST projector model resident on the GPU.")
+        .def(py::init([](const first::HostModel& host) {
+                 py::gil_scoped_release release;
+                 return new DeviceModel(host);
+             }),
+             py::arg("model"))
+        .def_property_readonly("nbytes", &DeviceModel::bytes, "Device memory held (model and workspaces).")
+        .def_property_readonly("fast_supported", &DeviceModel::fast_supported);
+    m.def("first_forward_cuda",
+          [](const std::string& method, DeviceModel& model, uintptr_t image, const py::array& angles, uintptr_t out,
+             uintptr_t stream) {
+              const auto mth = first::parse_method(method);
+              const first::AngleList A = checked_angles(angles, model.host());
+              py::gil_scoped_release release;
+              first::gpu::forward(mth, model, A, pointer<const float>(image, "image"), pointer<float>(out, "out"),
+                                  reinterpret_cast<void*>(stream));
+          },
+          py::arg("method"), py::arg("model"), py::arg("image"), py::arg("angles"), py::arg("out"),
+          py::arg("stream") = 0,
+          "out (n_sel, n_rows, n_rows, n) = H image on the GPU (device pointers, asynchronous on stream).");
+    m.def("first_back_cuda",
+          [](const std::string& method, DeviceModel& model, uintptr_t sino, const py::array& angles, uintptr_t out,
+             uintptr_t stream) {
+              const auto mth = first::parse_method(method);
+              const first::AngleList A = checked_angles(angles, model.host());
+              py::gil_scoped_release release;
+              first::gpu::back(mth, model, A, pointer<const float>(sino, "sinogram"), pointer<float>(out, "out"),
+                               reinterpret_cast<void*>(stream));
+          },
+          py::arg("method"), py::arg("model"), py::arg("sinogram"), py::arg("angles"), py::arg("out"),
+          py::arg("stream") = 0, "out (nz, n, n) = back projection on the GPU (device pointers).");
+    m.def("first_back_faithful_cuda",
+          [](DeviceModel& model, uintptr_t sino, uintptr_t factors, const py::array& angles, uintptr_t out,
+             uintptr_t sens, uintptr_t stream) {
+              const first::AngleList A = checked_angles(angles, model.host());
+              py::gil_scoped_release release;
+              first::gpu::back_faithful(model, A, pointer<const float>(sino, "sinogram"),
+                                        pointer<const float>(factors, "factors", false), pointer<float>(out, "out"),
+                                        pointer<float>(sens, "sens", false), reinterpret_cast<void*>(stream));
+          },
+          py::arg("model"), py::arg("sinogram"), py::arg("factors"), py::arg("angles"), py::arg("out"),
+          py::arg("sens"), py::arg("stream") = 0,
+          "The paper's back projector on the GPU: out = B sinogram, sens = B factors (factors 0: ones; "
+          "sens 0: not computed).");
+}
+
+}  // namespace dp::bind

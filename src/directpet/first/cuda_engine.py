@@ -1,0 +1,37 @@
+"""CUDA backend of SuperLORProjector: the model uploaded once (FirstDeviceModel) and kept resident."""
+
+from __future__ import annotations
+
+from .. import _core
+from .._device import Staging, run_on_device_arrays
+
+
+class CudaEngine:
+    def __init__(self, op):
+        self.op = op
+        self.model = _core.FirstDeviceModel(op._model)
+        if op.method == "fast" and not self.model.fast_supported:
+            raise ValueError("method: the fast CUDA kernels are compiled for the paper's 5 x 3 tube (J=2, K=1); "
+                             "use method='matched' for other tube sizes")
+        self._staging = Staging()
+
+    def forward(self, image, angles, out):
+        def kernel(src, dst, stream):
+            _core.first_forward_cuda(self.op.method, self.model, src, angles, dst, stream)
+
+        run_on_device_arrays(kernel, [image], [out], self._staging)
+        return out
+
+    def back(self, sino, angles, out):
+        def kernel(src, dst, stream):
+            _core.first_back_cuda(self.op.method, self.model, src, angles, dst, stream)
+
+        run_on_device_arrays(kernel, [sino], [out], self._staging)
+        return out
+
+    def back_faithful(self, sino, factors, angles, out, sens):
+        def kernel(src, fac, dst, sns, stream):
+            _core.first_back_faithful_cuda(self.model, src, fac, angles, dst, sns, stream)
+
+        run_on_device_arrays(kernel, [sino, factors], [out, sens], self._staging)
+        return out, sens

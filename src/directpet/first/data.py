@@ -1,0 +1,124 @@
+"""FIRST sinogram data: prompts, multiplicative factors and background, with ``.npz`` storage.
+
+Model of the mean prompts, per sinogram bin ``i``: ``ybar_i = f_i (H x)_i + b_i`` with ``f`` the
+multiplicative factors (normalisation, attenuation; None = 1) and ``b`` the additive background
+(randoms, scatter; None = 0). All arrays ``(n_angles, n_rows, n_rows, n_radial)`` float32 [a, r1, r2, rho].
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .._checks import array_module
+from ..recon.problem import check_nonnegative
+from ..sim import make_rng
+from .geometry import RotatingScanner
+
+_FORMAT = "directpet.first.SinogramData"
+_VERSION = 1
+
+
+@dataclass
+class SinogramData:
+    """Prompts of a rotating dual-head scan with their corrections.
+
+    Attributes
+    ----------
+    prompts : (n_angles, n_rows, n_rows, n_radial) float32 counts (NumPy or CuPy).
+    scanner : the RotatingScanner the sinogram belongs to.
+    factors : multiplicative factors ``f`` (same shape) or None.
+    background : additive background ``b`` in counts (same shape) or None.
+    meta : provenance (source, counts, seed, ...).
+    """
+
+    prompts: object
+    scanner: RotatingScanner
+    factors: Optional[object] = None
+    background: Optional[object] = None
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not isinstance(self.scanner, RotatingScanner):
+            raise TypeError(f"scanner: expected a RotatingScanner, got {type(self.scanner).__name__}")
+        xp = array_module(self.prompts)
+        shape = self.scanner.sinogram_shape
+        check_nonnegative(self.prompts, "prompts", None, xp, shape)
+        for name in ("factors", "background"):
+            if getattr(self, name) is not None:
+                check_nonnegative(getattr(self, name), name, None, xp, shape)
+
+    @property
+    def xp(self):
+        return array_module(self.prompts)
+
+    def to(self, xp) -> "SinogramData":
+        """The same data in namespace xp (numpy or cupy)."""
+        def conv(a):
+            if a is None:
+                return None
+            return xp.asarray(a.get() if hasattr(a, "get") and xp is np else a, dtype=xp.float32)
+
+        return SinogramData(conv(self.prompts), self.scanner, conv(self.factors), conv(self.background),
+                            dict(self.meta))
+
+    def save(self, path) -> None:
+        """``.npz`` with ``format``, ``version``, ``prompts``, optional ``factors`` / ``background``,
+        ``scanner`` (JSON) and ``meta`` (JSON); arrays are stored as NumPy float32."""
+        host = self.to(np)
+        arrays = {k: v for k, v in (("factors", host.factors), ("background", host.background)) if v is not None}
+        np.savez_compressed(path, format=np.array(_FORMAT), version=np.array(_VERSION), prompts=host.prompts,
+                            scanner=np.array(self.scanner.to_json()),
+                            meta=np.array(json.dumps(self.meta, sort_keys=True, default=str)), **arrays)
+
+    @classmethod
+    def load(cls, path, xp=np) -> "SinogramData":
+        with np.load(path, allow_pickle=False) as f:
+            if "format" not in f.files or str(f["format"]) != _FORMAT:
+                raise ValueError(f"path: {path} is not a {_FORMAT} file")
+            if int(f["version"]) != _VERSION:
+                raise ValueError(f"path: version {int(f['version'])} is not supported (expected {_VERSION})")
+            scanner = RotatingScanner.from_dict(json.loads(str(f["scanner"])))
+            get = lambda k: f[k] if k in f.files else None  # noqa: E731
+            data = cls(f["prompts"], scanner, get("factors"), get("background"), json.loads(str(f["meta"])))
+        return data if xp is np else data.to(xp)
+
+
+def model_consistent_sinogram(projector, image, factors=None, background=None, counts: Optional[float] = None,
+                              rng=None, *, noise: bool = True) -> SinogramData:
+    """Prompts drawn from the reconstruction model itself: ``Poisson(f * H x + b)``.
+
+    Parameters
+    ----------
+    projector : a SuperLORProjector.
+    image : (nz, n, n) float32 true image (NumPy or CuPy, matching the projector's backend).
+    factors, background : optional sinogram-shaped f and b.
+    counts : scale ``f H x + b`` by one factor so that the expected total is ``counts`` (image and
+        background scaled together); ``meta['image_scale']`` records it.
+    rng : seed or Generator (NumPy, or CuPy for CuPy images).
+    noise : False returns the expected data.
+    """
+    xp = array_module(image)
+    ybar = projector.forward(image)
+    if factors is not None:
+        ybar = ybar * factors
+    if background is not None:
+        ybar = ybar + background
+    total = float(ybar.sum(dtype=xp.float64))
+    if not total > 0:
+        raise ValueError("image: the expected data are all zero; nothing to simulate")
+    alpha = 1.0 if counts is None else float(counts) / total
+    if counts is not None and not (np.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"counts: expected a positive number, got {counts!r}")
+    ybar = (ybar * np.float32(alpha)).astype(xp.float32)
+    prompts = make_rng(rng, xp).poisson(ybar).astype(xp.float32) if noise else ybar
+    bg = None if background is None else (background * np.float32(alpha)).astype(xp.float32)
+    meta = {"source": "model_consistent_sinogram", "image_scale": alpha, "expected_counts": total * alpha,
+            "noise": bool(noise), "method": projector.method}
+    return SinogramData(prompts, projector.scanner, factors, bg, meta)
+
+
+__all__ = ["SinogramData", "model_consistent_sinogram"]

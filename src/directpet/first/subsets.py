@@ -1,0 +1,84 @@
+"""FIRST's problem for the shared reconstruction layer: the sinogram split into angle subsets.
+
+OSEM with ``n_subsets`` subsets of interleaved angles (science.md 2.5, Q17: 13 subsets of 10 angles
+for 130 angles): subset ``m`` holds angles ``m, m + n_subsets, m + 2 n_subsets, ...``; subsets are
+visited in a spread order (:func:`directpet.recon.problem.spread_order`). The same back projector
+serves numerator and sensitivity (the layer back-projects the factors for the sensitivity).
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+import numpy as np
+
+from .._checks import expect_instance
+from ..recon.problem import SubsetProblem, spread_order
+from .data import SinogramData
+from .projector import SuperLORProjector
+
+
+def interleaved_angle_subsets(n_angles: int, n_subsets: int) -> List[np.ndarray]:
+    """Subset m = angles m, m + n_subsets, ... (int32 arrays)."""
+    if isinstance(n_subsets, (bool, np.bool_)) or int(n_subsets) != n_subsets or not 1 <= n_subsets <= n_angles:
+        raise ValueError(f"n_subsets: expected an integer in [1, {n_angles}], got {n_subsets!r}")
+    return [np.arange(m, n_angles, int(n_subsets), dtype=np.int32) for m in range(int(n_subsets))]
+
+
+class AngleSubsets(SubsetProblem):
+    """A SuperLORProjector and SinogramData split into angle subsets.
+
+    Parameters
+    ----------
+    projector : the SuperLORProjector (its method and backend are used as they are).
+    data : SinogramData (prompts, optional factors and background) on the projector's side
+        (NumPy for the CPU backend; NumPy or CuPy for CUDA).
+    n_subsets : interleaved angle subsets (13 by default); or give ``subsets``, explicit lists of
+        angles partitioning all angles (visited in the given order).
+    """
+
+    def __init__(self, projector: SuperLORProjector, data: SinogramData, n_subsets: int = 13, *,
+                 subsets: Optional[List] = None):
+        self.projector = expect_instance(projector, SuperLORProjector, "projector")
+        self.sinogram = expect_instance(data, SinogramData, "data")
+        if data.scanner != projector.scanner:
+            raise ValueError("data: its scanner differs from the projector's")
+        n_angles = projector.n_angles
+        if subsets is None:
+            groups = interleaved_angle_subsets(n_angles, n_subsets)
+            self._order = spread_order(len(groups))
+        else:
+            groups = [projector.angle_list(s) for s in subsets]
+            flat = np.sort(np.concatenate(groups))
+            if not np.array_equal(flat, np.arange(n_angles)):
+                raise ValueError("subsets: expected lists of angles that together hold every angle exactly once")
+            self._order = list(range(len(groups)))
+        self.angles = groups
+        self.n_subsets = len(groups)
+        self.image_shape = projector.grid.shape
+        xp = data.xp
+        take = lambda a, g: None if a is None else xp.ascontiguousarray(a[xp.asarray(g)])  # noqa: E731
+        self._data = [take(data.prompts, g) for g in groups]
+        self._factors = [take(data.factors, g) for g in groups]
+        self._background = [take(data.background, g) for g in groups]
+
+    def forward(self, x, subset: int, out=None):
+        return self.projector.forward(x, self.angles[subset], out=out)
+
+    def adjoint(self, y, subset: int, out=None):
+        return self.projector.adjoint(y, self.angles[subset], out=out)
+
+    def data(self, subset: int):
+        return self._data[subset]
+
+    def factors(self, subset: int):
+        return self._factors[subset]
+
+    def background(self, subset: int):
+        return self._background[subset]
+
+    def order(self) -> List[int]:
+        return list(self._order)
+
+
+__all__ = ["AngleSubsets", "interleaved_angle_subsets"]
