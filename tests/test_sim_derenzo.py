@@ -303,3 +303,20 @@ def test_radial_positions_and_point_sources(rng):
         point_sources(grid, pos, -1.0)
     with pytest.raises(ValueError, match="n"):
         radial_point_positions(10.0, 1)
+
+
+@pytest.mark.gpu
+def test_rod_sampling_with_cupy_matches_numpy_statistics():
+    cupy = pytest.importorskip("cupy", reason="CuPy not installed")
+    rod = RodSource((0.5, -1.0, 2.0), 1.5, 6.0, 1.0, "x")
+    cold = RodSource((0.5, -1.0, 2.0), 0.5, 6.0, -0.5, "x")
+    ph = AnalyticPhantom([rod, cold])
+    n = 20000
+    pts = ph.sample(n, cupy.random.default_rng(7), cupy)
+    assert isinstance(pts, cupy.ndarray) and pts.shape == (n, 3)
+    p = cupy.asnumpy(pts)
+    assert np.all(rod.inside(*p.T))
+    # Density 0.5 in the core and 1 outside it: the core holds 0.5 * 1/9 / (1 - 0.5 / 9) of the points.
+    frac = 0.5 * (1 / 9) / (1 - 0.5 / 9)
+    assert abs(cold.inside(*p.T).mean() - frac) < 5 * np.sqrt(frac / n)
+    assert abs(p[:, 0].mean() - 0.5) < 5 * 6.0 / np.sqrt(12 * n)

@@ -48,8 +48,8 @@ Profiles
 --------
 For each group :class:`DerenzoGroup` names one row of collinear rods to profile: the row parallel
 to the sector's outer chord (perpendicular to its bisector) with the most rods, ties going to the
-row nearer the centre; the profile runs along it from one spacing ``d`` before its first rod to
-``d`` after its last (half a spacing: rod edge plus half the gap), which stays inside the sector.
+row nearer the centre; the profile runs along it from ``d`` (half a spacing) before its first rod to
+``d`` after its last (rod edge plus half the gap), which stays inside the sector.
 """
 
 from __future__ import annotations
