@@ -8,6 +8,8 @@ from .events import EventBatch, make_rng, simulate_events, simulate_randoms
 from .model_data import expected_data, model_consistent_data
 from .phantoms import (MU_WATER_PER_MM, AnalyticPhantom, CylinderSource, PhantomInfo, PointSource,
                        SphereSource, WaterCylinder, point_source_phantom, sphere_phantom, uniform_cylinder)
+from .derenzo import (DerenzoGroup, DerenzoInfo, RodSource, derenzo_phantom, point_sources,
+                      radial_point_positions)
 from .scanner import CylindricalScanner, chord_length, cylinder_interval, detector_exits, detector_hits
 
 __all__ = ["AnalyticPhantom", "CylinderSource", "CylindricalScanner", "DepositStats", "EventBatch",
@@ -15,4 +17,5 @@ __all__ = ["AnalyticPhantom", "CylinderSource", "CylindricalScanner", "DepositSt
            "WaterCylinder", "bin_views", "chord_length", "cylinder_interval", "deposit", "detector_exits",
            "detector_hits", "expected_data", "make_rng", "model_consistent_data", "point_source_phantom",
            "randoms_background", "sensitivity_attenuation", "simulate_deposit", "simulate_events",
-           "simulate_histo_images", "simulate_randoms", "sphere_phantom", "to_numpy", "uniform_cylinder"]
+           "simulate_histo_images", "simulate_randoms", "sphere_phantom", "to_numpy", "uniform_cylinder",
+           "DerenzoGroup", "DerenzoInfo", "RodSource", "derenzo_phantom", "point_sources", "radial_point_positions"]

@@ -173,8 +173,8 @@ class AnalyticPhantom:
     def __post_init__(self):
         self.sources = tuple(self.sources)
         for s in self.sources:
-            if not isinstance(s, (CylinderSource, SphereSource, PointSource)):
-                raise TypeError(f"sources: unsupported source type {type(s).__name__}")
+            if not all(hasattr(s, m) for m in ("activity", "sample", "voxelise")):   # e.g. derenzo.RodSource
+                raise TypeError(f"sources: expected a source with activity, sample and voxelise, got {type(s).__name__}")
             if isinstance(s, PointSource) and s.activity < 0:
                 raise ValueError("sources: a point source needs a non-negative activity")
         if self.total_activity <= 0:

@@ -1,0 +1,371 @@
+"""Spatial resolution: NEMA-style FWHM of point sources and peak-to-valley ratios of Derenzo rods.
+
+Family-independent: images are ``(nz, ny, nx)`` arrays on an :class:`~directpet.geometry.ImageGrid`
+(NumPy or CuPy; they are copied to the host), z the scanner axis, points ``(x, y, z)`` mm.
+
+* :func:`fwhm_1d` -- width of a sampled 1D response as in NEMA NU 4: the maximum from a parabola
+  through the largest sample and its two neighbours, then linear interpolation between the
+  samples bracketing half (a tenth) of that maximum, walking outwards from the peak on each side.
+* :func:`point_source_fwhm` -- radial, tangential and axial FWHM / FWTM of a point source, from
+  profiles through its located peak.
+* :func:`rod_profiles`, :func:`peak_to_valley` -- profiles along a row of rods of each Derenzo group
+  (:func:`directpet.sim.derenzo.derenzo_phantom`) and their peak-to-valley ratios.
+
+Profiles are read from the image by linear interpolation (``scipy.ndimage.map_coordinates``,
+order 1, ``mode='nearest'`` so that a profile leaving the image is not cut to zero, which would
+fake a fall below half maximum).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..geometry import ImageGrid
+from .metrics import _image
+
+AXIS_NAMES = ("radial", "tangential", "axial")
+_POINT_AXIS = {"x": 0, "y": 1, "z": 2}
+_GRID_AXIS = {"z": 0, "y": 1, "x": 2}
+
+
+# --- 1D widths ---------------------------------------------------------------------------------------
+
+def _parabolic_peak(p: np.ndarray, i: int) -> Tuple[float, float]:
+    """Vertex (offset from i in samples, value) of the parabola through p[i-1], p[i], p[i+1]."""
+    a, b, c = p[i - 1], p[i], p[i + 1]
+    curv = a - 2.0 * b + c
+    if curv >= 0.0:              # flat top (a == b == c): no curvature, the sample is the peak
+        return 0.0, float(b)
+    offset = 0.5 * (a - c) / curv
+    return float(offset), float(b - 0.25 * (a - c) * offset)
+
+
+def fwhm_1d(profile, spacing_mm: float, *, fraction: float = 0.5) -> float:
+    """Full width (mm) of a sampled peak at ``fraction`` of its maximum (0.5: FWHM, 0.1: FWTM).
+
+    Parameters
+    ----------
+    profile : (n,) samples, n >= 3, one peak whose maximum is not at either end.
+    spacing_mm : distance between samples (mm).
+    fraction : the level, a fraction of the maximum in (0, 1).
+
+    The maximum is the vertex of the parabola through the largest sample and its two neighbours
+    (NEMA NU 4). On each side, walking outwards from the largest sample, the first sample below
+    the level and its inner neighbour bracket the crossing, found by linear interpolation.
+
+    Raises ``ValueError`` when the largest sample is at an end (the peak is not inside the
+    profile), when the maximum is not positive, or when the profile never falls below the level
+    on one side (widen the profile).
+    """
+    p = np.asarray(profile, dtype=np.float64)
+    if p.ndim != 1 or p.shape[0] < 3:
+        raise ValueError(f"profile: expected a 1D array of at least 3 samples, got shape {p.shape}")
+    if not np.all(np.isfinite(p)):
+        raise ValueError("profile: contains NaN or inf")
+    if not np.isfinite(spacing_mm) or spacing_mm <= 0:
+        raise ValueError(f"spacing_mm: expected a positive finite value, got {spacing_mm!r}")
+    if not 0.0 < fraction < 1.0:
+        raise ValueError(f"fraction: expected a level in (0, 1), got {fraction!r}")
+    n = p.shape[0]
+    i = int(np.argmax(p))
+    if i == 0 or i == n - 1:
+        raise ValueError(f"profile: its maximum is at the edge (sample {i} of {n}); centre the profile "
+                         "on the peak or widen it")
+    _, peak = _parabolic_peak(p, i)
+    if peak <= 0.0:
+        raise ValueError(f"profile: expected a positive maximum, got {peak!r}")
+    level = fraction * peak
+    if p[i] < level:
+        raise ValueError(f"fraction: {fraction!r} of the fitted maximum lies above every sample")
+    left = np.flatnonzero(p[:i] < level)
+    right = np.flatnonzero(p[i + 1:] < level)
+    for side, found in (("left", left), ("right", right)):
+        if found.size == 0:
+            raise ValueError(f"profile: never falls below {fraction:g} of its maximum on the {side}; "
+                             "widen the profile")
+    jl = int(left[-1])                          # p[jl] < level <= p[jl + 1]
+    xl = jl + (level - p[jl]) / (p[jl + 1] - p[jl])
+    jr = i + 1 + int(right[0])                  # p[jr - 1] >= level > p[jr]
+    xr = jr - 1 + (p[jr - 1] - level) / (p[jr - 1] - p[jr])
+    return float((xr - xl) * spacing_mm)
+
+
+# --- sampling helpers -----------------------------------------------------------------------------------
+
+def _checked_image(image, grid) -> np.ndarray:
+    if not isinstance(grid, ImageGrid):
+        raise TypeError(f"grid: expected ImageGrid, got {type(grid).__name__}")
+    img = _image(image, grid)
+    if img.ndim != 3 or not np.all(np.isfinite(img)):
+        raise ValueError("image: expected a finite (nz, ny, nx) array")
+    return img
+
+
+def _sample(img: np.ndarray, grid: ImageGrid, points_xyz: np.ndarray) -> np.ndarray:
+    """Linear interpolation of the image at points (..., 3) (x, y, z) mm; shape (...)."""
+    from scipy.ndimage import map_coordinates
+
+    coords = []
+    for name in "zyx":
+        a = _GRID_AXIS[name]
+        coords.append(points_xyz[..., _POINT_AXIS[name]] / grid.voxel_size[a] + 0.5 * (grid.shape[a] - 1))
+    flat = [c.ravel() for c in coords]
+    return map_coordinates(img, flat, order=1, mode="nearest").reshape(points_xyz.shape[:-1])
+
+
+def _offsets(half_width_mm: float, step_mm: float) -> np.ndarray:
+    m = int(np.floor(half_width_mm / step_mm + 1e-9))
+    return np.arange(-m, m + 1) * step_mm
+
+
+# --- point sources ----------------------------------------------------------------------------------
+
+def _locate_peak(img: np.ndarray, grid: ImageGrid, position: np.ndarray, search_mm: float) -> np.ndarray:
+    """(x, y, z) mm of the largest voxel within +-search_mm of position, refined per axis by a parabola."""
+    box, lo = [], []
+    for name in "zyx":
+        a = _GRID_AXIS[name]
+        c = grid.centres(a)
+        inside = np.flatnonzero(np.abs(c - position[_POINT_AXIS[name]]) <= search_mm + 1e-9)
+        if inside.size == 0:
+            raise ValueError(f"position_mm: {position.tolist()} has no voxel centre within search_mm="
+                             f"{search_mm} mm along {name} (is it inside the image?)")
+        box.append(slice(int(inside[0]), int(inside[-1]) + 1))
+        lo.append(int(inside[0]))
+    sub = img[tuple(box)]
+    idx = np.unravel_index(int(np.argmax(sub)), sub.shape)
+    peak = np.empty(3)
+    for a, name in enumerate("zyx"):
+        i = lo[a] + int(idx[a])
+        frac = float(i)
+        if 0 < i < grid.shape[a] - 1:
+            line = [img[tuple(i + d if b == a else lo[b] + int(idx[b]) for b in range(3))] for d in (-1, 0, 1)]
+            frac += float(np.clip(_parabolic_peak(np.asarray(line), 1)[0], -0.5, 0.5))
+        peak[_POINT_AXIS[name]] = (frac - 0.5 * (grid.shape[a] - 1)) * grid.voxel_size[a]
+    return peak
+
+
+def _frame(position: np.ndarray) -> Dict[str, np.ndarray]:
+    """Unit vectors (x, y, z): radial from the z axis through ``position`` (x at the axis),
+    tangential (radial turned +90 degrees about z) and axial."""
+    r = float(np.hypot(position[0], position[1]))
+    er = np.array([1.0, 0.0, 0.0]) if r < 1e-6 else np.array([position[0] / r, position[1] / r, 0.0])
+    return {"radial": er, "tangential": np.array([-er[1], er[0], 0.0]), "axial": np.array([0.0, 0.0, 1.0])}
+
+
+def point_source_fwhm(image, grid: ImageGrid, position_mm, *, half_width_mm: float = 5.0,
+                      axes: Sequence[str] = AXIS_NAMES, search_mm: float = 2.0, oversample: int = 1,
+                      sum_halfwidth_mm: float = 0.0) -> dict:
+    """FWHM and FWTM (mm) of a point source along the radial, tangential and axial directions.
+
+    Parameters
+    ----------
+    image : (nz, ny, nx) reconstructed image (NumPy or CuPy).
+    grid : its ImageGrid.
+    position_mm : (x, y, z) mm, the nominal source position.
+    half_width_mm : each profile runs +-half_width_mm about the peak (mm).
+    axes : any of ``'radial'``, ``'tangential'``, ``'axial'``.
+    search_mm : the peak is the largest voxel whose centre is within +-search_mm of
+        ``position_mm`` along each axis, refined to sub-voxel precision by a parabola per axis.
+    oversample : profiles are sampled every ``voxel / oversample``: the transaxial voxel
+        ``min(vx, vy)`` for radial and tangential profiles, ``vz`` for the axial one. The default
+        1 is NEMA's sampling at the voxel spacing.
+    sum_halfwidth_mm : NEMA NU 4 forms the response from profiles summed over a few voxels
+        perpendicular to the direction of measurement to reduce noise. Profiles parallel to the
+        direction, offset by multiples of the sampling step up to +-sum_halfwidth_mm along both
+        perpendicular directions of the (radial, tangential, axial) frame, are summed. The default
+        0 takes the single line through the peak: for a noise-free or high-count image that is
+        the least biased choice (summing widens a response that is not separable in this frame).
+
+    Directions: radial is from the scanner axis z through the *nominal* position (x when the
+    position is on the axis, within 1e-6 mm), tangential is radial turned +90 degrees about z,
+    axial is z. Every profile passes through the located peak.
+
+    Returns
+    -------
+    dict with ``'fwhm_mm'`` and ``'fwtm_mm'`` ({direction: mm}), ``'peak_mm'`` ((3,) located peak
+    (x, y, z) mm), ``'directions'`` ({direction: (3,) unit vector}) and ``'profiles'``
+    ({direction: (distance_mm from the peak (n,), values (n,))}).
+    """
+    img = _checked_image(image, grid)
+    pos = np.asarray(position_mm, dtype=np.float64)
+    if pos.shape != (3,) or not np.all(np.isfinite(pos)):
+        raise ValueError(f"position_mm: expected three finite coordinates (x, y, z) mm, got {position_mm!r}")
+    axes = tuple(axes)
+    bad = [a for a in axes if a not in AXIS_NAMES]
+    if bad or not axes:
+        raise ValueError(f"axes: expected a non-empty subset of {AXIS_NAMES}, got {axes!r}")
+    for name, v in (("half_width_mm", half_width_mm), ("search_mm", search_mm)):
+        if not np.isfinite(v) or v <= 0:
+            raise ValueError(f"{name}: expected a positive finite value, got {v!r}")
+    if not np.isfinite(sum_halfwidth_mm) or sum_halfwidth_mm < 0:
+        raise ValueError(f"sum_halfwidth_mm: expected a finite value >= 0, got {sum_halfwidth_mm!r}")
+    if isinstance(oversample, (bool, np.bool_)) or not isinstance(oversample, (int, np.integer)) or oversample < 1:
+        raise ValueError(f"oversample: expected a positive integer, got {oversample!r}")
+
+    peak = _locate_peak(img, grid, pos, float(search_mm))
+    frame = _frame(pos)
+    step = {"radial": min(grid.voxel_size[1], grid.voxel_size[2]) / oversample,
+            "tangential": min(grid.voxel_size[1], grid.voxel_size[2]) / oversample,
+            "axial": grid.voxel_size[0] / oversample}
+    fwhm, fwtm, profiles = {}, {}, {}
+    for name in axes:
+        t = _offsets(float(half_width_mm), step[name])
+        if t.size < 3:
+            raise ValueError(f"half_width_mm: {half_width_mm!r} mm gives fewer than 3 samples at {step[name]:.3g} mm")
+        perp = [p for p in AXIS_NAMES if p != name]
+        o1, o2 = (_offsets(float(sum_halfwidth_mm), step[p]) for p in perp)
+        pts = (peak[None, None, None, :] + t[:, None, None, None] * frame[name]
+               + o1[None, :, None, None] * frame[perp[0]] + o2[None, None, :, None] * frame[perp[1]])
+        values = _sample(img, grid, pts).sum(axis=(1, 2))
+        fwhm[name] = fwhm_1d(values, step[name], fraction=0.5)
+        fwtm[name] = fwhm_1d(values, step[name], fraction=0.1)
+        profiles[name] = (t, values)
+    return {"fwhm_mm": fwhm, "fwtm_mm": fwtm, "peak_mm": peak,
+            "directions": {k: frame[k] for k in axes}, "profiles": profiles}
+
+
+# --- Derenzo rods --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class RodProfile:
+    """Profile along a row of rods of one Derenzo group.
+
+    Attributes
+    ----------
+    diameter_mm : rod diameter d (mm).
+    distance_mm : (n,) positions along the profile line from its start (mm).
+    values : (n,) image values there, averaged over the slices along the rod axis.
+    rod_mm : (m,) positions of the profiled rods' centres along the line (mm).
+    valley_mm : (m - 1,) midpoints between neighbouring rods along the line (mm).
+    start_mm, end_mm : (3,) ends of the line (x, y, z) mm, at the phantom centre along the axis.
+    slices : indices (along the rod axis's image axis) of the slices averaged.
+    """
+
+    diameter_mm: float
+    distance_mm: np.ndarray
+    values: np.ndarray
+    rod_mm: np.ndarray
+    valley_mm: np.ndarray
+    start_mm: np.ndarray
+    end_mm: np.ndarray
+    slices: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class PeakToValley:
+    """Peak-to-valley ratio of one Derenzo group.
+
+    Attributes
+    ----------
+    diameter_mm : rod diameter (mm).
+    peaks : (m,) profile maximum within +-window of each rod centre.
+    valleys : (m - 1,) profile minimum within +-window of each midpoint between rods.
+    mean_peak, mean_valley : their means.
+    ratio : ``mean_peak / mean_valley``; ``inf`` when ``mean_valley <= 0 < mean_peak`` (perfect
+        separation in a cold background) and ``nan`` when ``mean_peak <= 0``. ``mean_peak`` and
+        ``mean_valley`` are kept so that a contrast (e.g. their difference) can be used instead.
+    profile : the :class:`RodProfile` measured.
+    """
+
+    diameter_mm: float
+    peaks: np.ndarray
+    valleys: np.ndarray
+    mean_peak: float
+    mean_valley: float
+    ratio: float
+    profile: RodProfile
+
+
+def rod_profiles(image, grid: ImageGrid, info, *, step_mm: Optional[float] = None,
+                 axial_fraction: float = 0.5) -> Dict[float, RodProfile]:
+    """Profiles along the row of collinear rods that ``info`` names for each group.
+
+    Parameters
+    ----------
+    image : (nz, ny, nx) image (NumPy or CuPy).
+    grid : its ImageGrid (the phantom's, ``info.grid``).
+    info : a :class:`~directpet.sim.derenzo.DerenzoInfo` (anything with its ``axis``, ``plane_axes``,
+        ``centre_mm``, ``length_mm`` and ``groups``).
+    step_mm : sampling step along the line (mm); default a quarter of the smaller in-plane voxel.
+    axial_fraction : the profile is averaged over the image slices along the rod axis whose centres
+        lie in the central ``axial_fraction`` of the rods' length (inside the image), away from
+        the rod ends where the axial blur of a reconstruction mixes in the cold background.
+
+    Returns ``{diameter_mm: RodProfile}`` in the order of ``info.groups``.
+    """
+    img = _checked_image(image, grid)
+    if tuple(info.grid.shape) != tuple(grid.shape) or tuple(info.grid.voxel_size) != tuple(grid.voxel_size):
+        raise ValueError(f"info: its grid {info.grid} differs from grid {grid}")
+    if not 0.0 < axial_fraction <= 1.0:
+        raise ValueError(f"axial_fraction: expected a value in (0, 1], got {axial_fraction!r}")
+    u_name, v_name = info.plane_axes
+    in_plane = min(grid.voxel_size[_GRID_AXIS[u_name]], grid.voxel_size[_GRID_AXIS[v_name]])
+    step = 0.25 * in_plane if step_mm is None else float(step_mm)
+    if not np.isfinite(step) or step <= 0:
+        raise ValueError(f"step_mm: expected a positive finite value, got {step_mm!r}")
+
+    ax = _GRID_AXIS[info.axis]
+    along = grid.centres(ax)
+    centre_along = info.centre_mm[_POINT_AXIS[info.axis]]
+    slices = np.flatnonzero(np.abs(along - centre_along) <= 0.5 * axial_fraction * info.length_mm + 1e-9)
+    if slices.size == 0:
+        raise ValueError(f"axial_fraction: no image slice along {info.axis} lies in the central "
+                         f"{axial_fraction:g} of the rods ({info.length_mm} mm at {centre_along} mm)")
+
+    out = {}
+    for g in info.groups:
+        start, end = np.asarray(g.profile_start_mm, float), np.asarray(g.profile_end_mm, float)
+        length = float(np.hypot(*(end - start)))
+        e = (end - start) / length
+        t = np.arange(int(np.floor(length / step + 1e-9)) + 1) * step
+        uv = start[None, :] + t[:, None] * e[None, :]                                   # (n, 2)
+        pts = np.empty((slices.size, t.size, 3))
+        pts[..., _POINT_AXIS[u_name]] = uv[None, :, 0]
+        pts[..., _POINT_AXIS[v_name]] = uv[None, :, 1]
+        pts[..., _POINT_AXIS[info.axis]] = along[slices][:, None]
+        values = _sample(img, grid, pts).mean(axis=0)
+        rods = (np.asarray(g.centres_mm, float)[np.asarray(g.profile_rods)] - start[None, :]) @ e
+        ends = np.empty((2, 3))
+        for k, p in enumerate((start, end)):
+            ends[k, _POINT_AXIS[u_name]], ends[k, _POINT_AXIS[v_name]] = p
+            ends[k, _POINT_AXIS[info.axis]] = centre_along
+        out[float(g.diameter_mm)] = RodProfile(diameter_mm=float(g.diameter_mm), distance_mm=t, values=values,
+                                               rod_mm=rods, valley_mm=0.5 * (rods[1:] + rods[:-1]),
+                                               start_mm=ends[0], end_mm=ends[1], slices=slices)
+    return out
+
+
+def _window(t: np.ndarray, centre: float, half: float) -> np.ndarray:
+    """Indices of samples within +-half of centre, or the nearest sample when none is."""
+    idx = np.flatnonzero(np.abs(t - centre) <= half)
+    return idx if idx.size else np.array([int(np.argmin(np.abs(t - centre)))])
+
+
+def peak_to_valley(profiles: Mapping[float, RodProfile], *,
+                   window_fraction: float = 0.25) -> Dict[float, PeakToValley]:
+    """Peak-to-valley ratio per Derenzo group from :func:`rod_profiles`.
+
+    Peaks are the profile maxima within ``+-window_fraction * d`` of each rod centre, valleys the
+    minima within ``+-window_fraction * d`` of each midpoint between neighbouring rods (the gap
+    between rod edges is ``+-d / 2`` about the midpoint); the ratio is mean peak / mean valley
+    (see :class:`PeakToValley` for a valley of 0). Groups whose profile crosses a single rod have
+    no valley and are left out. Returns ``{diameter_mm: PeakToValley}``.
+    """
+    if not 0.0 < window_fraction <= 0.5:
+        raise ValueError(f"window_fraction: expected a value in (0, 0.5], got {window_fraction!r}")
+    out = {}
+    for d, prof in profiles.items():
+        if prof.rod_mm.size < 2:
+            continue
+        half = window_fraction * prof.diameter_mm
+        peaks = np.array([prof.values[_window(prof.distance_mm, c, half)].max() for c in prof.rod_mm])
+        valleys = np.array([prof.values[_window(prof.distance_mm, c, half)].min() for c in prof.valley_mm])
+        mp, mv = float(peaks.mean()), float(valleys.mean())
+        ratio = float("nan") if mp <= 0 else (float("inf") if mv <= 0 else mp / mv)
+        out[d] = PeakToValley(diameter_mm=float(prof.diameter_mm), peaks=peaks, valleys=valleys,
+                              mean_peak=mp, mean_valley=mv, ratio=ratio, profile=prof)
+    return out
