@@ -3,12 +3,13 @@
 # whole test suite (gpu-marked tests included), compute-sanitizer memcheck on a small case, and the
 # benchmarks. Logs and JSON records go to OUTDIR.
 #
-#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|all]
+#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|all]
 #
 # tests: the whole pytest suite + compute-sanitizer memcheck; projectors: benchmarks/direct_projectors.py;
-# recon: benchmarks/direct_recon.py and the [HA] section 6 experiment (scripts/run_experiment.py).
+# recon: benchmarks/direct_recon.py and the [HA] section 6 experiment (scripts/run_experiment.py);
+# first: the FIRST family's gpu-marked tests and benchmarks/first_projectors.py.
 set -uo pipefail
-OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|all]}
+OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|all]}
 MODE=${2:-full}
 WHAT=${3:-all}
 mkdir -p "$OUTDIR"
@@ -57,4 +58,15 @@ if [ "$WHAT" = all ] || [ "$WHAT" = recon ]; then
   if [ "$MODE" = quick ]; then EXP="--size small --iterations 10"; else EXP="--size paper --iterations 40"; fi
   $PY scripts/run_experiment.py "$OUTDIR/experiment" $EXP > "$OUTDIR/experiment.log" 2>&1
   tail -16 "$OUTDIR/experiment.log"
+fi
+
+if [ "$WHAT" = all ] || [ "$WHAT" = first ]; then
+  if [ "$WHAT" = first ]; then
+    echo "== FIRST gpu tests"
+    $PY -m pytest tests/test_first_*.py -q -rs -m gpu -p no:cacheprovider > "$OUTDIR/tests_first.log" 2>&1
+    tail -8 "$OUTDIR/tests_first.log"
+  fi
+  echo "== FIRST projector benchmark"
+  $PY benchmarks/first_projectors.py $QUICK --out "$OUTDIR/first_projectors.json" > "$OUTDIR/bench_first.log" 2>&1
+  tail -40 "$OUTDIR/bench_first.log"
 fi

@@ -1,5 +1,17 @@
-"""FIRST-style Super-LOR projectors for a rotating dual-head scanner (science.md 2)."""
+"""FIRST-style Super-LOR projectors for a rotating dual-head scanner (science.md 2).
 
+``RotatingScanner`` (geometry and sinogram conventions), ``build_super_lor_table`` /
+``SuperLORTable`` (the analytic system model reduced to Super-LORs; saved and loaded as ``.npz``),
+``SuperLORProjector`` (faithful / matched / fast, CPU and CUDA), ``SinogramData`` and
+``model_consistent_sinogram`` (data), ``AngleSubsets`` (OSEM through :mod:`directpet.recon`).
+"""
+
+from .data import SinogramData, model_consistent_sinogram
 from .geometry import RotatingScanner
+from .model import SuperLORTable, analytic_tube, build_super_lor_table, lor_tube
+from .projector import METHODS, AngleOperator, SuperLORProjector
+from .subsets import AngleSubsets, interleaved_angle_subsets
 
-__all__ = ["RotatingScanner"]
+__all__ = ["AngleOperator", "AngleSubsets", "METHODS", "RotatingScanner", "SinogramData", "SuperLORProjector",
+           "SuperLORTable", "analytic_tube", "build_super_lor_table", "interleaved_angle_subsets", "lor_tube",
+           "model_consistent_sinogram"]

@@ -1,0 +1,173 @@
+"""FIRST Super-LOR projectors at full size (issue: FIRST family, section 6).
+
+Forward and back projection of the whole sinogram (175 x 130 x 900 <-> 175 x 175 x 59) on the GPU
+for the three methods (faithful, matched, fast), the CPU backend with all cores in the same run,
+and one full OSEM iteration (13 subsets of 10 angles) with the data resident on the GPU.
+
+Floor first: the work each method must do is counted from the sizes (samples, texture fetches,
+FLOPs) and printed next to the times; see benchmarks/RESULTS.md for the discussion.
+
+Timing: CUDA events (CuPy) around the projector calls on CuPy arrays (inputs rotate among several
+random images / sinograms, never zeros; the sinogram is 82 MB, above the 50-60 MB L2), median of
+repeats. CPU: host wall time; the slow CPU methods (faithful, matched) are timed on a few angles and
+scaled to 130 (the work per angle is the same for every angle), which the table says.
+
+    python benchmarks/first_projectors.py [--out FILE] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+from directpet import recon
+from directpet.first import (AngleSubsets, RotatingScanner, SuperLORProjector, build_super_lor_table,
+                             model_consistent_sinogram)
+
+from _common import cpu_name, gpu_name, print_table, time_device, time_host, today, write_records
+
+FP32_TFLOPS = 67.0          # H100/H200 SXM, plain fp32 (datasheet; science.md 4)
+TEX_BILINEAR_PER_S = 132 * 4 * 1.98e9   # 4 texture units per SM, one bilinear texel set per clock
+
+
+def work_counts(s: RotatingScanner, J=2, K=1):
+    """What each method must do for the whole sinogram (forward or back)."""
+    n, R, nz, A = s.n_radial, s.n_rows, s.n_slices, s.n_angles
+    lors = s.n_lors
+    samples = lors * n * (2 * J + 1) * (2 * K + 1)
+    rows_sum = sum(R - abs(d) for d in range(-(R - 1), R))                  # = R^2
+    stencil_flop = 2 * A * rows_sum * n * n * (2 * J + 1) * (2 * K + 2)     # folded taps per LOR and i
+    resample_flop = 2 * 4 * A * n * (n + 2 * J) * nz
+    faithful_back_fetches = 2 * nz * n * n * A * (2 * R - 1) * (2 * J + 1) * (2 * K + 1)
+    return {"samples": samples, "stencil_flop": stencil_flop, "resample_flop": resample_flop,
+            "fast_flop": stencil_flop + resample_flop,
+            # faithful forward: one trilinear fetch (two bilinear texel sets) per sample; the table
+            # is fetched once per 32 samples and shared through shuffles
+            "faithful_fwd_bilinear": 2 * samples + samples // 32,
+            # faithful back: per voxel, angle, ring difference and (j, k): one bilinear sinogram
+            # fetch (float2) and one table fetch
+            "faithful_back_bilinear": faithful_back_fetches}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "first_projectors.json"))
+    ap.add_argument("--quick", action="store_true", help="fewer repeats and CPU angles")
+    ap.add_argument("--cpu-angles", type=int, default=None, help="angles for the slow CPU methods")
+    args = ap.parse_args()
+    import cupy as cp
+
+    gpu = gpu_name()
+    date = today()
+    s = RotatingScanner()
+    table = build_super_lor_table(s)
+    counts = work_counts(s)
+    print(f"scanner: {s.sinogram_shape} sinogram <-> {s.grid.shape} image; {table.n_super} Super-LORs; "
+          f"{s.n_lors:,} LORs, {counts['samples'] / 1e9:.1f} G tube samples per projection")
+    fast_floor = counts["fast_flop"] / (FP32_TFLOPS * 1e12) * 1e3
+    print(f"floors: fast {counts['fast_flop'] / 1e9:.0f} GFLOP -> {fast_floor:.2f} ms at {FP32_TFLOPS} TFLOP/s; "
+          f"faithful fwd {counts['faithful_fwd_bilinear'] / 1e9:.0f} G bilinear fetches -> "
+          f"{counts['faithful_fwd_bilinear'] / TEX_BILINEAR_PER_S * 1e3:.0f} ms, back "
+          f"{counts['faithful_back_bilinear'] / 1e9:.0f} G -> {counts['faithful_back_bilinear'] / TEX_BILINEAR_PER_S * 1e3:.0f} ms "
+          f"at {TEX_BILINEAR_PER_S / 1e12:.2f} T/s")
+    rng = np.random.default_rng(7)
+    n_in = 2 if args.quick else 4
+    images = [cp.asarray(rng.uniform(0.1, 1.0, s.grid.shape).astype(np.float32)) for _ in range(n_in)]
+    sinos = [cp.asarray(rng.uniform(0.1, 1.0, s.sinogram_shape).astype(np.float32)) for _ in range(n_in)]
+    img_out = cp.empty(s.grid.shape, cp.float32)
+    sino_out = cp.empty(s.sinogram_shape, cp.float32)
+    sens_out = cp.empty(s.grid.shape, cp.float32)
+
+    rows, records = [], []
+    gpu_ms = {}
+    repeats = {"fast": (3, 10), "faithful": (1, 3), "matched": (1, 2)}
+    for method in ("fast", "faithful", "matched"):
+        P = SuperLORProjector(table, method, backend="cuda", check_finite=False)
+        warm, rep = repeats[method]
+        if args.quick:
+            rep = max(1, rep // 2)
+        fp = time_device(lambda k: P.forward(images[k % n_in], out=sino_out), repeat=rep, warmup=warm)
+        bp = time_device(lambda k: P.adjoint(sinos[k % n_in], out=img_out), repeat=rep, warmup=warm)
+        gpu_ms[method] = (fp, bp)
+        rows.append({"method": method, "op": "fp", "ms": fp})
+        rows.append({"method": method, "op": "bp", "ms": bp})
+        if method == "faithful":
+            bs = time_device(lambda k: P._engine.back_faithful(sinos[k % n_in], None, P.angle_list(None),
+                                                               img_out, sens_out), repeat=rep, warmup=warm)
+            rows.append({"method": method, "op": "bp+sens", "ms": bs})
+            gpu_ms["faithful_sens"] = bs
+        print(f"  {method}: fp {fp:.2f} ms, bp {bp:.2f} ms, model + workspaces {P._engine.model.nbytes / 2**20:.0f} MiB",
+              flush=True)
+
+    # CPU backend, all cores, same inputs
+    threads = os.cpu_count()
+    x_h, y_h = cp.asnumpy(images[0]), cp.asnumpy(sinos[0])
+    cpu_angles = args.cpu_angles or (2 if args.quick else 4)
+    cpu_ms = {}
+    for method in ("fast", "faithful", "matched"):
+        P = SuperLORProjector(table, method, backend="cpu", threads=threads, check_finite=False)
+        if method == "fast":
+            angles, scale = None, 1.0
+        else:
+            angles = np.linspace(0, s.n_angles - 1, cpu_angles).round().astype(int)
+            scale = s.n_angles / cpu_angles
+        sub = s.n_angles if angles is None else len(angles)
+        yb = y_h[:sub] if angles is not None else y_h
+        fp = time_host(lambda: P.forward(x_h, angles), repeat=1, warmup=0) * scale
+        bp = time_host(lambda: P.adjoint(np.ascontiguousarray(yb), angles), repeat=1, warmup=0) * scale
+        cpu_ms[method] = (fp, bp)
+        note = "" if angles is None else f"(measured on {len(angles)} angles, x{scale:.1f})"
+        print(f"  CPU {method}: fp {fp / 1e3:.2f} s, bp {bp / 1e3:.2f} s {note}", flush=True)
+        rows.append({"method": f"cpu-{method}", "op": "fp", "ms": fp, "note": note})
+        rows.append({"method": f"cpu-{method}", "op": "bp", "ms": bp, "note": note})
+
+    for method, (fp, bp) in gpu_ms.items():
+        if method == "faithful_sens":
+            continue
+        for op, ms, cpu in (("fp", fp, cpu_ms[method][0]), ("bp", bp, cpu_ms[method][1])):
+            records.append({"case": "full", "method": method, "op": op, "ms": ms,
+                            "speedup_vs_cpu": cpu / ms, "speedup_vs_cpu_fast": cpu_ms["fast"][0 if op == "fp" else 1] / ms,
+                            "device": gpu, "date": date})
+    records.append({"case": "full", "method": "faithful", "op": "bp+sens", "ms": gpu_ms["faithful_sens"],
+                    "speedup_vs_cpu": None, "device": gpu, "date": date})
+    for method, (fp, bp) in cpu_ms.items():
+        for op, ms in (("fp", fp), ("bp", bp)):
+            records.append({"case": "full", "method": "cpu", "cpu_method": method, "op": op, "ms": ms,
+                            "speedup_vs_cpu": 1.0, "device": f"{cpu_name()} ({threads} threads)", "date": date,
+                            "note": None if method == "fast" else f"measured on {cpu_angles} angles, scaled to {s.n_angles}"})
+
+    # one full OSEM iteration (13 subsets of 10 angles), everything on the GPU
+    truth = np.zeros(s.grid.shape, np.float32)
+    truth[:, 40:135, 40:135] = rng.uniform(0.5, 1.5, (s.n_slices, 95, 95)).astype(np.float32)
+    for method in ("fast", "faithful"):
+        P = SuperLORProjector(table, method, backend="cuda", check_finite=False)
+        data = model_consistent_sinogram(P, cp.asarray(truth), counts=2e8, rng=cp.random.default_rng(3))
+        problem = AngleSubsets(P, data, n_subsets=13)
+        res = recon.osem(problem, 2 if args.quick else 4, progress=False)
+        it_ms = 1e3 * float(np.median(res.iteration_times[1:] if len(res.iteration_times) > 1 else res.iteration_times))
+        cpu_it = cpu_ms[method][0] + cpu_ms[method][1]
+        rows.append({"method": method, "op": "osem iteration", "ms": it_ms})
+        records.append({"case": "osem_iteration", "method": method, "op": "iteration", "ms": it_ms,
+                        "speedup_vs_cpu": cpu_it / it_ms, "device": gpu, "date": date,
+                        "note": "13 subsets x 10 angles, data on the GPU; CPU reference = its fp + bp time"})
+        print(f"  OSEM iteration ({method}): {it_ms:.1f} ms", flush=True)
+
+    for r in rows:
+        for m, (fp, bp) in gpu_ms.items():
+            if r["method"] == m and r["op"] in ("fp", "bp"):
+                cpu = cpu_ms[m][0 if r["op"] == "fp" else 1]
+                r["x_cpu_same"] = cpu / r["ms"]
+                r["x_cpu_fast"] = cpu_ms["fast"][0 if r["op"] == "fp" else 1] / r["ms"]
+    fast_fp, fast_bp = gpu_ms["fast"]
+    print(f"\nfast: {fast_floor / fast_fp:.0%} (fp) / {fast_floor / fast_bp:.0%} (bp) of the FMA floor")
+    print(f"faithful: fp at {counts['faithful_fwd_bilinear'] / (gpu_ms['faithful'][0] * 1e-3) / 1e12:.2f} T bilinear fetches/s, "
+          f"bp at {counts['faithful_back_bilinear'] / (gpu_ms['faithful'][1] * 1e-3) / 1e12:.2f} T/s")
+    print_table(rows, ["method", "op", "ms", "x_cpu_same", "x_cpu_fast", "note"])
+    write_records(records, args.out)
+
+
+if __name__ == "__main__":
+    main()
