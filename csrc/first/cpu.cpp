@@ -58,6 +58,19 @@ HostModel make_model(const Dims& D, int n_angles, const float* table, const int*
             }
         }
     }
+    // group the ring differences by (Super-LOR, mirror) for the faithful back projector
+    std::vector<int> order(nd);
+    for (int d = 0; d < nd; ++d) order[d] = d;
+    auto key = [&](int d) { return 2 * M.super_of_delta[d] + (M.flip_k[d] ? 1 : 0); };
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
+    M.delta_order = order;
+    for (int e = 0; e < nd; ++e)
+        if (e == 0 || key(order[e]) != key(order[e - 1])) {
+            M.group_start.push_back(e);
+            M.group_super.push_back(M.super_of_delta[order[e]]);
+            M.group_flip.push_back(M.flip_k[order[e]]);
+        }
+    M.group_start.push_back(nd);
     return M;
 }
 
@@ -288,6 +301,7 @@ void back_faithful_cpu(const HostModel& M, const AngleList& A, const float* sino
     const Dims& D = M.D;
     const int n_sel = static_cast<int>(A.index.size());
     const TableReader prob{&D, M.table.data()};
+    const DeltaGroups groups = M.groups();
 #pragma omp parallel for collapse(2) schedule(dynamic, 8) num_threads(thread_count(threads))
     for (int iz = 0; iz < D.nz; ++iz)
         for (int iy = 0; iy < D.n; ++iy)
@@ -295,8 +309,8 @@ void back_faithful_cpu(const HostModel& M, const AngleList& A, const float* sino
                 float corr = 0.0f, sn = 0.0f;
                 for (int al = 0; al < n_sel; ++al) {
                     const SinogramLayerReader layer{&D, sino, factors, al};
-                    voxel_back_faithful(D, M.super_of_delta.data(), M.flip_k.data(), M.slope.data(), ix, iy, iz,
-                                        A.cos[al], A.sin[al], layer, prob, &corr, &sn);
+                    voxel_back_faithful(D, groups, M.slope.data(), ix, iy, iz, A.cos[al], A.sin[al], layer, prob,
+                                        &corr, &sn);
                 }
                 const int64_t v = (static_cast<int64_t>(iz) * D.n + iy) * D.n + ix;
                 image[v] = corr;

@@ -124,7 +124,7 @@ cuda::DeviceBuffer upload(const std::vector<T>& v) {
 }
 
 // --- faithful -------------------------------------------------------------------------------------
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 4)
 faithful_forward_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t image, cudaTextureObject_t table,
                         const int* __restrict__ super_of_delta, const unsigned char* __restrict__ flip_k,
                         const float* __restrict__ slope, float* __restrict__ sino) {
@@ -153,7 +153,7 @@ faithful_forward_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t im
                     if (e < total) {
                         const int ie = e / per_i, je = e % per_i / nk, ke = e % nk;
                         const int kt = flip ? nk - 1 - ke : ke;
-                        my_p = tex2DLayered<float>(table, ie + 0.5f, je * nk + kt + 0.5f, S);
+                        my_p = tex2DLayered<float>(table, je * nk + kt + 0.5f, ie + 0.5f, S);
                     }
                 }
                 const float p = __shfl_sync(0xffffffffu, my_p, ctr & 31);
@@ -198,23 +198,22 @@ struct TexProb {
     cudaTextureObject_t t;
     int nk;
     __device__ float operator()(int S, float i_f, int jj, int kk) const {
-        return tex2DLayered<float>(t, i_f + 0.5f, jj * nk + kk + 0.5f, S);
+        return tex2DLayered<float>(t, jj * nk + kk + 0.5f, i_f + 0.5f, S);
     }
 };
 
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 4)
 faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr, cudaTextureObject_t table,
-                     const int* __restrict__ super_of_delta, const unsigned char* __restrict__ flip_k,
-                     const float* __restrict__ slope, float* __restrict__ image, float* __restrict__ sens,
-                     bool accumulate) {
+                     const __grid_constant__ DeltaGroups groups, const float* __restrict__ slope, float* __restrict__ image,
+                     float* __restrict__ sens, bool accumulate) {
     const int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
     const int iz = blockIdx.z;
     if (ix >= D.n || iy >= D.n) return;
     float c_acc = 0.0f, s_acc = 0.0f;
     const TexProb prob{table, D.n_k()};
     for (int q = 0; q < A.n; ++q)
-        voxel_back_faithful(D, super_of_delta, flip_k, slope, ix, iy, iz, A.c[q], A.s[q],
-                            TexCorr{corr, q * D.n_deltas()}, prob, &c_acc, &s_acc);
+        voxel_back_faithful(D, groups, slope, ix, iy, iz, A.c[q], A.s[q], TexCorr{corr, q * D.n_deltas()}, prob,
+                            &c_acc, &s_acc);
     const int64_t v = (static_cast<int64_t>(iz) * D.n + iy) * D.n + ix;
     image[v] = accumulate ? image[v] + c_acc : c_acc;
     if (sens) sens[v] = accumulate ? sens[v] + s_acc : s_acc;
@@ -487,8 +486,9 @@ unresample_kernel(const Dims D, const AngleChunk A, int pitch, const float* __re
 struct DeviceModel::Impl {
     HostModel host;
     cuda::DeviceBuffer Q, base, slope, super_of_delta, flip_k, units;
+    cuda::DeviceBuffer delta_order, group_start, group_super, group_flip;
     int n_units = 0;
-    TextureArray table;              // Super-LOR tubes: layered (n) x ((2J+1)(2K+1)) x n_super
+    TextureArray table;              // Super-LOR tubes: layered ((2J+1)(2K+1), x) by (n, y) by n_super
     // workspaces, grown on demand
     cuda::DeviceBuffer lattice;      // fast: chunk x n x nz x pitch
     TextureArray image;              // faithful forward: 3D (n, n, nz)
@@ -503,7 +503,11 @@ struct DeviceModel::Impl {
         slope = upload(host.slope);
         super_of_delta = upload(host.super_of_delta);
         flip_k = upload(host.flip_k);
-        table.create(D.n, D.n_j() * D.n_k(), D.n_super, true, false);
+        delta_order = upload(host.delta_order);
+        group_start = upload(host.group_start);
+        group_super = upload(host.group_super);
+        group_flip = upload(host.group_flip);
+        table.create(D.n_j() * D.n_k(), D.n, D.n_super, true, false);   // [S][i][(j, k)]: (j, k) fastest
         table.copy_from(host.table.data(), false, nullptr, D.n_super);
         DP_CUDA_CHECK(cudaStreamSynchronize(nullptr));
         pitch = (D.n_rows_ext() + 3) / 4 * 4;
@@ -544,6 +548,7 @@ const HostModel& DeviceModel::host() const { return impl_->host; }
 size_t DeviceModel::bytes() const {
     const Impl& m = *impl_;
     return m.Q.bytes() + m.base.bytes() + m.slope.bytes() + m.super_of_delta.bytes() + m.flip_k.bytes() +
+           m.delta_order.bytes() + m.group_start.bytes() + m.group_super.bytes() + m.group_flip.bytes() +
            m.units.bytes() + m.table.bytes() + m.lattice.bytes() + m.image.bytes() + m.corrections.bytes() +
            m.layers.bytes();
 }
@@ -661,8 +666,9 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
         DP_CUDA_CHECK_LAUNCH("stage_corrections_kernel");
         m.corrections.copy_from(m.layers.get(), true, s, ch.n * D.n_deltas());
         const dim3 grid(div_up(D.n, 32), div_up(D.n, 8), D.nz);
-        faithful_back_kernel<<<grid, dim3(32, 8), 0, s>>>(D, ch, m.corrections.tex(), m.table.tex(),
-                                                          m.super_of_delta.as<int>(), m.flip_k.as<unsigned char>(),
+        const DeltaGroups groups{m.delta_order.as<int>(), m.group_start.as<int>(), m.group_super.as<int>(),
+                                 m.group_flip.as<unsigned char>(), static_cast<int>(m.host.group_super.size())};
+        faithful_back_kernel<<<grid, dim3(32, 8), 0, s>>>(D, ch, m.corrections.tex(), m.table.tex(), groups,
                                                           m.slope.as<float>(), image, sens, ch.first > 0);
         DP_CUDA_CHECK_LAUNCH("faithful_back_kernel");
     });

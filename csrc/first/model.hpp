@@ -20,6 +20,14 @@ struct HostModel {
     std::vector<float> Q;                     // folded taps (n_deltas, n, 2J+1, 2K+2)
     std::vector<int> base;                    // (n_deltas, n) floor of the axial offset u(i)
     int base_min = 0, base_max = 0;           // range of base (the fast kernels pad z by it)
+    // ring differences grouped by (Super-LOR, k-mirror) for the faithful back projector
+    std::vector<int> delta_order, group_start, group_super;
+    std::vector<unsigned char> group_flip;
+
+    DeltaGroups groups() const {
+        return {delta_order.data(), group_start.data(), group_super.data(), group_flip.data(),
+                static_cast<int>(group_super.size())};
+    }
 };
 
 // Builds the model and its folded taps; throws dp::ValueError on inconsistent inputs.

@@ -212,37 +212,58 @@ DP_HD float voxel_back_matched(const Dims& D, const float* sino, const float* Q,
 }
 
 // ---------------------------------------------------------------------------------------------
+// The ring differences of the faithful back projector grouped by (Super-LOR, k-mirror), so that a
+// voxel reads each tube value once per group instead of once per ring difference.
+struct DeltaGroups {
+    const int* delta_order;          // ring-difference indices d, group by group
+    const int* group_start;          // (n_groups + 1,) offsets into delta_order
+    const int* group_super;          // (n_groups,) Super-LOR of the group
+    const unsigned char* group_flip; // (n_groups,) read the table at -k
+    int n_groups;
+};
+
 // The paper's back projection of one voxel for one angle (not a transpose): for every ring
 // difference and tube offset (j, k), the LOR whose sample (j, k) passes through the voxel is read
 // at the voxel's own continuous (radial, axial) sinogram coordinates by bilinear interpolation,
 // and weighted by the tube at the voxel's along position (linear in i). The sum is halved (the
 // axial LOR density of one ring difference: LORs two slices apart, reads one slice apart).
-// `read_corr(layer_d, rho_f, m_f, &ratio, &factor)` interpolates the sinogram layer of ring
-// difference d at continuous (rho, m) — a texture on the GPU, software on the CPU; `read_prob(S,
-// i_f, jj, kk)` the Super-LOR table linearly in i. Adds to *corr and *sens.
+// `read_corr(d, rho_f, m_f, &ratio, &factor)` interpolates the sinogram layer of ring difference d
+// at continuous (rho, m) — a texture on the GPU, software on the CPU; `read_prob(S, i_f, jj, kk)`
+// the Super-LOR table linearly in i. Reads whose bilinear footprint lies wholly outside the ring
+// difference's LORs (m_f <= -1 or m_f >= n_rows - |delta|) are skipped: they are zero.
+// Adds to *corr and *sens.
+#ifdef __CUDACC__
+#pragma nv_exec_check_disable
+#endif
 template <typename ReadCorr, typename ReadProb>
-DP_HD void voxel_back_faithful(const Dims& D, const int* super_of_delta, const unsigned char* flip_k,
-                               const float* slope, int ix, int iy, int iz, float cphi, float sphi,
-                               const ReadCorr& read_corr, const ReadProb& read_prob, float* corr, float* sens) {
+DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const float* slope, int ix, int iy, int iz,
+                               float cphi, float sphi, const ReadCorr& read_corr, const ReadProb& read_prob,
+                               float* corr, float* sens) {
     const float c = D.centre();
     float i_f, row_f;
     voxel_lattice_coords(ix, iy, c, cphi, sphi, &i_f, &row_f);
+    if (i_f <= -1.0f || i_f >= static_cast<float>(D.n)) return;      // beyond every tube's along extent
     float acc_c = 0.0f, acc_s = 0.0f;
-    for (int d = 0; d < D.n_deltas(); ++d) {
-        const int delta = d - (D.n_rows - 1);
-        const int ad = delta < 0 ? -delta : delta;
-        const int S = super_of_delta[d];
-        const bool flip = flip_k[d] != 0;
-        const float kc_f = static_cast<float>(iz) - (i_f - c) * slope[d];
+    for (int g = 0; g < groups.n_groups; ++g) {
+        const int S = groups.group_super[g];
+        const bool flip = groups.group_flip[g] != 0;
         for (int kk = 0; kk < D.n_k(); ++kk) {
-            const float m_f = 0.5f * (kc_f - static_cast<float>(kk - D.K) - static_cast<float>(ad));
             const int kt = flip ? D.n_k() - 1 - kk : kk;
+            const float k = static_cast<float>(kk - D.K);
             for (int jj = 0; jj < D.n_j(); ++jj) {
                 const float p = read_prob(S, i_f, jj, kt);
-                float ratio, factor;
-                read_corr(d, row_f - static_cast<float>(jj - D.J), m_f, &ratio, &factor);
-                acc_c += p * ratio;
-                acc_s += p * factor;
+                const float rho_f = row_f - static_cast<float>(jj - D.J);
+                for (int e = groups.group_start[g]; e < groups.group_start[g + 1]; ++e) {
+                    const int d = groups.delta_order[e];
+                    const int delta = d - (D.n_rows - 1);
+                    const int ad = delta < 0 ? -delta : delta;
+                    const float m_f = 0.5f * (static_cast<float>(iz) - (i_f - c) * slope[d] - k - static_cast<float>(ad));
+                    if (m_f <= -1.0f || m_f >= static_cast<float>(D.n_rows - ad)) continue;
+                    float ratio, factor;
+                    read_corr(d, rho_f, m_f, &ratio, &factor);
+                    acc_c += p * ratio;
+                    acc_s += p * factor;
+                }
             }
         }
     }
