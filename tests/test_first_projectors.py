@@ -246,3 +246,19 @@ def test_gpu_fast_rejects_other_tubes():
     s = RotatingScanner.small()
     with pytest.raises(ValueError, match="method"):
         SuperLORProjector(build_super_lor_table(s, J=1, K=2), "fast", backend="cuda")
+
+
+@pytest.mark.gpu
+def test_gpu_faithful_back_with_tables_too_large_for_shared_memory(volume):
+    """30 Super-LORs x 71 samples x 15 = 128 KB of tables: the faithful back reads them through the
+    texture unit instead of shared memory, with the same results."""
+    s = RotatingScanner(n_rows=30, n_angles=4, n_radial=71, n_columns=40)
+    table = build_super_lor_table(s, quasi_tolerance=0.0)
+    assert table.values.nbytes > 120_000
+    cpu = SuperLORProjector(table, "faithful", backend="cpu")
+    gpu = SuperLORProjector(table, "faithful", backend="cuda")
+    y = volume(s.sinogram_shape)
+    assert _rel(gpu.adjoint(y), cpu.adjoint(y).astype(np.float64)) < 3e-3
+    c1, s1 = cpu.back_with_sensitivity(y)
+    c2, s2 = gpu.back_with_sensitivity(y)
+    assert _rel(c2, c1.astype(np.float64)) < 3e-3 and _rel(s2, s1.astype(np.float64)) < 3e-3

@@ -158,18 +158,6 @@ struct SinogramLayerReader {
     }
 };
 
-struct TableReader {
-    const Dims* D;
-    const float* table;
-    float operator()(int S, float i_f, int jj, int kk) const {
-        const Taps t = linear_taps(i_f);
-        float p = 0.0f;
-        if (t.i0 >= 0 && t.i0 < D->n) p += t.w0 * table[table_index(*D, S, t.i0, jj, kk)];
-        if (t.i0 + 1 >= 0 && t.i0 + 1 < D->n) p += t.w1 * table[table_index(*D, S, t.i0 + 1, jj, kk)];
-        return p;
-    }
-};
-
 // --- fast (factored) -----------------------------------------------------------------------------
 // Lattice buffer of one angle: R[i][z][row'], row' = rho + j + J in [0, n + 2J).
 int64_t lattice_size(const Dims& D) { return static_cast<int64_t>(D.n) * D.nz * D.n_rows_ext(); }
@@ -300,7 +288,7 @@ void back_faithful_cpu(const HostModel& M, const AngleList& A, const float* sino
                        float* sens, int threads) {
     const Dims& D = M.D;
     const int n_sel = static_cast<int>(A.index.size());
-    const TableReader prob{&D, M.table.data()};
+    const TableLerp prob{M.table.data(), D.n, D.n_j(), D.n_k()};
     const DeltaGroups groups = M.groups();
 #pragma omp parallel for collapse(2) schedule(dynamic, 8) num_threads(thread_count(threads))
     for (int iz = 0; iz < D.nz; ++iz)

@@ -5,9 +5,11 @@
 //           and the Super-LOR table through a layered texture; each lane fetches one table entry
 //           per 32 samples and the warp shares them with shuffles (the paper fetched one per
 //           sample and thread; the values are identical).
-//           back: one thread per voxel; the sinogram and the factors as a layered float2 texture
-//           (one layer per angle and ring difference, radial x axial, hardware bilinear
-//           filtering), correction and sensitivity images in the same pass.
+//           back: one thread per voxel; the sinogram (and the factors, for the sensitivity image in
+//           the same pass) as a layered texture, one layer per angle and ring difference (radial x
+//           axial, hardware bilinear filtering); the tube values from a shared-memory copy of the
+//           Super-LOR tables, ring differences grouped by Super-LOR; reads whose footprint lies
+//           outside a ring difference's LORs (which would return 0) skipped.
 // matched   forward: one thread per LOR, exact float trilinear reads; back: one thread per voxel
 //           gathering the exact transpose (tube.hpp).
 // fast      forward: (1) resample the image once per angle on the LOR lattice R[i][z][row]
@@ -26,6 +28,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../common/cuda_check.cuh"
@@ -165,9 +168,14 @@ faithful_forward_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t im
     if (rho < D.n) sino[sino_index(D, A.first + q, r1, r2, rho)] = acc;
 }
 
-// Layer (angle q, ring difference d) of the corrections texture: (ratio, factor) at [m][rho].
+// Layer (angle q, ring difference d) of the corrections texture at [m][rho]: the ratio, or
+// (ratio, factor) when the sensitivity is wanted in the same pass.
+__device__ __forceinline__ void store_layer(float* out, float r, float) { *out = r; }
+__device__ __forceinline__ void store_layer(float2* out, float r, float f) { *out = make_float2(r, f); }
+
+template <typename T>
 __global__ void stage_corrections_kernel(const Dims D, const AngleChunk A, const float* __restrict__ sino,
-                                         const float* __restrict__ factors, float2* __restrict__ layers) {
+                                         const float* __restrict__ factors, T* __restrict__ layers) {
     const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const int64_t per_layer = static_cast<int64_t>(D.n_rows) * D.n;
     if (idx >= per_layer * D.n_deltas() * A.n) return;
@@ -175,25 +183,35 @@ __global__ void stage_corrections_kernel(const Dims D, const AngleChunk A, const
     const int m = static_cast<int>(idx % per_layer / D.n), rho = static_cast<int>(idx % D.n);
     const int q = layer / D.n_deltas(), d = layer % D.n_deltas();
     const int delta = d - (D.n_rows - 1);
-    float2 v = make_float2(0.0f, 0.0f);
+    float r = 0.0f, f = 0.0f;
     if (m < D.n_rows - (delta < 0 ? -delta : delta)) {
         const RowPair rp = row_pair(delta, m);
         const int64_t k = sino_index(D, A.first + q, rp.r1, rp.r2, rho);
-        v = make_float2(sino[k], factors ? factors[k] : 1.0f);
+        r = sino[k];
+        f = factors ? factors[k] : 1.0f;
     }
-    layers[idx] = v;
+    store_layer(layers + idx, r, f);
 }
 
+// Hardware-interpolated sinogram reads: (ratio, factor) from a float2 layered texture, or the
+// ratio alone from a float one (half the texel bytes when no sensitivity is wanted).
+template <bool kSens>
 struct TexCorr {
     cudaTextureObject_t t;
     int layer0;
     __device__ void operator()(int d, float rho_f, float m_f, float* ratio, float* factor) const {
-        const float2 v = tex2DLayered<float2>(t, rho_f + 0.5f, m_f + 0.5f, layer0 + d);
-        *ratio = v.x;
-        *factor = v.y;
+        if constexpr (kSens) {
+            const float2 v = tex2DLayered<float2>(t, rho_f + 0.5f, m_f + 0.5f, layer0 + d);
+            *ratio = v.x;
+            *factor = v.y;
+        } else {
+            *ratio = tex2DLayered<float>(t, rho_f + 0.5f, m_f + 0.5f, layer0 + d);
+            *factor = 0.0f;
+        }
     }
 };
 
+// Tube values through the texture unit (linear in i): used when the tables do not fit shared memory.
 struct TexProb {
     cudaTextureObject_t t;
     int nk;
@@ -202,21 +220,41 @@ struct TexProb {
     }
 };
 
-__global__ void __launch_bounds__(256, 4)
-faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr, cudaTextureObject_t table,
-                     const __grid_constant__ DeltaGroups groups, const float* __restrict__ slope, float* __restrict__ image,
-                     float* __restrict__ sens, bool accumulate) {
+constexpr int kFaithfulBackThreads = 512;   // 32 x 16 voxels: one shared table copy serves 512 threads
+
+// kSmemTable: the tube values are read from a shared-memory copy of the Super-LOR tables (linear in
+// i, exact float) rather than through the texture unit, which the sinogram reads keep busy: a voxel
+// makes one table read per (group, j, k) and one sinogram read per (ring difference, j, k). Tables
+// larger than half the shared memory fall back to the table texture.
+template <bool kSens, bool kSmemTable>
+__global__ void __launch_bounds__(kFaithfulBackThreads, 2)
+faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr, cudaTextureObject_t table_tex,
+                     const float* __restrict__ table, const __grid_constant__ DeltaGroups groups,
+                     const float* __restrict__ slope, float* __restrict__ image, float* __restrict__ sens,
+                     bool accumulate) {
+    extern __shared__ float table_s[];
+    if constexpr (kSmemTable) {
+        const int64_t table_size = static_cast<int64_t>(D.n_super) * D.n * D.n_j() * D.n_k();
+        const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+        for (int64_t k = tid; k < table_size; k += blockDim.x * blockDim.y) table_s[k] = __ldg(table + k);
+        __syncthreads();
+    }
     const int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
     const int iz = blockIdx.z;
     if (ix >= D.n || iy >= D.n) return;
     float c_acc = 0.0f, s_acc = 0.0f;
-    const TexProb prob{table, D.n_k()};
+    using Prob = typename std::conditional<kSmemTable, TableLerp, TexProb>::type;
+    Prob prob;
+    if constexpr (kSmemTable)
+        prob = TableLerp{table_s, D.n, D.n_j(), D.n_k()};
+    else
+        prob = TexProb{table_tex, D.n_k()};
     for (int q = 0; q < A.n; ++q)
-        voxel_back_faithful(D, groups, slope, ix, iy, iz, A.c[q], A.s[q], TexCorr{corr, q * D.n_deltas()}, prob,
-                            &c_acc, &s_acc);
+        voxel_back_faithful(D, groups, slope, ix, iy, iz, A.c[q], A.s[q], TexCorr<kSens>{corr, q * D.n_deltas()},
+                            prob, &c_acc, &s_acc);
     const int64_t v = (static_cast<int64_t>(iz) * D.n + iy) * D.n + ix;
     image[v] = accumulate ? image[v] + c_acc : c_acc;
-    if (sens) sens[v] = accumulate ? sens[v] + s_acc : s_acc;
+    if (kSens) sens[v] = accumulate ? sens[v] + s_acc : s_acc;
 }
 
 // --- matched ------------------------------------------------------------------------------------------
@@ -492,7 +530,8 @@ struct DeviceModel::Impl {
     // workspaces, grown on demand
     cuda::DeviceBuffer lattice;      // fast: chunk x n x nz x pitch
     TextureArray image;              // faithful forward: 3D (n, n, nz)
-    TextureArray corrections;        // faithful back: layered float2 (n, n_rows) x chunk * n_deltas
+    cuda::DeviceBuffer table_linear; // the same tables in global memory (faithful back: staged to shared)
+    TextureArray corrections[2];     // faithful back: layered (n, n_rows) x chunk * n_deltas, float / float2
     cuda::DeviceBuffer layers;       // staging of the corrections
     int pitch = 0, pz_lo = 0, plane_rows = 0, faithful_chunk = 0;
 
@@ -509,6 +548,7 @@ struct DeviceModel::Impl {
         group_flip = upload(host.group_flip);
         table.create(D.n_j() * D.n_k(), D.n, D.n_super, true, false);   // [S][i][(j, k)]: (j, k) fastest
         table.copy_from(host.table.data(), false, nullptr, D.n_super);
+        table_linear = upload(host.table);
         DP_CUDA_CHECK(cudaStreamSynchronize(nullptr));
         pitch = (D.n_rows_ext() + 3) / 4 * 4;
         pz_lo = D.K - host.base_min;
@@ -549,7 +589,7 @@ size_t DeviceModel::bytes() const {
     const Impl& m = *impl_;
     return m.Q.bytes() + m.base.bytes() + m.slope.bytes() + m.super_of_delta.bytes() + m.flip_k.bytes() +
            m.delta_order.bytes() + m.group_start.bytes() + m.group_super.bytes() + m.group_flip.bytes() +
-           m.units.bytes() + m.table.bytes() + m.lattice.bytes() + m.image.bytes() + m.corrections.bytes() +
+           m.units.bytes() + m.table.bytes() + m.lattice.bytes() + m.image.bytes() + m.corrections[0].bytes() + m.corrections[1].bytes() + m.table_linear.bytes() +
            m.layers.bytes();
 }
 bool DeviceModel::fast_supported() const { return impl_->host.D.J == kFastJ && impl_->host.D.K == kFastK; }
@@ -651,25 +691,47 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
     auto& m = model.impl();
     const Dims& D = m.host.D;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
+    const bool with_sens = sens != nullptr;
+    const size_t texel = with_sens ? sizeof(float2) : sizeof(float);
     const int chunk = std::min<int>(m.faithful_chunk, static_cast<int>(angles.index.size()));
     const int n_layers = chunk * D.n_deltas();
-    if (!m.corrections.ready() || m.corrections.bytes() < static_cast<size_t>(n_layers) * D.n_rows * D.n * 8)
-        m.corrections.create(D.n, D.n_rows, n_layers, true, true);
-    const size_t stage_bytes = static_cast<size_t>(n_layers) * D.n_rows * D.n * sizeof(float2);
+    TextureArray& corr = m.corrections[with_sens ? 1 : 0];
+    if (!corr.ready() || corr.bytes() < static_cast<size_t>(n_layers) * D.n_rows * D.n * texel)
+        corr.create(D.n, D.n_rows, n_layers, true, with_sens);
+    const size_t stage_bytes = static_cast<size_t>(n_layers) * D.n_rows * D.n * texel;
     if (m.layers.bytes() < stage_bytes) {
         m.layers = cuda::DeviceBuffer();
         m.layers = cuda::DeviceBuffer(stage_bytes);
     }
+    int max_smem = 0, dev = 0;
+    DP_CUDA_CHECK(cudaGetDevice(&dev));
+    DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const bool smem_table = m.host.table.size() * sizeof(float) <= static_cast<size_t>(max_smem) / 2;
+    const size_t smem = smem_table ? m.host.table.size() * sizeof(float) : 0;
+    const DeltaGroups groups{m.delta_order.as<int>(), m.group_start.as<int>(), m.group_super.as<int>(),
+                             m.group_flip.as<unsigned char>(), static_cast<int>(m.host.group_super.size())};
+    auto launch = [&](auto sens_tag, auto smem_tag, const AngleChunk& ch, const dim3& grid, const dim3& block) {
+        constexpr bool kS = decltype(sens_tag)::value, kT = decltype(smem_tag)::value;
+        set_smem(reinterpret_cast<const void*>(faithful_back_kernel<kS, kT>), smem);
+        faithful_back_kernel<kS, kT><<<grid, block, smem, s>>>(D, ch, corr.tex(), m.table.tex(), m.table_linear.as<float>(),
+                                                               groups, m.slope.as<float>(), image, sens, ch.first > 0);
+    };
     for_each_chunk(angles, m.faithful_chunk, [&](const AngleChunk& ch) {
         const int64_t n = static_cast<int64_t>(ch.n) * D.n_deltas() * D.n_rows * D.n;
-        stage_corrections_kernel<<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, factors, m.layers.as<float2>());
+        if (with_sens)
+            stage_corrections_kernel<<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, factors, m.layers.as<float2>());
+        else
+            stage_corrections_kernel<<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, factors, m.layers.as<float>());
         DP_CUDA_CHECK_LAUNCH("stage_corrections_kernel");
-        m.corrections.copy_from(m.layers.get(), true, s, ch.n * D.n_deltas());
-        const dim3 grid(div_up(D.n, 32), div_up(D.n, 8), D.nz);
-        const DeltaGroups groups{m.delta_order.as<int>(), m.group_start.as<int>(), m.group_super.as<int>(),
-                                 m.group_flip.as<unsigned char>(), static_cast<int>(m.host.group_super.size())};
-        faithful_back_kernel<<<grid, dim3(32, 8), 0, s>>>(D, ch, m.corrections.tex(), m.table.tex(), groups,
-                                                          m.slope.as<float>(), image, sens, ch.first > 0);
+        corr.copy_from(m.layers.get(), true, s, ch.n * D.n_deltas());
+        const dim3 block(32, kFaithfulBackThreads / 32);
+        const dim3 grid(div_up(D.n, 32), div_up(D.n, block.y), D.nz);
+        using T = std::true_type;
+        using F = std::false_type;
+        if (with_sens && smem_table) launch(T{}, T{}, ch, grid, block);
+        else if (with_sens) launch(T{}, F{}, ch, grid, block);
+        else if (smem_table) launch(F{}, T{}, ch, grid, block);
+        else launch(F{}, F{}, ch, grid, block);
         DP_CUDA_CHECK_LAUNCH("faithful_back_kernel");
     });
 }

@@ -211,6 +211,23 @@ DP_HD float voxel_back_matched(const Dims& D, const float* sino, const float* Q,
     return acc;
 }
 
+// Super-LOR table read linearly in i (zero outside [0, n)): the faithful back projector's tube value
+// at a voxel's fractional along position. `table` is [S][i][(j, k)] (host memory on the CPU, shared
+// memory on the GPU).
+struct TableLerp {
+    const float* table;
+    int n, nj, nk;
+    DP_HD float operator()(int S, float i_f, int jj, int kk) const {
+        const Taps t = linear_taps(i_f);
+        const int njk = nj * nk;
+        const float* col = table + static_cast<int64_t>(S) * n * njk + jj * nk + kk;
+        float p = 0.0f;
+        if (t.i0 >= 0 && t.i0 < n) p += t.w0 * col[static_cast<int64_t>(t.i0) * njk];
+        if (t.i0 + 1 >= 0 && t.i0 + 1 < n) p += t.w1 * col[static_cast<int64_t>(t.i0 + 1) * njk];
+        return p;
+    }
+};
+
 // ---------------------------------------------------------------------------------------------
 // The ring differences of the faithful back projector grouped by (Super-LOR, k-mirror), so that a
 // voxel reads each tube value once per group instead of once per ring difference.
