@@ -80,8 +80,9 @@ class RotatingScanner:
     n_angles : gantry angles over 180 degrees (130).
     n_radial : radial bins, also the image width in voxels (175).
     radial_bin_mm : radial bin = transaxial voxel (default pitch / 4 = 0.4 mm).
-    n_columns : transaxial crystals per head (48; the event Monte Carlo uses it, the model's
-        virtual heads do not).
+    n_columns : transaxial crystals per head (56, 89.6 mm: the event Monte Carlo and the geometric
+        normalisation use it, the model's virtual heads do not; with 56 the edge of the 70 mm
+        field of view is still seen over a quarter of the rotation that sees its centre).
     positron_range_fwhm_mm : positron range blur (FWHM of each Cartesian component, 0.5 mm for F-18).
     noncollinearity_fwhm_deg : FWHM of the deviation of the two photons from 180 degrees (0.5).
     intrinsic_fwhm_mm : extra crystal-identification blur (0).
@@ -96,7 +97,7 @@ class RotatingScanner:
     n_angles: int = 130
     n_radial: int = 175
     radial_bin_mm: float = 0.4
-    n_columns: int = 48
+    n_columns: int = 56
     positron_range_fwhm_mm: float = 0.5
     noncollinearity_fwhm_deg: float = 0.5
     intrinsic_fwhm_mm: float = 0.0
