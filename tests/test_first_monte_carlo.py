@@ -30,9 +30,9 @@ from scipy import stats
 
 import directpet
 from directpet import _core
-from directpet.first import RotatingScanner, simulate_sinogram, trace_decays
+from directpet.first import RotatingScanner, simulate_sinogram
 from directpet.first.geometry import FWHM_PER_SIGMA
-from directpet.first.monte_carlo import scanner_parameters
+from directpet.first.monte_carlo import scanner_parameters, trace_decays
 from directpet.geometry import ImageGrid
 
 SCANNER = RotatingScanner.small()
@@ -435,6 +435,7 @@ def _activity(mutate):
     (_with(n_decays=-5), {}, ValueError, "n_decays"),
     (_with(n_decays=2.5), {}, ValueError, "n_decays"),
     (_with(n_decays=True), {}, ValueError, "n_decays"),
+    (_with(n_decays=2**63), {}, ValueError, "n_decays"),
     (_with(scanner=SCANNER.to_dict()), {}, TypeError, "scanner"),
     (_with(grid=(11, 21, 21)), {}, TypeError, "grid"),
     (_good(), dict(seed=-1), ValueError, "seed"),
@@ -443,6 +444,7 @@ def _activity(mutate):
     (_good(), dict(backend=1), TypeError, "backend"),
     (_good(), dict(threads=0), ValueError, "threads"),
     (_good(), dict(chunk_decays=0), ValueError, "chunk_decays"),
+    (_good(), dict(chunk_decays=2**63), ValueError, "chunk_decays"),
     (_good(), dict(xp="numpy"), TypeError, "xp"),
     (_good(), dict(progress="yes"), TypeError, "progress"),
 ])

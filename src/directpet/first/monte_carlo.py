@@ -55,6 +55,7 @@ from .geometry import RotatingScanner
 DEFAULT_CHUNK_CPU = 1 << 22   # ~0.5 s at ~8e6 decays/s on two cores
 DEFAULT_CHUNK_CUDA = 1 << 27  # well under a second on an H100-class GPU
 MAX_CHUNK_CUDA = 1 << 31      # the kernel's per-warp counters are 32 bits
+MAX_DECAYS = 1 << 62          # decay numbers are 64-bit Philox counters; the binding takes int64
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ def simulate_sinogram(scanner: RotatingScanner, activity, grid: ImageGrid, n_dec
     expect_instance(scanner, RotatingScanner, "scanner")
     expect_instance(grid, ImageGrid, "grid")
     host_activity = _host_activity(activity, grid)
-    n_decays = positive_int("n_decays", n_decays)
+    n_decays = _decay_count("n_decays", n_decays)
     seed = _seed("seed", seed)
     nthreads = _threads(threads)
     if not isinstance(backend, str):
@@ -132,7 +133,7 @@ def simulate_sinogram(scanner: RotatingScanner, activity, grid: ImageGrid, n_dec
     if chunk_decays is None:
         chunk = DEFAULT_CHUNK_CPU if chosen == "cpu" else DEFAULT_CHUNK_CUDA
     else:
-        chunk = positive_int("chunk_decays", chunk_decays)
+        chunk = _decay_count("chunk_decays", chunk_decays)
         if chosen == "cuda" and chunk > MAX_CHUNK_CUDA:
             raise ValueError(f"chunk_decays: at most 2**31 on the CUDA backend, got {chunk}")
     params = scanner_parameters(scanner)
@@ -182,9 +183,16 @@ def trace_decays(scanner: RotatingScanner, activity, grid: ImageGrid, n_decays: 
     expect_instance(scanner, RotatingScanner, "scanner")
     expect_instance(grid, ImageGrid, "grid")
     host_activity = _host_activity(activity, grid)
-    n_decays = positive_int("n_decays", n_decays)
+    n_decays = _decay_count("n_decays", n_decays)
     return _core.first_mc_trace_cpu(scanner_parameters(scanner), host_activity, list(grid.voxel_size), n_decays,
                                     _seed("seed", seed))
+
+
+def _decay_count(name, value):
+    value = positive_int(name, value)
+    if value > MAX_DECAYS:
+        raise ValueError(f"{name}: at most 2**62, got {value}")
+    return value
 
 
 def _host_activity(activity, grid):
