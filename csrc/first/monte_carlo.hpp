@@ -175,9 +175,11 @@ DP_HD void sample_source(const McParams& P, Rng& rng, float* x, float* y, float*
     const uint64_t bits = (hi << 32) | rng.next_u32();
     uint64_t v = scale_to_range(bits, P.n_voxels);
     if (!(uniform01(rng.next_u32()) < P.alias_accept[v])) v = P.alias_other[v];
-    const int ix = static_cast<int>(v % static_cast<uint64_t>(P.nx));
-    const int iy = static_cast<int>((v / static_cast<uint64_t>(P.nx)) % static_cast<uint64_t>(P.ny));
-    const int iz = static_cast<int>(v / (static_cast<uint64_t>(P.nx) * static_cast<uint64_t>(P.ny)));
+    // 32-bit index arithmetic (n_voxels < 2^32): 64-bit division is emulated on the GPU
+    const uint32_t v32 = static_cast<uint32_t>(v), nx = static_cast<uint32_t>(P.nx), ny = static_cast<uint32_t>(P.ny);
+    const int ix = static_cast<int>(v32 % nx);
+    const int iy = static_cast<int>((v32 / nx) % ny);
+    const int iz = static_cast<int>(v32 / (nx * ny));
     // uniform in the voxel: centre (i - (n - 1) / 2) v, plus (u - 1/2) v
     *x = (static_cast<float>(ix) - 0.5f * static_cast<float>(P.nx) + uniform01(rng.next_u32())) * P.vx;
     *y = (static_cast<float>(iy) - 0.5f * static_cast<float>(P.ny) + uniform01(rng.next_u32())) * P.vy;

@@ -38,8 +38,7 @@ struct Band {
     double sin_el_max;  // |sin(elevation)| <= sin_el_max
     double psi_max;     // |in-plane angle from +x'| <= psi_max (rad)
     double fraction;    // decays whose pair axis falls in the band / all decays = 2 psi_max sin_el_max / pi
-    double source_radius_mm;  // the band's source cylinder: radius (positron range margin included)
-    double source_z_min_mm, source_z_max_mm;
+    double source_radius_mm;  // radius of the source cylinder the band was made for (range margin included)
 };
 
 // Everything simulate_* needs. params' alias pointers are filled by each backend (host or device

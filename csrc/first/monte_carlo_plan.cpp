@@ -157,8 +157,6 @@ Plan make_plan(const ScannerSpec& s, const GridSpec& g, const float* activity) {
     // cover 2 x (2 psi_max)(2 sin_el_max).
     b.fraction = 2.0 * b.psi_max * b.sin_el_max / kPiD;
     b.source_radius_mm = radius;
-    b.source_z_min_mm = edge_lo[0];
-    b.source_z_max_mm = edge_hi[0];
 
     McParams& p = plan.params;
     p.nz = g.nz;
