@@ -120,9 +120,8 @@ def inplane_model_rho(scanner, grid, rng, n):
     in the voxel plus the Gaussian positron range, a uniform gantry angle, photon 1 at an in-plane
     angle psi (uniform: the in-plane part of an isotropic direction), photon 2 opposite turned by a
     Gaussian in-plane angle, each entering its head's front face, interacting after an Exp(mu) path
-    unless it passes the back face or leaves through a side face, intrinsic blur and the crystal
-    under the point (clamped), the column centre plus U(-w/2, w/2), and the LOR's signed distance
-    between the two detections at depth E0.
+    unless it passes the back face or leaves through a side face, intrinsic blur, the interaction
+    point plus U(-w/2, w/2), and the LOR's signed distance between the two detections at depth E0.
     """
     p, nc, w = scanner.pitch_mm, scanner.n_columns, scanner.crystal_mm
     width, half = nc * p, 0.5 * scanner.head_distance_mm
@@ -144,8 +143,7 @@ def inplane_model_rho(scanner, grid, rng, n):
         y_int = y_entry + path * dy
         ok = (np.abs(y_entry) <= width / 2) & (path * np.abs(dx) <= scanner.depth_mm) & (np.abs(y_int) <= width / 2)
         y_int = y_int + rng.normal(0, scanner.intrinsic_fwhm_mm / FWHM_PER_SIGMA, n)
-        col = np.clip(np.floor((y_int + width / 2) / p), 0, nc - 1)
-        return ok, (col - (nc - 1) / 2) * p + w * (rng.uniform(size=n) - 0.5)
+        return ok, y_int + w * (rng.uniform(size=n) - 0.5)
 
     ok_b, y_b = detect(1.0, psi)
     ok_a, y_a = detect(-1.0, psi + alpha)
@@ -255,8 +253,9 @@ def test_progress_callback_sees_every_chunk(blob):
 
 def test_aperture_alone_gives_the_halved_trapezoid():
     # No positron range, no non-collinearity, mu so large that every photon interacts at the front
-    # face: both photons of a pair through the centre hit mirror-image crystals, so s is cos(psi)
-    # times the mean of two independent U(-w/2, w/2) offsets -- a triangle of half-width cos(psi) w / 2.
+    # face: both photons of a pair through the centre interact at mirror-image points, so s is
+    # cos(psi) times the mean of two independent U(-w/2, w/2) offsets -- a triangle of half-width
+    # cos(psi) w / 2.
     sc = RotatingScanner.small(positron_range_fwhm_mm=0.0, noncollinearity_fwhm_deg=0.0, mu_per_mm=1000.0)
     activity, grid = tiny_central_point()
     sino, st = simulate(sc, activity, grid, 1_000_000, seed=2)

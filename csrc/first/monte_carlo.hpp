@@ -25,13 +25,15 @@
 //     crystals are not modelled. Optional intrinsic blur (crystal identification) is added to
 //     the interaction point's y' and z; the crystal is the one under the blurred point, clamped
 //     to the head (crystal identification always names a crystal of the head that saw the photon);
-//  7. detected position: axially the row centre z_r. Transaxially the column centre plus a
-//     uniform offset over the crystal width: the model's *virtual heads* (science.md 2.6) have
-//     radial bins a quarter pitch wide, which only sub-crystal transaxial sampling can fill; the
-//     uniform offset stands for it and reproduces the crystal-width aperture of a real crystal
-//     pair. DOI penetration, the in-plane obliquity of the real photon pair, non-collinearity
-//     and positron range stay physical, and are not the model's assumptions (in-plane DOI
-//     parallax, for one, is not in the analytic Super-LOR model);
+//  7. detected position: axially the row centre z_r. Transaxially the interaction point's y'
+//     plus a uniform offset over the crystal width: the model's *virtual heads* (science.md 2.6)
+//     have radial bins a quarter pitch wide, which only sub-crystal transaxial sampling can fill;
+//     the uniform offset gives each LOR end the crystal-width aperture of a real crystal pair (the
+//     aperture the model's tube assumes), with no quantisation to the 1.6 mm column lattice, which
+//     would add a second, pitch-wide box. DOI penetration (the interaction point lies along the
+//     photon's path), the in-plane obliquity of the real photon pair, non-collinearity and positron
+//     range stay physical, and are not the model's assumptions (in-plane DOI parallax, for one, is
+//     not in the analytic Super-LOR model);
 //  8. binning (geometry.py): the LOR joins A = (-D/2 - E0, y'_A, z_rA) and B = (D/2 + E0, y'_B,
 //     z_rB), E0 the mean interaction depth at normal incidence, rotated to world by g;
 //     phi = atan2(B_y - A_y, B_x - A_x), s = -A_x sin(phi) + A_y cos(phi), r1 / r2 the rows of
@@ -260,14 +262,12 @@ DP_HD int photon_in_head(const McParams& P, float side, float x0, float y0, floa
         iy += P.sigma_intrinsic_mm * g0;
         iz += P.sigma_intrinsic_mm * g1;
     }
-    // Crystal under the point; compared in float first (a far blur would overflow an int).
-    const float fc = std::floor((iy + P.half_width) / P.pitch);
+    // Crystal row under the point; compared in float first (a far blur would overflow an int).
     const float fr = std::floor((iz + P.half_height) / P.pitch);
-    const int col = fc < 0.0f ? 0 : (fc >= static_cast<float>(P.n_columns) ? P.n_columns - 1 : static_cast<int>(fc));
     const int row = fr < 0.0f ? 0 : (fr >= static_cast<float>(P.n_rows) ? P.n_rows - 1 : static_cast<int>(fr));
     const float offset = P.crystal * (uniform01(rng.next_u32()) - 0.5f);
     hit->row = row;
-    hit->y = (static_cast<float>(col) - 0.5f * static_cast<float>(P.n_columns - 1)) * P.pitch + offset;
+    hit->y = iy + offset;
     return kDetected;
 }
 

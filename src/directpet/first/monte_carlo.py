@@ -16,11 +16,11 @@ inverse crime). Per decay (``csrc/first/monte_carlo.hpp``, one header for the CP
    (depth of interaction; deeper than the crystal: not detected), must interact inside the head
    (else it left through a side face), optional intrinsic blur, then the crystal under the point.
    The head is one continuous slab: the gaps between crystals are not modelled;
-5. the detected position: the crystal row's centre axially; transaxially the crystal column's
-   centre plus a uniform offset over the crystal width (the model's virtual heads need radial bins
-   of a quarter pitch, which only sub-crystal sampling fills; the offset reproduces the crystal-width
-   aperture of a real crystal pair, while DOI, obliquity, non-collinearity and positron range stay
-   physical);
+5. the detected position: the crystal row's centre axially; transaxially the interaction point
+   plus a uniform offset over the crystal width (the model's virtual heads need radial bins of a
+   quarter pitch, which only sub-crystal sampling fills; the offset gives each LOR end the
+   crystal-width aperture of a real crystal pair, while DOI, obliquity, non-collinearity and
+   positron range stay physical);
 6. binning with the conventions of :mod:`directpet.first.geometry`: the LOR joins the detections at
    the mean interaction depth ``E0 = depth_moments(0)[0]`` behind each front face; angle bin
    ``round(phi / (pi / n_angles))``, radial bin ``round(s / radial_bin + (n_radial - 1) / 2)``,
