@@ -7,7 +7,8 @@ from directpet.direct import FFTProjector, HistoImageProjector, SRKernel, ViewSe
 from directpet.geometry import ImageGrid
 from directpet.recon import (block_ramla, make_blocks, mlem, osem, poisson_loglik, ramla_lambda,
                              sensitivity_image)
-from directpet.sim import HistoImageData, model_consistent_data, sphere_phantom
+from directpet.direct import HistoImageData, model_consistent_data
+from directpet.sim import sphere_phantom
 
 GRID = ImageGrid((8, 32, 32), 8.0)
 

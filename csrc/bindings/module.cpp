@@ -9,7 +9,8 @@ namespace py = pybind11;
 namespace dp::bind {
 void register_direct(py::module_& m);
 void register_direct_fft(py::module_& m);
-void register_sim(py::module_& m);
+void register_direct_events(py::module_& m);
+void register_random(py::module_& m);
 #ifdef DIRECTPET_WITH_CUDA
 void register_direct_cuda(py::module_& m);
 void register_direct_fft_cuda(py::module_& m);
@@ -34,7 +35,8 @@ PYBIND11_MODULE(_core, m) {
           "Why no CUDA device is usable, or 'ok'.");
     dp::bind::register_direct(m);
     dp::bind::register_direct_fft(m);
-    dp::bind::register_sim(m);
+    dp::bind::register_direct_events(m);
+    dp::bind::register_random(m);
 #ifdef DIRECTPET_WITH_CUDA
     dp::bind::register_direct_cuda(m);
     dp::bind::register_direct_fft_cuda(m);

@@ -3,7 +3,7 @@
 // per (counter, key). The CPU simulation uses it because it is a pure function of the counter:
 // a batch of decays draws its bits in one SIMD loop, which std::mt19937_64's sequential state
 // cannot do (it was half of the CPU time once the rest was vectorised). Checked against the
-// Random123 known-answer vectors in tests/test_sim_compiled.py.
+// Random123 known-answer vectors in tests/test_sim_random.py.
 #pragma once
 
 #include <cstdint>

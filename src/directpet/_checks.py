@@ -1,4 +1,5 @@
-"""Argument checks shared by the operators: errors name the argument, the expectation and what came."""
+"""Argument checks and array plumbing shared by every layer: errors name the argument, the expectation
+and what came."""
 
 from __future__ import annotations
 
@@ -13,6 +14,15 @@ def array_module(x):
 
         return cupy
     return np
+
+
+def to_numpy(a):
+    """A NumPy array from a NumPy or CuPy array (None passes through)."""
+    if a is None or isinstance(a, np.ndarray):
+        return a
+    if hasattr(a, "get"):                 # CuPy
+        return a.get()
+    return np.asarray(a)
 
 
 def is_device_array(x) -> bool:

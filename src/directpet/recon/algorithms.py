@@ -35,7 +35,7 @@ import numpy as np
 from .._checks import array_module
 from ._fused import ramla_update, view_residual
 from ..direct.views import ViewSet
-from ..sim.deposition import HistoImageData
+from ..direct.histo_data import HistoImageData
 
 _EPS_Y_REL = 1e-9
 _EPS_S_REL = 1e-9

@@ -1,7 +1,7 @@
 // Per-event math of the compiled event simulation + deposition (science.md 1.2, 1.12), written once
-// for the OpenMP backend (cpu.cpp) and the CUDA backend (cuda.cu).
+// for the OpenMP backend (events_cpu.cpp) and the CUDA backend (events_cuda.cu).
 //
-// It reproduces, in distribution, the NumPy/CuPy path of src/directpet/sim:
+// It reproduces, in distribution, the NumPy/CuPy path of src/directpet/direct (events, deposition):
 //   AnalyticPhantom.sample         -> choose_component, point_in_component, add_concentration
 //                                     (cold inserts), together sample_annihilation
 //   _band_directions               -> band_direction
@@ -31,7 +31,7 @@
 
 #include "../common/hd.hpp"
 
-namespace dp::sim {
+namespace dp::direct::events {
 
 constexpr float kCmmPerPs = 0.299792458f;  // speed of light, mm / ps
 constexpr int kMaxComponents = 64;          // analytic phantom components (kernel-parameter space)
@@ -431,4 +431,4 @@ DP_HD int locate_event(const GridParams& g, const ViewParams& v, const float* p1
     return kDeposited;
 }
 
-}  // namespace dp::sim
+}  // namespace dp::direct::events
