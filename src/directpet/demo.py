@@ -23,7 +23,7 @@ import numpy as np
 from . import analysis, recon, sim
 from ._backend import resolve_backend
 from ._checks import to_numpy
-from .direct import CylindricalScanner, FFTProjector, HistoImageProjector, SRKernel, simulate_histo_images
+from .direct import CylindricalScanner, FFTProjector, HistoImageProjector, SRKernel, ViewSubsets, simulate_histo_images
 from .geometry import ImageGrid
 
 #: Kernel models of [HA] Fig. 8 / 10: label -> (projector kind, kernel)
@@ -126,7 +126,7 @@ def run_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResu
     for label in cfg.kernels:
         kind, make_kernel = KERNEL_MODELS[label]
         op = make_projector(kind, grid, viewset, make_kernel(), backend)
-        res = recon.block_ramla(op, data, cfg.n_iter, lambda0=cfg.lambda0, gamma=cfg.gamma,
+        res = recon.block_ramla(ViewSubsets(op, data), cfg.n_iter, lambda0=cfg.lambda0, gamma=cfg.gamma,
                                 store_every=1, progress=cfg.progress)
         res.image = to_numpy(res.image)
         res.images = [to_numpy(im) for im in res.images]
