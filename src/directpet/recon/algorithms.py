@@ -145,12 +145,15 @@ class _Work:
         self.problem, self.xp = problem, xp
         self.part = xp.empty(tuple(problem.image_shape), dtype=xp.float32)
         self._by_shape = {}
+        self._by_subset = {}     # subset -> its shape's pair: one dict lookup per subset update
 
     def subset(self, s: int):
-        shape = tuple(self.problem.subset_shape(s))
-        bufs = self._by_shape.get(shape)
+        bufs = self._by_subset.get(s)
         if bufs is None:
-            bufs = self._by_shape[shape] = tuple(self.xp.empty(shape, dtype=self.xp.float32) for _ in range(2))
+            shape = tuple(self.problem.subset_shape(s))
+            if shape not in self._by_shape:
+                self._by_shape[shape] = tuple(self.xp.empty(shape, dtype=self.xp.float32) for _ in range(2))
+            bufs = self._by_subset[s] = self._by_shape[shape]
         return bufs
 
 
