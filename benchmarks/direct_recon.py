@@ -20,25 +20,25 @@ import time
 import numpy as np
 
 import directpet as dp
-from directpet import recon, sim
-from directpet.direct import FFTProjector, HistoImageProjector, SRKernel, ViewSet
+from directpet import direct, recon, sim
+from directpet.direct import FFTProjector, HistoImageProjector, SRKernel, ViewSet, ViewSubsets
 
 from _common import cpu_name, gpu_name, print_table, today, write_records
 
 
 def make_data(grid, viewset, op, xp, seed=1):
     truth, info = sim.sphere_phantom(grid)
-    scanner = sim.CylindricalScanner()
-    sens = sim.sensitivity_attenuation(grid, viewset, info, scanner, xp=xp)
-    bg = sim.randoms_background(grid, viewset, scanner, total=0.2 * 430e6, xp=xp)
+    scanner = direct.CylindricalScanner()
+    sens = direct.sensitivity_attenuation(grid, viewset, info, scanner, xp=xp)
+    bg = direct.randoms_background(grid, viewset, scanner, total=0.2 * 430e6, xp=xp)
     rng = xp.random.default_rng(seed) if xp is not np else np.random.default_rng(seed)
-    return sim.model_consistent_data(op, xp.asarray(truth), sens, bg, counts=430e6, rng=rng, viewset=viewset), info
+    return direct.model_consistent_data(op, xp.asarray(truth), sens, bg, counts=430e6, rng=rng, viewset=viewset), info
 
 
 def iteration_ms(op, data, n=3):
     """Median wall time (ms) of one block-RAMLA pass (120 view updates; setup and the
     sensitivity image excluded), from the reconstruction's own per-iteration timer."""
-    res = recon.block_ramla(op, data, n, progress=False)
+    res = recon.block_ramla(ViewSubsets(op, data), n, progress=False)
     return 1e3 * float(np.median(res.iteration_times))
 
 
@@ -96,16 +96,16 @@ def main():
     # Event simulation + deposition throughput on the GPU (sphere phantom, 40 x 3 views): the
     # compiled kernel (simulate_deposit) and, as the baseline, the vectorised CuPy path.
     truth, info = sim.sphere_phantom(grid)
-    scanner = sim.CylindricalScanner()
+    scanner = direct.CylindricalScanner()
     n_fast = 43_000_000 if args.quick else 430_000_000
     n_cupy = 20_000_000
     runs = (("event_simulation_deposition", n_fast,
-             lambda k: sim.simulate_deposit(info, scanner, grid, viewset, k, backend="cuda", seed=3)),
+             lambda k: direct.simulate_deposit(info, scanner, grid, viewset, k, backend="cuda", seed=3)),
             ("event_simulation_deposition_cupy", n_cupy,
-             lambda k: sim.deposit(sim.simulate_events(info, scanner, k, rng=3, xp=cupy, progress=False),
+             lambda k: direct.deposit(direct.simulate_events(info, scanner, k, rng=3, xp=cupy, progress=False),
                                    grid, viewset, xp=cupy)),
             ("event_simulation_cupy", n_cupy,
-             lambda k: sum(int(b.p1.shape[0]) for b in sim.simulate_events(info, scanner, k, rng=3, xp=cupy,
+             lambda k: sum(int(b.p1.shape[0]) for b in direct.simulate_events(info, scanner, k, rng=3, xp=cupy,
                                                                          progress=False))))
     for what, n, fn in runs:
         fn(2_000_000)
@@ -116,7 +116,7 @@ def main():
         dt = time.perf_counter() - t0
         records.append(dict(case=what, backend="cuda", ms=dt * 1e3, events=n, events_per_s=n / dt, device=gpu, date=today()))
     t0 = time.perf_counter()
-    sim.simulate_deposit(info, scanner, grid, viewset, 20_000_000, backend="cpu", seed=3)
+    direct.simulate_deposit(info, scanner, grid, viewset, 20_000_000, backend="cpu", seed=3)
     dt = time.perf_counter() - t0
     records.append(dict(case="event_simulation_deposition", backend="cpu", ms=dt * 1e3, events=20_000_000,
                         events_per_s=20e6 / dt, device=cpu, date=today()))

@@ -1,13 +1,13 @@
-"""MLEM, OSEM and block-RAMLA on model-consistent data (science.md 1.9)."""
+"""MLEM, OSEM and block-RAMLA on DIRECT model-consistent data (science.md 1.9)."""
 
 import numpy as np
 import pytest
 
-from directpet.direct import FFTProjector, HistoImageProjector, SRKernel, ViewSet
+from directpet.direct import (FFTProjector, HistoImageData, HistoImageProjector, SRKernel, ViewSet, ViewSubsets,
+                              make_blocks, model_consistent_data)
 from directpet.geometry import ImageGrid
-from directpet.recon import (block_ramla, make_blocks, mlem, osem, poisson_loglik, ramla_lambda,
-                             sensitivity_image)
-from directpet.sim import HistoImageData, model_consistent_data, sphere_phantom
+from directpet.recon import block_ramla, mlem, osem, poisson_loglik, ramla_lambda, sensitivity_image
+from directpet.sim import sphere_phantom
 
 GRID = ImageGrid((8, 32, 32), 8.0)
 
@@ -30,10 +30,11 @@ def test_sensitivity_image_is_sum_of_backprojections(setup):
     rng = np.random.default_rng(0)
     s = rng.uniform(0.3, 1.0, (len(vs),) + GRID.shape).astype(np.float32)
     data = HistoImageData(rng.random((len(vs),) + GRID.shape, dtype=np.float32), GRID, vs, s)
-    S = sensitivity_image(proj, data)
+    problem = ViewSubsets(proj, data)
+    S = sensitivity_image(problem)
     ref = sum(proj.adjoint(s[v], v).astype(np.float64) for v in range(len(vs)))
     np.testing.assert_allclose(S, ref, rtol=1e-5)
-    S_part = sensitivity_image(proj, data, views=[0, 5])
+    S_part = sensitivity_image(problem, subsets=[0, 5])         # one view per subset: subset v = view v
     np.testing.assert_allclose(S_part, proj.adjoint(s[0], 0) + proj.adjoint(s[5], 5), rtol=1e-6)
 
 
@@ -43,13 +44,14 @@ def test_mlem_loglik_never_decreases(setup):
     s = rng.uniform(0.3, 1.0, (len(vs),) + GRID.shape).astype(np.float32)
     b = rng.uniform(0.0, 0.2, (len(vs),) + GRID.shape).astype(np.float32)
     data = model_consistent_data(proj, img, s, b, counts=3e5, rng=2, viewset=vs)
-    res = mlem(proj, data, 15, track_loglik=True, progress=False)
+    problem = ViewSubsets(proj, data)
+    res = mlem(problem, 15, track_loglik=True, progress=False)
     ll = np.array(res.loglik)
     assert res.loglik_iterations == list(range(16)) and len(ll) == 16
     # Monotone up to float32 rounding of the projections (about 1e-7 of |L| per evaluation).
     assert np.all(np.diff(ll) >= -1e-6 * abs(ll[-1])), np.diff(ll)
     assert ll[-1] - ll[0] > 1e3
-    assert ll[-1] == pytest.approx(poisson_loglik(proj, data, res.image), rel=1e-9)
+    assert ll[-1] == pytest.approx(poisson_loglik(problem, res.image), rel=1e-9)
 
 
 def test_mlem_preserves_total_counts(setup):
@@ -58,7 +60,7 @@ def test_mlem_preserves_total_counts(setup):
     data = model_consistent_data(proj, img, counts=1e5, rng=3, viewset=vs)
     x0 = np.random.default_rng(4).uniform(0.5, 1.5, GRID.shape).astype(np.float32)
     for n in (1, 3):
-        x = mlem(proj, data, n, x0=x0, progress=False).image
+        x = mlem(ViewSubsets(proj, data), n, x0=x0, progress=False).image
         fwd = sum(float(proj.forward(x, v).sum(dtype=np.float64)) for v in range(len(vs)))
         assert fwd == pytest.approx(data.total_counts, rel=1e-5)
 
@@ -68,7 +70,7 @@ def test_noise_free_mlem_converges_toward_truth(setup):
     data = model_consistent_data(proj, img, noise=False, viewset=vs)
     mask = img > 0
     errs = []
-    res = mlem(proj, data, 60, callback=lambda it, sub, x: errs.append(_rel_err(x, img, mask)),
+    res = mlem(ViewSubsets(proj, data), 60, callback=lambda it, sub, x: errs.append(_rel_err(x, img, mask)),
                store_every=20, progress=False)
     assert len(errs) == 60 and res.image_iterations == [20, 40, 60] and len(res.images) == 3
     assert all(b <= a + 1e-6 for a, b in zip(errs, errs[1:]))      # monotone decrease
@@ -88,10 +90,12 @@ def test_osem_converges_faster_than_mlem(setup):
     assert [sorted({v // 3 for v in b}) for b in blocks] == [[0, 3], [1, 4], [2, 5]]
     assert all(len(b) == 6 for b in blocks)
     calls = []
-    r_os = osem(proj, data, 8, 3, callback=lambda it, sub, x: calls.append((it, sub)), track_loglik=True,
+    problem = ViewSubsets(proj, data, n_subsets=3)
+    assert problem.subsets == blocks and problem.order() == [0, 1, 2]
+    r_os = osem(problem, 8, callback=lambda it, sub, x: calls.append((it, sub)), track_loglik=True,
                 progress=False)
     assert calls[:4] == [(1, 0), (1, 1), (1, 2), (2, 0)] and len(calls) == 24
-    r_ml = mlem(proj, data, 8, progress=False)
+    r_ml = mlem(ViewSubsets(proj, data), 8, progress=False)
     assert _rel_err(r_os.image, img, mask) < _rel_err(r_ml.image, img, mask)
     assert np.all(np.diff(r_os.loglik) > 0)
 
@@ -101,10 +105,10 @@ def test_block_ramla_improves_over_passes(setup):
     data = model_consistent_data(proj, img, noise=False, viewset=vs)
     mask = img > 0
     errs = []
-    res = block_ramla(proj, data, 12, lambda0=1.0, gamma=0.1, track_loglik=True, store_every=1,
+    res = block_ramla(ViewSubsets(proj, data), 12, lambda0=1.0, gamma=0.1, track_loglik=True, store_every=1,
                       callback=lambda it, sub, x: errs.append(_rel_err(x, img, mask)) if sub == len(vs) - 1 else None,
                       progress=False)
-    assert res.params["order"] == [[v] for v in vs.geometric_order()]
+    assert res.params["order"] == vs.geometric_order()
     assert res.lambdas == pytest.approx([ramla_lambda(n, 1.0, 0.1) for n in range(1, 13)])
     assert np.all(np.diff(res.loglik) > 0)
     assert all(b < a for a, b in zip(errs, errs[1:]))
@@ -122,9 +126,10 @@ def test_block_ramla_single_step_formula(setup):
     x0 = rng.uniform(0.5, 1.5, GRID.shape).astype(np.float32)
     v = 4
     got = []
-    block_ramla(proj, data, 1, schedule=[0.3], x0=x0, order=[v] + [w for w in range(len(vs)) if w != v],
+    problem = ViewSubsets(proj, data)
+    block_ramla(problem, 1, schedule=[0.3], x0=x0, order=[v] + [w for w in range(len(vs)) if w != v],
                 callback=lambda it, sub, x: got.append(x.copy()) if sub == 0 else None, progress=False)
-    S = sensitivity_image(proj, data).astype(np.float64)
+    S = sensitivity_image(problem).astype(np.float64)
     ybar = s[v] * proj.forward(x0, v) + data.background[v]
     grad = proj.adjoint((s[v] * (data.histos[v] / ybar - 1)).astype(np.float32), v)
     ref = np.maximum(x0 + 0.3 * x0 / (S / len(vs)) * grad, 1e-6 * x0.mean())
@@ -135,22 +140,24 @@ def test_errors(setup):
     proj, vs, img, _ = setup
     data = model_consistent_data(proj, img, noise=False, viewset=vs)
     with pytest.raises(ValueError, match="views"):
-        mlem(proj, HistoImageData(data.histos[:4], GRID), 1, progress=False)
+        ViewSubsets(proj, HistoImageData(data.histos[:4], GRID))
     with pytest.raises(ValueError, match="x0"):
-        mlem(proj, data, 1, x0=np.ones((4, 4, 4), np.float32), progress=False)
-    with pytest.raises(ValueError, match="blocks"):
-        osem(proj, data, 1, blocks=[[0, 1], [1, 2]], progress=False)
+        mlem(ViewSubsets(proj, data), 1, x0=np.ones((4, 4, 4), np.float32), progress=False)
+    with pytest.raises(ValueError, match="subsets"):
+        ViewSubsets(proj, data, subsets=[[0, 1], [1, 2]])
     with pytest.raises(ValueError, match="n_subsets"):
-        osem(proj, data, 1, 7, progress=False)
+        ViewSubsets(proj, data, n_subsets=7)
     with pytest.raises(TypeError, match="data"):
-        mlem(proj, [1, 2, 3], 1, progress=False)
+        ViewSubsets(proj, [1, 2, 3])
+    with pytest.raises(TypeError, match="problem"):
+        mlem(proj, 1, progress=False)
 
 
 def test_fft_and_spatial_invariant_reconstructions_agree(setup):
     """[HA] §6: with the invariant kernel, block-RAMLA through the FFT projector (spatial-exact) and
     through the spatial projector give the same image: relative difference <= 1e-3 after 10 passes
-    on noisy data with sensitivity and background. The loops use only forward/adjoint/n_views/grid,
-    so any projector with that interface drops in; float32 rounding differences of ~1e-7 per
+    on noisy data with sensitivity and background. ViewSubsets uses only the projector's
+    forward/adjoint/n_views/grid, so any DIRECT projector with that interface drops in; float32 rounding differences of ~1e-7 per
     projection may grow through the multiplicative updates, hence 1e-3 rather than 1e-6."""
     proj, vs, img, _ = setup
     op = FFTProjector(GRID, vs, SRKernel.invariant(), backend="cpu")
@@ -158,6 +165,6 @@ def test_fft_and_spatial_invariant_reconstructions_agree(setup):
     sens = rng.uniform(0.3, 1.0, (len(vs),) + GRID.shape).astype(np.float32)
     bg = np.full((len(vs),) + GRID.shape, 0.05, np.float32)
     data = model_consistent_data(proj, img, sens, bg, counts=3e5, rng=7, viewset=vs)
-    a = block_ramla(op, data, 10, progress=False).image
-    b = block_ramla(proj, data, 10, progress=False).image
+    a = block_ramla(ViewSubsets(op, data), 10, progress=False).image
+    b = block_ramla(ViewSubsets(proj, data), 10, progress=False).image
     assert np.linalg.norm(a - b) / np.linalg.norm(b) <= 1e-3

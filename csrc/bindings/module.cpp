@@ -9,7 +9,8 @@ namespace py = pybind11;
 namespace dp::bind {
 void register_direct(py::module_& m);
 void register_direct_fft(py::module_& m);
-void register_sim(py::module_& m);
+void register_direct_events(py::module_& m);
+void register_random(py::module_& m);
 void register_first(py::module_& m);
 void register_first_monte_carlo(py::module_& m);
 #ifdef DIRECTPET_WITH_CUDA
@@ -38,7 +39,8 @@ PYBIND11_MODULE(_core, m) {
           "Why no CUDA device is usable, or 'ok'.");
     dp::bind::register_direct(m);
     dp::bind::register_direct_fft(m);
-    dp::bind::register_sim(m);
+    dp::bind::register_direct_events(m);
+    dp::bind::register_random(m);
     dp::bind::register_first(m);
     dp::bind::register_first_monte_carlo(m);
 #ifdef DIRECTPET_WITH_CUDA

@@ -3,14 +3,14 @@
 // per (counter, key). The CPU simulation uses it because it is a pure function of the counter:
 // a batch of decays draws its bits in one SIMD loop, which std::mt19937_64's sequential state
 // cannot do (it was half of the CPU time once the rest was vectorised). Checked against the
-// Random123 known-answer vectors in tests/test_sim_compiled.py.
+// Random123 known-answer vectors in tests/test_sim_random.py.
 #pragma once
 
 #include <cstdint>
 
 #include "hd.hpp"
 
-namespace dp::sim {
+namespace dp::random {
 
 struct Philox4 {
     uint32_t x, y, z, w;  // named, not an array: array members kept the batch loop from vectorising
@@ -39,4 +39,4 @@ DP_HD Philox4 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, 
     return {c0, c1, c2, c3};
 }
 
-}  // namespace dp::sim
+}  // namespace dp::random

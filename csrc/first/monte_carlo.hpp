@@ -56,14 +56,12 @@
 
 #include "../common/hd.hpp"
 #include "../common/philox.hpp"
-// uniform01 (open interval, 24 bits) and normal_pair (Box-Muller) are shared with the DIRECT
-// event simulation, so the two Monte Carlos turn bits into numbers the same way.
-#include "../sim/event_worker.hpp"
+#include "../common/random.hpp"
 
 namespace dp::first::mc {
 
-using dp::sim::normal_pair;
-using dp::sim::uniform01;
+using dp::random::normal_pair;
+using dp::random::uniform01;
 
 constexpr float kPi = 3.14159265358979323846f;
 // Fourth counter word of every draw: keeps this Monte Carlo's streams apart from any other user
@@ -138,7 +136,7 @@ public:
 
     DP_HD uint32_t next_u32() {
         if (left_ == 0) {
-            const dp::sim::Philox4 b = dp::sim::philox4x32_10(lo_, hi_, block_++, kDomain, k0_, k1_);
+            const dp::random::Philox4 b = dp::random::philox4x32_10(lo_, hi_, block_++, kDomain, k0_, k1_);
             w0_ = b.x;
             w1_ = b.y;
             w2_ = b.z;

@@ -1,4 +1,5 @@
-"""Argument checks shared by the operators: errors name the argument, the expectation and what came."""
+"""Argument checks and array plumbing shared by every layer: errors name the argument, the expectation
+and what came."""
 
 from __future__ import annotations
 
@@ -15,6 +16,15 @@ def array_module(x):
     return np
 
 
+def to_numpy(a):
+    """A NumPy array from a NumPy or CuPy array (None passes through)."""
+    if a is None or isinstance(a, np.ndarray):
+        return a
+    if hasattr(a, "get"):                 # CuPy
+        return a.get()
+    return np.asarray(a)
+
+
 def is_device_array(x) -> bool:
     """True for CUDA arrays (CuPy, PyTorch CUDA tensors, anything with __cuda_array_interface__)."""
     if isinstance(x, np.ndarray):
@@ -28,6 +38,16 @@ def _is_cupy(x) -> bool:
 
 def _is_torch_cuda(x) -> bool:
     return type(x).__module__.split(".")[0] == "torch" and getattr(x, "is_cuda", False)
+
+
+def like(x, shape):
+    """A new float32 array of ``shape`` living where x lives (NumPy, CuPy or PyTorch)."""
+    if type(x).__module__.split(".")[0] == "torch":
+        import torch  # optional dependency, present because x is a tensor
+
+        return torch.empty(shape, dtype=torch.float32, device=x.device)
+    xp = array_module(x)
+    return xp.empty(shape, dtype=xp.float32)
 
 
 def check_volume(x, name: str, shape: tuple, check_finite: bool = True):

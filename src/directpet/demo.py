@@ -22,7 +22,8 @@ import numpy as np
 
 from . import analysis, recon, sim
 from ._backend import resolve_backend
-from .direct import FFTProjector, HistoImageProjector, SRKernel
+from ._checks import to_numpy
+from .direct import CylindricalScanner, FFTProjector, HistoImageProjector, SRKernel, ViewSubsets, simulate_histo_images
 from .geometry import ImageGrid
 
 #: Kernel models of [HA] Fig. 8 / 10: label -> (projector kind, kernel)
@@ -113,22 +114,22 @@ def run_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResu
     grid = ImageGrid(shape, voxel)
     length = min(250.0, grid.nz * voxel)
     truth, info = sim.sphere_phantom(grid, length_mm=length)
-    scanner = sim.CylindricalScanner()
+    scanner = CylindricalScanner()
     viewset = scanner.viewset(40, 3)
     n_events = default_events if cfg.n_events is None else int(cfg.n_events)
 
     t0 = time.perf_counter()
-    data = sim.simulate_histo_images(info, scanner, grid, viewset, n_events, kernel=scanner.kernel(),
-                                     rng=cfg.seed, xp=xp, progress=cfg.progress)
+    data = simulate_histo_images(info, scanner, grid, viewset, n_events, kernel=scanner.kernel(),
+                                 rng=cfg.seed, xp=xp, progress=cfg.progress)
     timings = {"simulation_s": time.perf_counter() - t0}
     out = ExperimentResult(cfg, grid, info, truth, data, timings=timings, backend=backend)
     for label in cfg.kernels:
         kind, make_kernel = KERNEL_MODELS[label]
         op = make_projector(kind, grid, viewset, make_kernel(), backend)
-        res = recon.block_ramla(op, data, cfg.n_iter, lambda0=cfg.lambda0, gamma=cfg.gamma,
+        res = recon.block_ramla(ViewSubsets(op, data), cfg.n_iter, lambda0=cfg.lambda0, gamma=cfg.gamma,
                                 store_every=1, progress=cfg.progress)
-        res.image = sim.to_numpy(res.image)
-        res.images = [sim.to_numpy(im) for im in res.images]
+        res.image = to_numpy(res.image)
+        res.images = [to_numpy(im) for im in res.images]
         out.results[label] = res
         out.curves.append(analysis.contrast_noise_curve(res, info, label=label))
     out.matched = analysis.pick_matched_noise(out.curves, target=cfg.target_noise)

@@ -17,8 +17,8 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
+from .._checks import to_numpy
 from ..geometry import ImageGrid
-from ..sim.deposition import to_numpy
 from .roi import SphereROIs, circle_weights, weighted_mean, weighted_std
 
 

@@ -11,7 +11,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from ..sim.deposition import to_numpy
+from .._checks import to_numpy
 from .metrics import ContrastNoiseCurve, pick_matched_noise
 from .roi import slice_weights
 

@@ -1,11 +1,26 @@
-"""DIRECT TOF-PET: views, SR-kernel models, LUTs and histo-image projectors (spatial, FFT, low-rank FFT)."""
+"""DIRECT TOF-PET: views, SR-kernel models, LUTs and histo-image projectors (spatial, FFT, low-rank FFT),
+histo-image data, the cylindrical scanner, event simulation and deposition, model-consistent data, and
+ViewSubsets: DIRECT as the reconstruction layer's SubsetProblem."""
 
+from .._checks import to_numpy
+from .deposition import (DepositStats, bin_views, deposit, randoms_background, sensitivity_attenuation,
+                         simulate_histo_images)
+from .events import EventBatch, simulate_events, simulate_randoms
 from .fft import FFTProjector
+from .histo_data import HistoImageData
 from .kernels import C_MM_PER_PS, SRKernel, tof_fwhm_mm
 from .lowrank import LowRankProjector
 from .lut import DirectLUT, build_lut, local_coordinates
+from .model_data import expected_data, model_consistent_data
 from .projector import HistoImageProjector, ViewOperator
+from .scanner import CylindricalScanner, detector_exits, detector_hits
+from .simulation import simulate_deposit
+from .subsets import ViewSubsets, make_blocks
 from .views import View, ViewSet
 
-__all__ = ["C_MM_PER_PS", "DirectLUT", "FFTProjector", "HistoImageProjector", "LowRankProjector",
-           "SRKernel", "View", "ViewOperator", "ViewSet", "build_lut", "local_coordinates", "tof_fwhm_mm"]
+__all__ = ["C_MM_PER_PS", "CylindricalScanner", "DepositStats", "DirectLUT", "EventBatch", "FFTProjector",
+           "HistoImageData", "HistoImageProjector", "LowRankProjector", "SRKernel", "View", "ViewOperator",
+           "ViewSet", "ViewSubsets", "bin_views", "build_lut", "deposit", "detector_exits", "detector_hits",
+           "expected_data", "local_coordinates", "make_blocks", "model_consistent_data", "randoms_background",
+           "sensitivity_attenuation", "simulate_deposit", "simulate_events", "simulate_histo_images",
+           "simulate_randoms", "to_numpy", "tof_fwhm_mm"]

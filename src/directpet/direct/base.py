@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from .._backend import resolve_backend
-from .._checks import array_module, check_volume, expect_instance
+from .._checks import check_volume, expect_instance, like
 from ..geometry import ImageGrid
 from ..operators import LinearOperator
 from .kernels import SRKernel
@@ -127,20 +127,6 @@ class ViewOperator(LinearOperator):
 
     def adjoint(self, y):
         return self.parent.adjoint(y, self.view)
-
-
-def is_torch(x) -> bool:
-    return type(x).__module__.split(".")[0] == "torch"
-
-
-def like(x, shape):
-    """A new float32 array of `shape` living where x lives (NumPy, CuPy or PyTorch)."""
-    if is_torch(x):
-        import torch  # optional dependency, present because x is a tensor
-
-        return torch.empty(shape, dtype=torch.float32, device=x.device)
-    xp = array_module(x)
-    return xp.empty(shape, dtype=xp.float32)
 
 
 def as_view_list(views) -> list:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..recon.problem import spread_order
+
 
 @dataclass(frozen=True)
 class View:
@@ -115,22 +117,7 @@ class ViewSet:
 
     def geometric_order(self) -> list:
         """View visiting order: bit-reversed (van der Corput) azimuths, tilts (0, +, -) per azimuth."""
-        ks, seen, i = [], set(), 0
-        while len(ks) < self.n_phi:  # floor(vdc(i) * n_phi): 0, 20, 10, 30, 5, 25, ... for 40
-            k = int(_van_der_corput(i) * self.n_phi)
-            if k not in seen:
-                seen.add(k)
-                ks.append(k)
-            i += 1
+        ks = spread_order(self.n_phi)   # floor(vdc(i) * n_phi): 0, 20, 10, 30, 5, 25, ... for 40
         mid = self.n_theta // 2
         ls = sorted(range(self.n_theta), key=lambda l: (abs(l - mid), -(l - mid)))
         return [self.index(k, l) for k in ks for l in ls]
-
-
-def _van_der_corput(k: int) -> float:
-    x, denom = 0.0, 1.0
-    while k:
-        denom *= 2
-        x += (k & 1) / denom
-        k >>= 1
-    return x

@@ -48,7 +48,7 @@ from .. import _core
 from .._backend import resolve_backend
 from .._checks import _is_cupy, check_volume, expect_instance, positive_int
 from ..geometry import ImageGrid
-from ..sim.compiled import _seed, _threads
+from ..sim.random import check_seed
 from .geometry import RotatingScanner
 
 # Decays per chunk (between progress updates and Ctrl-C checks): a fraction of a second each.
@@ -124,8 +124,8 @@ def simulate_sinogram(scanner: RotatingScanner, activity, grid: ImageGrid, n_dec
     expect_instance(grid, ImageGrid, "grid")
     host_activity = _host_activity(activity, grid)
     n_decays = _decay_count("n_decays", n_decays)
-    seed = _seed("seed", seed)
-    nthreads = _threads(threads)
+    seed = check_seed("seed", seed)
+    nthreads = 0 if threads is None else positive_int("threads", threads)
     if not isinstance(backend, str):
         raise TypeError(f"backend: expected 'auto', 'cpu' or 'cuda', got {type(backend).__name__}")
     chosen = resolve_backend(backend)
@@ -185,7 +185,7 @@ def trace_decays(scanner: RotatingScanner, activity, grid: ImageGrid, n_decays: 
     host_activity = _host_activity(activity, grid)
     n_decays = _decay_count("n_decays", n_decays)
     return _core.first_mc_trace_cpu(scanner_parameters(scanner), host_activity, list(grid.voxel_size), n_decays,
-                                    _seed("seed", seed))
+                                    check_seed("seed", seed))
 
 
 def _decay_count(name, value):

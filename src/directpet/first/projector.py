@@ -29,8 +29,7 @@ import numpy as np
 
 from .. import _core
 from .._backend import resolve_backend
-from .._checks import check_volume, expect_instance
-from ..direct.base import like
+from .._checks import check_volume, expect_instance, like
 from ..operators import LinearOperator
 from .model import SuperLORTable
 

@@ -1,8 +1,8 @@
-"""The element-wise steps of the per-view updates, fused into one pass each.
+"""The element-wise steps of the per-subset updates, fused into one pass each.
 
 On CuPy arrays each step is one CUDA kernel (cupy.ElementwiseKernel) instead of a chain of
-temporaries: a 144x144x48 view update then costs two passes over memory besides the projections.
-On NumPy arrays the same formulas run with in-place operations.
+temporaries: a 144x144x48 DIRECT view update then costs two passes over memory besides the
+projections. On NumPy arrays the same formulas run with in-place operations.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def _cupy_kernel(name):
         if name == "residual":
             _KERNELS[name] = cupy.ElementwiseKernel(
                 "float32 hx, float32 d, float32 s, float32 b, float32 eps, float32 c", "float32 r",
-                "r = s * (d / max(s * hx + b, eps) - c)", "directpet_view_residual")
+                "r = s * (d / max(s * hx + b, eps) - c)", "directpet_subset_residual")
         elif name == "ramla":
             _KERNELS[name] = cupy.ElementwiseKernel(
                 "float32 step, float32 g, float32 floor", "float32 x",
@@ -27,7 +27,7 @@ def _cupy_kernel(name):
     return _KERNELS[name]
 
 
-def view_residual(xp, hx, d, s, b, eps: float, c: float, out):
+def subset_residual(xp, hx, d, s, b, eps: float, c: float, out):
     """out = s * (d / max(s * hx + b, eps) - c), with s = 1 and b = 0 where None.
 
     c = 1 gives the log-likelihood gradient's back-projection argument (block-RAMLA), c = 0 the

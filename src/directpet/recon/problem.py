@@ -21,7 +21,7 @@ arrays of the expected shape, finite, non-negative; the error names the argument
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -72,6 +72,23 @@ class SubsetProblem(ABC):
 
     def subset_shape(self, subset: int) -> tuple:
         return tuple(self.data(subset).shape)
+
+    def totals(self) -> Tuple[float, float, int]:
+        """``(sum of the data, sum of the background, number of data values)`` over all subsets.
+
+        Sums in float64. The algorithms take their uniform start image and their ratio guard
+        (``1e-9 * mean(d)``) from it. A family whose subsets are slices of whole arrays may
+        override it with one reduction per array.
+        """
+        xp = self.xp
+        d_sum, b_sum, size = 0.0, 0.0, 0
+        for s in range(self.n_subsets):
+            d, b = self.data(s), self.background(s)
+            d_sum += float(d.sum(dtype=xp.float64))
+            size += int(d.size)
+            if b is not None:
+                b_sum += float(b.sum(dtype=xp.float64))
+        return d_sum, b_sum, size
 
     def check(self) -> "SubsetProblem":
         """Validate every subset's data, factors and background; returns self.

@@ -29,7 +29,7 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from ..geometry import ImageGrid
-from .scanner import chord_length
+from .lines import chord_length
 
 MU_WATER_PER_MM = 0.0096
 

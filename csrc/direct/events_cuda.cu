@@ -1,8 +1,8 @@
-// CUDA event simulation + deposition: a launch around event_worker.hpp.
+// CUDA event simulation + deposition: a launch around events_worker.hpp.
 //
 // One thread per random stream (kGpuStreams = 2^20 streams, ~10 waves of resident threads).
 // A thread keeps its curand Philox4x32-10 state in registers, draws decays until it has accepted
-// its quota of events (simulate.hpp) or drawn kRoundDecaysGpu decays, deposits each accepted event
+// its quota of events (events.hpp) or drawn kRoundDecaysGpu decays, deposits each accepted event
 // with a fire-and-forget atomicAdd into the histo-images, then stores its state and remaining quota
 // for the next launch. The host loops launches until every quota is met; per-launch counters are
 // reduced per warp and added with one atomic per warp and counter.
@@ -22,9 +22,9 @@
 #include "../common/cuda_check.cuh"
 #include "../common/cuda_memory.hpp"
 #include "../common/errors.hpp"
-#include "simulate.hpp"
+#include "events.hpp"
 
-namespace dp::sim::gpu {
+namespace dp::direct::events::gpu {
 namespace {
 
 constexpr int kBlock = 256;
@@ -123,7 +123,7 @@ Counters simulate_deposit(const SimParams& P, uint64_t n_events, uint64_t seed, 
                                             left.as<uint32_t>(), ns, seed,
                                             static_cast<uint32_t>(n_events / ns),
                                             static_cast<uint32_t>(n_events % ns));
-    DP_CUDA_CHECK_LAUNCH("sim init_streams");
+    DP_CUDA_CHECK_LAUNCH("direct events init_streams");
 
     Counters total;
     unsigned long long host[kNumCounters] = {};
@@ -131,7 +131,7 @@ Counters simulate_deposit(const SimParams& P, uint64_t n_events, uint64_t seed, 
         simulate_kernel<<<blocks, kBlock, 0, st>>>(P, states.as<curandStatePhilox4_32_10_t>(),
                                                    left.as<uint32_t>(), ns, kRoundDecaysGpu,
                                                    histos, d_counters);
-        DP_CUDA_CHECK_LAUNCH("sim simulate_kernel");
+        DP_CUDA_CHECK_LAUNCH("direct events simulate_kernel");
         DP_CUDA_CHECK(cudaMemcpyAsync(host, d_counters, sizeof(host), cudaMemcpyDeviceToHost, st));
         DP_CUDA_CHECK(cudaStreamSynchronize(st));
         total.decays = host[kSlotDecays];
@@ -148,4 +148,4 @@ Counters simulate_deposit(const SimParams& P, uint64_t n_events, uint64_t seed, 
     return total;
 }
 
-}  // namespace dp::sim::gpu
+}  // namespace dp::direct::events::gpu

@@ -1,4 +1,4 @@
-"""Compiled (C++/OpenMP, CUDA) event simulation fused with deposition: directpet.sim.simulate_deposit.
+"""Compiled (C++/OpenMP, CUDA) event simulation fused with deposition: directpet.direct.simulate_deposit.
 
 The compiled path draws its events from other random streams than the NumPy path, so the two are
 compared **in distribution**:
@@ -25,12 +25,11 @@ from scipy import stats
 
 import directpet
 from directpet import _core
-from directpet.direct import ViewSet
+from directpet.direct import (CylindricalScanner, ViewSet, deposit, simulate_deposit, simulate_events,
+                              simulate_histo_images, to_numpy)
+from directpet.direct.simulation import phantom_components, scanner_parameters
 from directpet.geometry import ImageGrid
-from directpet.sim import (AnalyticPhantom, CylinderSource, CylindricalScanner, PointSource, SphereSource,
-                           deposit, point_source_phantom, simulate_deposit, simulate_events,
-                           simulate_histo_images, sphere_phantom)
-from directpet.sim.compiled import phantom_components, scanner_parameters
+from directpet.sim import AnalyticPhantom, CylinderSource, PointSource, SphereSource, point_source_phantom, sphere_phantom
 
 SCANNER = CylindricalScanner()
 GRID = ImageGrid((16, 48, 48), 8.0)
@@ -247,7 +246,7 @@ def test_gpu_code_path_on_the_cpu_matches_python_path(sphere_info, sphere_python
     path does not call: run that path on the CPU (batched=False) against the NumPy path."""
     n = 1_000_000
     out = np.zeros((len(VIEWS),) + GRID.shape, np.float32)
-    st = _core.sim_simulate_deposit_cpu(phantom_components(sphere_info), scanner_parameters(SCANNER, sphere_info),
+    st = _core.direct_simulate_deposit_cpu(phantom_components(sphere_info), scanner_parameters(SCANNER, sphere_info),
                                         list(GRID.shape), list(GRID.voxel_size), VIEWS.n_phi, VIEWS.n_theta,
                                         float(VIEWS.theta_max), n, 17, out, batched=False)
     assert st["n_trues"] == n and out.sum() == st["n_deposited"]
@@ -260,7 +259,7 @@ def test_gpu_code_path_on_the_cpu_with_cold_inserts():
                           SphereSource((-40.0, 0.0, 0.0), 15, -1.0), PointSource((2.0, 41.0, 6.0), 5e4)])
     kw = dict(attenuation=False, blur=False, tof=False)
     out = np.zeros((len(VIEWS),) + grid.shape, np.float32)
-    st = _core.sim_simulate_deposit_cpu(phantom_components(ph), scanner_parameters(SCANNER, ph, **kw),
+    st = _core.direct_simulate_deposit_cpu(phantom_components(ph), scanner_parameters(SCANNER, ph, **kw),
                                         list(grid.shape), list(grid.voxel_size), VIEWS.n_phi, VIEWS.n_theta,
                                         float(VIEWS.theta_max), 500_000, 18, out, batched=False)
     hb, sb = simulate_deposit(ph, SCANNER, grid, VIEWS, 500_000, backend="cpu", seed=19, **kw)
@@ -279,7 +278,7 @@ def test_compiled_deposition_equals_python_deposition():
     for vs in (VIEWS, ViewSet(5, 4, 8.0), ViewSet(3, 1, 0.0)):
         ref, st = deposit(events, GRID, vs, return_stats=True)
         out = np.zeros_like(ref)
-        got = _core.sim_deposit_events_cpu(events.p1, events.p2, events.dt_ps, list(GRID.shape),
+        got = _core.direct_deposit_events_cpu(events.p1, events.p2, events.dt_ps, list(GRID.shape),
                                            list(GRID.voxel_size), vs.n_phi, vs.n_theta, float(vs.theta_max),
                                            out)
         assert np.abs(out - ref).sum() <= 4
@@ -289,16 +288,6 @@ def test_compiled_deposition_equals_python_deposition():
 
 
 # --- exactness, determinism, accumulation -----------------------------------------------------------------
-
-@pytest.mark.parametrize("counter, key, expect", [   # Random123's known-answer vectors
-    ([0, 0, 0, 0], [0, 0], [0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8]),
-    ([0xffffffff] * 4, [0xffffffff] * 2, [0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd]),
-    ([0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344], [0xa4093822, 0x299f31d0],
-     [0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1]),
-])
-def test_cpu_generator_is_philox4x32_10(counter, key, expect):
-    assert list(_core.sim_philox4x32_10(counter, key)) == expect
-
 
 def test_deterministic_for_a_seed_and_independent_of_threads(sphere_info):
     a, sa = simulate_deposit(sphere_info, SCANNER, GRID, VIEWS, 50_000, backend="cpu", seed=21, threads=1)
@@ -312,7 +301,7 @@ def test_deterministic_for_a_seed_and_independent_of_threads(sphere_info):
 @pytest.mark.parametrize("n", [1, 7, 255, 257, 1000])
 def test_exact_count_for_small_n(sphere_info, n):
     h, s = simulate_deposit(sphere_info, SCANNER, GRID, VIEWS, n, backend="cpu", seed=n)
-    assert s["n_trues"] == n and s["n_streams"] == min(n, _core.SIM_CPU_STREAMS)
+    assert s["n_trues"] == n and s["n_streams"] == min(n, _core.DIRECT_SIM_CPU_STREAMS)
     assert h.sum() + s["n_outside_views"] + s["n_outside_grid"] == n
     assert s["n_decays"] >= n
 
@@ -415,7 +404,7 @@ def test_binding_rejects_bad_tables():
                  tof_sigma_ps=0.0, water_radius_mm=0.0, water_half_length_mm=0.0, mu_per_mm=0.0),
             [4, 4, 4], [4.0, 4.0, 4.0], 2, 1, 0.1, 10, 0, np.zeros((2, 4, 4, 4), np.float32))
     good = np.array([[0, 0, 0, 0, 10, 10, 1, 100]], np.float64)
-    _core.sim_simulate_deposit_cpu(good, *args)
+    _core.direct_simulate_deposit_cpu(good, *args)
     for table, match in [(good.astype(np.float32), "float64"), (good[:, :7].copy(), "components"),
                          (np.array([[3, 0, 0, 0, 10, 10, 1, 100.0]]), "kind"),
                          (np.array([[0, 0, 0, 0, -1, 10, 1, 100.0]]), "radius"),
@@ -424,10 +413,10 @@ def test_binding_rejects_bad_tables():
                           "total activity"),
                          (np.array([[0, 0, 0, np.nan, 10, 10, 1, 100.0]]), "finite")]:
         with pytest.raises((ValueError, TypeError), match=match):
-            _core.sim_simulate_deposit_cpu(table, *args)
+            _core.direct_simulate_deposit_cpu(table, *args)
     bad_scanner = dict(args[0], sin_theta_max=1.5)
     with pytest.raises(ValueError, match="sin_theta_max"):
-        _core.sim_simulate_deposit_cpu(good, bad_scanner, *args[1:])
+        _core.direct_simulate_deposit_cpu(good, bad_scanner, *args[1:])
 
 
 def test_no_acceptance_is_an_error_not_a_hang():
@@ -448,7 +437,7 @@ def test_cancelled_activity_is_an_error_not_a_hang(batched):
     ph = _cancelled_phantom()
     out = np.zeros((len(VIEWS),) + GRID.shape, np.float32)
     with pytest.raises(RuntimeError, match="cold"):
-        _core.sim_simulate_deposit_cpu(phantom_components(ph), scanner_parameters(SCANNER, ph), list(GRID.shape),
+        _core.direct_simulate_deposit_cpu(phantom_components(ph), scanner_parameters(SCANNER, ph), list(GRID.shape),
                                        list(GRID.voxel_size), VIEWS.n_phi, VIEWS.n_theta, float(VIEWS.theta_max),
                                        10, 0, out, batched=batched)
 
@@ -470,7 +459,7 @@ def test_cuda_matches_cpu_on_sphere_phantom(sphere_info, sphere_compiled):
     hc, sc = sphere_compiled
     hg, sg = simulate_deposit(sphere_info, SCANNER, GRID, VIEWS, 10_000_000, backend="cuda", seed=31)
     assert sg["backend"] == "cuda" and sg["n_trues"] == 10_000_000
-    hg = directpet.sim.to_numpy(hg)
+    hg = to_numpy(hg)
     assert hg.sum(dtype=np.float64) == sg["n_deposited"]
     assert sg["n_deposited"] + sg["n_outside_views"] + sg["n_outside_grid"] == 10_000_000
     _compare_histos(hg, sg, hc, sc, GRID, VIEWS)
@@ -482,9 +471,9 @@ def test_cuda_point_source_mlp_and_cpu_agreement():
     _, info = point_source_phantom(grid, [(13.1, -6.9, 3.1)])
     hg, sg = simulate_deposit(info, SCANNER, grid, VIEWS, 2_000_000, backend="cuda", seed=32)
     hc, sc = simulate_deposit(info, SCANNER, grid, VIEWS, 1_000_000, backend="cpu", seed=33)
-    _compare_histos(directpet.sim.to_numpy(hg), sg, hc, sc, grid, VIEWS)
+    _compare_histos(to_numpy(hg), sg, hc, sc, grid, VIEWS)
     h0, _ = simulate_deposit(info, SCANNER, grid, VIEWS, 5_000, backend="cuda", seed=1, tof=False, blur=False)
-    total = directpet.sim.to_numpy(h0).sum(axis=0)
+    total = to_numpy(h0).sum(axis=0)
     assert total[grid.index_of(3.1, -6.9, 13.1)] == 5_000
 
 
@@ -496,7 +485,7 @@ def test_cuda_cold_insert_and_mixed_components_match_cpu():
     kw = dict(attenuation=False, blur=False, tof=False)
     hg, sg = simulate_deposit(ph, SCANNER, grid, VIEWS, 3_000_000, backend="cuda", seed=34, **kw)
     hc, sc = simulate_deposit(ph, SCANNER, grid, VIEWS, 1_000_000, backend="cpu", seed=35, **kw)
-    _compare_histos(directpet.sim.to_numpy(hg), sg, hc, sc, grid, VIEWS)
+    _compare_histos(to_numpy(hg), sg, hc, sc, grid, VIEWS)
 
 
 @pytest.mark.gpu

@@ -1,40 +1,31 @@
-"""Histo-image data: event deposition, correction histo-images and storage (science.md 1.2, 1.3).
+"""DIRECT histo-images from events: deposition, correction histo-images, simulation (science.md 1.2, 1.3).
 
 * :func:`deposit` canonicalises each event's direction, bins it into a view and adds it at its
   most likely point (MLP) ``r_hat = m + (c/2) dt u12`` into that view's histo-image.
 * :func:`sensitivity_attenuation` computes the multiplicative correction histo-images
   ``s_v = n_v * a_v`` of the model ``ybar_v = s_v * H_v x + b_v`` for a cylindrical scanner and a
   water-cylinder phantom; :func:`randoms_background` the shape of uniform randoms.
-* :class:`HistoImageData` bundles histo-images, corrections and metadata, with ``.npz`` storage.
+* :func:`simulate_histo_images` streams simulated events into histo-images and returns them with
+  their corrections as a :class:`~directpet.direct.histo_data.HistoImageData`.
 
 All array work is written against the namespace ``xp`` of the inputs (NumPy or CuPy).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from typing import Optional
 
 import numpy as np
 
 from .._checks import array_module
-from ..direct.kernels import SRKernel
-from ..direct.views import ViewSet
 from ..geometry import ImageGrid
-from .scanner import CylindricalScanner, chord_length, cylinder_interval
-
-_FORMAT = "directpet.HistoImageData"
-_VERSION = 1
-
-
-def to_numpy(a):
-    """A NumPy array from a NumPy or CuPy array (None passes through)."""
-    if a is None or isinstance(a, np.ndarray):
-        return a
-    if hasattr(a, "get"):                 # CuPy
-        return a.get()
-    return np.asarray(a)
+from ..sim.lines import chord_length, cylinder_interval
+from ..sim.random import make_rng, seed_from_rng
+from .histo_data import HistoImageData
+from .kernels import SRKernel
+from .scanner import CylindricalScanner
+from .views import ViewSet
 
 
 # --- view binning and deposition ----------------------------------------------------------------------
@@ -88,8 +79,8 @@ def deposit(events, grid: ImageGrid, viewset: ViewSet, *, out=None, mode: str = 
 
     Parameters
     ----------
-    events : an :class:`~directpet.sim.events.EventBatch` or an iterable of them (a generator from
-        :func:`~directpet.sim.events.simulate_events` streams without keeping the events).
+    events : an :class:`~directpet.direct.events.EventBatch` or an iterable of them (a generator from
+        :func:`~directpet.direct.events.simulate_events` streams without keeping the events).
     grid, viewset : the histo-image lattice and the views.
     out : optional existing histo-image array to add into (accumulation over calls).
     mode : ``'nearest'`` adds 1 to the voxel containing the MLP (default, as in [HA]);
@@ -266,7 +257,7 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
       angle of the largest cell. A voxel near the centre, which sees every direction of a cell, has
       ``n_v = Omega_v / max Omega`` (1 for the central tilt bin). Detector efficiencies, gaps,
       depth of interaction and the voxel's extent are not modelled. Without attenuation this is
-      the relative acceptance of :func:`~directpet.sim.events.simulate_events` for an
+      the relative acceptance of :func:`~directpet.direct.events.simulate_events` for an
       annihilation at the voxel centre.
     """
     scanner = CylindricalScanner() if scanner is None else scanner
@@ -293,7 +284,7 @@ def randoms_background(grid: ImageGrid, viewset: ViewSet, scanner: Optional[Cyli
                        total: float = 1.0, n_quad: int = 4, xp=np):
     """Expected deposited uniform randoms (n_views, nz, ny, nx) float32, summing to ``total``.
 
-    Matches :func:`~directpet.sim.events.simulate_randoms`: endpoints uniform on the detector
+    Matches :func:`~directpet.direct.events.simulate_randoms`: endpoints uniform on the detector
     surface give a density of lines (per solid angle and perpendicular area) proportional to
     ``|p1 - p2|^2 / (cos a1 cos a2) = 4 R^2 / cos(theta)^4``, independent of the LOR's transaxial
     distance s. Each random is spread uniformly along its in-FOV length
@@ -321,138 +312,6 @@ def randoms_background(grid: ImageGrid, viewset: ViewSet, scanner: Optional[Cyli
     return out
 
 
-# --- the data container -----------------------------------------------------------------------------------
-
-@dataclass
-class HistoImageData:
-    """DIRECT data: per-view histo-images plus corrections, for ``ybar_v = s_v * H_v x + b_v``.
-
-    Attributes
-    ----------
-    histos : (n_views, nz, ny, nx) float32 measured (deposited) counts d_v.
-    grid : the ImageGrid of every histo-image.
-    viewset : the ViewSet (None if the views are not a regular ViewSet).
-    sensitivity : (n_views, nz, ny, nx) float32 s_v, or None for ones.
-    background : (n_views, nz, ny, nx) float32 b_v (expected randoms + scatter), or None for zeros.
-    kernel : the SRKernel the data were simulated with / should be reconstructed with (optional).
-    scanner : the CylindricalScanner of a simulation (optional).
-    meta : free-form JSON-serialisable metadata (counts, seeds, ...).
-
-    Arrays may be NumPy or CuPy (all the same kind).
-    """
-
-    histos: object
-    grid: ImageGrid
-    viewset: Optional[ViewSet] = None
-    sensitivity: object = None
-    background: object = None
-    kernel: Optional[SRKernel] = None
-    scanner: Optional[CylindricalScanner] = None
-    meta: dict = field(default_factory=dict)
-
-    def __post_init__(self):
-        if not isinstance(self.grid, ImageGrid):
-            raise TypeError(f"grid: expected an ImageGrid, got {type(self.grid).__name__}")
-        shape = tuple(self.histos.shape)
-        if len(shape) != 4 or shape[1:] != self.grid.shape:
-            raise ValueError(f"histos: expected shape (n_views,) + {self.grid.shape}, got {shape}")
-        if self.viewset is not None and len(self.viewset) != shape[0]:
-            raise ValueError(f"viewset: has {len(self.viewset)} views but histos has {shape[0]}")
-        for name in ("histos", "sensitivity", "background"):
-            a = getattr(self, name)
-            if a is None:
-                continue
-            if tuple(a.shape) != shape:
-                raise ValueError(f"{name}: expected shape {shape}, got {tuple(a.shape)}")
-            if a.dtype != np.float32:
-                raise TypeError(f"{name}: expected dtype float32, got {a.dtype}")
-
-    @property
-    def n_views(self) -> int:
-        return int(self.histos.shape[0])
-
-    @property
-    def xp(self):
-        return array_module(self.histos)
-
-    @property
-    def total_counts(self) -> float:
-        return float(self.histos.sum(dtype=self.xp.float64))
-
-    def to(self, xp) -> "HistoImageData":
-        """A copy with the arrays moved to namespace xp (numpy or cupy)."""
-        conv = (lambda a: None if a is None else to_numpy(a)) if xp is np else \
-               (lambda a: None if a is None else xp.asarray(a))
-        return HistoImageData(conv(self.histos), self.grid, self.viewset, conv(self.sensitivity),
-                              conv(self.background), self.kernel, self.scanner, dict(self.meta))
-
-    # --- storage -------------------------------------------------------------------------------------
-    def metadata_json(self) -> str:
-        vs = self.viewset
-        doc = {
-            "format": _FORMAT, "version": _VERSION,
-            "grid": {"shape": list(self.grid.shape), "voxel_size": list(self.grid.voxel_size)},
-            "viewset": None if vs is None else {"n_phi": vs.n_phi, "n_theta": vs.n_theta,
-                                                "theta_max_deg": float(np.rad2deg(vs.theta_max))},
-            "kernel": _kernel_to_dict(self.kernel),
-            "scanner": None if self.scanner is None else self.scanner.to_dict(),
-            "meta": self.meta,
-        }
-        return json.dumps(doc)
-
-    def save(self, path, compress: bool = False):
-        """Write a ``.npz`` with the arrays (as NumPy) and a JSON ``metadata`` string.
-
-        Kernels with callable parts (custom radial models / values) cannot be stored: their
-        metadata entry is null with a ``note`` and :meth:`load` returns ``kernel=None``.
-        """
-        arrays = {"histos": to_numpy(self.histos), "metadata": np.array(self.metadata_json())}
-        for name in ("sensitivity", "background"):
-            a = getattr(self, name)
-            if a is not None:
-                arrays[name] = to_numpy(a)
-        (np.savez_compressed if compress else np.savez)(path, **arrays)
-
-    @classmethod
-    def load(cls, path, xp=np) -> "HistoImageData":
-        """Read a file written by :meth:`save` (arrays moved to namespace xp)."""
-        with np.load(path, allow_pickle=False) as f:
-            doc = json.loads(str(f["metadata"]))
-            if doc.get("format") != _FORMAT:
-                raise ValueError(f"path: {path!r} is not a {_FORMAT} file")
-            arrays = {k: f[k] for k in ("histos", "sensitivity", "background") if k in f.files}
-        g = doc["grid"]
-        grid = ImageGrid(tuple(g["shape"]), tuple(g["voxel_size"]))
-        v = doc["viewset"]
-        viewset = None if v is None else ViewSet(v["n_phi"], v["n_theta"], v["theta_max_deg"])
-        scanner = None if doc["scanner"] is None else CylindricalScanner(**doc["scanner"])
-        conv = (lambda a: a) if xp is np else xp.asarray
-        return cls(conv(arrays["histos"]), grid, viewset,
-                   None if "sensitivity" not in arrays else conv(arrays["sensitivity"]),
-                   None if "background" not in arrays else conv(arrays["background"]),
-                   _kernel_from_dict(doc["kernel"]), scanner, doc.get("meta", {}))
-
-
-def _kernel_to_dict(kernel: Optional[SRKernel]):
-    if kernel is None:
-        return None
-    if kernel.values is not None or (callable(kernel.radial_fwhm) and not isinstance(kernel.radial_fwhm, str)):
-        return {"note": "kernel with callable parts; not stored"}
-    d = asdict(kernel)
-    if isinstance(d["radial_fwhm"], tuple):
-        d["radial_fwhm"] = {"tuple": list(d["radial_fwhm"])}
-    return d
-
-
-def _kernel_from_dict(d):
-    if d is None or "note" in d:
-        return None
-    d = dict(d)
-    if isinstance(d["radial_fwhm"], dict):
-        d["radial_fwhm"] = tuple(d["radial_fwhm"]["tuple"])
-    return SRKernel(**d)
-
-
 # --- simulation convenience ---------------------------------------------------------------------------------
 
 def simulate_histo_images(phantom_info, scanner: CylindricalScanner, grid: ImageGrid, viewset: ViewSet,
@@ -469,8 +328,8 @@ def simulate_histo_images(phantom_info, scanner: CylindricalScanner, grid: Image
     ``background``. ``meta`` records the counts (:class:`DepositStats`), the engine and the seed.
 
     engine : ``'compiled'`` simulates the trues with the fused C++/CUDA path
-        (:func:`~directpet.sim.compiled.simulate_deposit`; CPU for NumPy ``xp``, CUDA for CuPy);
-        ``'python'`` streams :func:`~directpet.sim.events.simulate_events` chunks (extra keywords
+        (:func:`~directpet.direct.simulation.simulate_deposit`; CPU for NumPy ``xp``, CUDA for CuPy);
+        ``'python'`` streams :func:`~directpet.direct.events.simulate_events` chunks (extra keywords
         go there) through :func:`deposit`; ``'auto'`` (default) is ``'compiled'`` whenever it
         applies (``mode='nearest'``, event keywords among ``attenuation``, ``blur``, ``tof``, and
         for CuPy a compiled CUDA backend with a usable GPU), else ``'python'``. With randoms, the
@@ -530,8 +389,8 @@ def _compiled_unsupported(mode, xp, event_kw) -> str:
 def _simulate_compiled(phantom_info, scanner, grid, viewset, n_events, randoms_fraction, chunk_size, rng, xp,
                        progress, threads, event_kw):
     """Trues by the compiled fused path, randoms (if any) by the Python path. -> (histos, stats, seed)."""
-    from .compiled import seed_from_rng, simulate_deposit
-    from .events import _positive_int, make_rng, simulate_randoms
+    from .events import _positive_int, simulate_randoms
+    from .simulation import simulate_deposit
 
     n_events = _positive_int("n_events", n_events)
     chunk_size = _positive_int("chunk_size", chunk_size)
@@ -567,5 +426,5 @@ def _simulate_compiled(phantom_info, scanner, grid, viewset, n_events, randoms_f
     return histos, stats, seed
 
 
-__all__ = ["DepositStats", "HistoImageData", "bin_views", "deposit", "randoms_background",
-           "sensitivity_attenuation", "simulate_histo_images", "to_numpy"]
+__all__ = ["DepositStats", "bin_views", "deposit", "randoms_background", "sensitivity_attenuation",
+           "simulate_histo_images"]

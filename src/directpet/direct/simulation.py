@@ -1,15 +1,15 @@
 """Compiled event simulation fused with deposition: C++/OpenMP and CUDA (science.md 1.2, 1.12).
 
-:func:`simulate_deposit` draws true coincidences exactly as :func:`~directpet.sim.events.simulate_events`
+:func:`simulate_deposit` draws true coincidences exactly as :func:`~directpet.direct.events.simulate_events`
 does (annihilation points from the analytic phantom, isotropic directions in the tilt band,
 detector exits, water attenuation, perpendicular LOR blur, TOF time difference) and adds each one,
 at its most likely point ``r_hat = m + (c/2) dt u12``, to its view's histo-image, the way
-:func:`~directpet.sim.deposition.deposit` (``mode='nearest'``) does. No event list is formed,
+:func:`~directpet.direct.deposition.deposit` (``mode='nearest'``) does. No event list is formed,
 so the per-event cost is a few dozen nanoseconds of arithmetic on the CPU and far less on a GPU.
 
 It agrees with the NumPy/CuPy path **in distribution**, not event by event (different random
 streams). The C++ per-event code is one header shared by both backends
-(``csrc/sim/event_worker.hpp``).
+(``csrc/direct/events_worker.hpp``).
 
 Random streams and reproducibility
 ----------------------------------
@@ -32,11 +32,12 @@ import numpy as np
 
 from .. import _core
 from .._backend import resolve_backend
-from .._checks import _is_cupy, check_volume, device_pointer, expect_instance, is_device_array, positive_int
-from ..direct.views import ViewSet
+from .._checks import check_volume, device_pointer, expect_instance, is_device_array, positive_int
 from ..geometry import ImageGrid
-from .phantoms import AnalyticPhantom, CylinderSource, PhantomInfo, PointSource, SphereSource
+from ..sim.phantoms import AnalyticPhantom, CylinderSource, PhantomInfo, PointSource, SphereSource
+from ..sim.random import check_seed
 from .scanner import CylindricalScanner
+from .views import ViewSet
 
 _KINDS = {CylinderSource: 0, SphereSource: 1, PointSource: 2}
 
@@ -116,7 +117,7 @@ def simulate_deposit(phantom_info, scanner: CylindricalScanner, grid: ImageGrid,
         raise ValueError(f"phantom_info: the compiled path takes at most 64 sources, got {components.shape[0]}")
     params = scanner_parameters(scanner, phantom_info, attenuation=attenuation, blur=blur, tof=tof)
     n_events = positive_int("n_events", n_events)
-    seed = _seed("seed", seed)
+    seed = check_seed("seed", seed)
     nthreads = _threads(threads)
     shape = (len(viewset),) + grid.shape
     backend = _backend_for(backend, out)
@@ -130,13 +131,13 @@ def simulate_deposit(phantom_info, scanner: CylindricalScanner, grid: ImageGrid,
     try:
         if backend == "cpu":
             histos = np.zeros(shape, np.float32) if out is None else out
-            counts = _core.sim_simulate_deposit_cpu(components, params, *geometry, n_events, seed,
+            counts = _core.direct_simulate_deposit_cpu(components, params, *geometry, n_events, seed,
                                                    histos, nthreads, callback)
-            n_streams = min(n_events, int(_core.SIM_CPU_STREAMS))
+            n_streams = min(n_events, int(_core.DIRECT_SIM_CPU_STREAMS))
         else:
             histos, counts = _simulate_cuda(components, params, geometry, n_events, seed, out, shape,
                                             callback)
-            n_streams = min(n_events, int(_core.SIM_GPU_STREAMS))
+            n_streams = min(n_events, int(_core.DIRECT_SIM_GPU_STREAMS))
     finally:
         if bar is not None:
             bar.close()
@@ -157,13 +158,13 @@ def _simulate_cuda(components, params, geometry, n_events, seed, out, shape, cal
         else:
             target = cupy.zeros(shape, dtype=cupy.float32)
     if is_device_array(target):
-        counts = _core.sim_simulate_deposit_cuda(components, params, *geometry, n_events, seed,
+        counts = _core.direct_simulate_deposit_cuda(components, params, *geometry, n_events, seed,
                                                 device_pointer(target), stream_of(target), callback)
         return target, counts
     # NumPy: stage through a directpet-owned device buffer (no CuPy needed).
     buf = _core.DeviceBuffer(int(target.nbytes))
     buf.upload(target)
-    counts = _core.sim_simulate_deposit_cuda(components, params, *geometry, n_events, seed, buf.ptr, 0,
+    counts = _core.direct_simulate_deposit_cuda(components, params, *geometry, n_events, seed, buf.ptr, 0,
                                             callback)
     buf.download(target)
     return target, counts
@@ -207,12 +208,6 @@ def _analytic(phantom) -> AnalyticPhantom:
     return analytic
 
 
-def _seed(name, v):
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or not 0 <= v < 2**64:
-        raise ValueError(f"{name}: expected an integer in [0, 2**64), got {v!r}")
-    return int(v)
-
-
 def _threads(threads):
     if threads is None:
         return 0
@@ -221,17 +216,4 @@ def _threads(threads):
     return int(threads)
 
 
-def seed_from_rng(rng) -> int:
-    """A seed for :func:`simulate_deposit` from None (fresh entropy), an int, or a NumPy/CuPy Generator."""
-    if rng is None:
-        return int(np.random.default_rng().integers(2**63))
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
-        return _seed("rng", rng)
-    if isinstance(rng, np.random.Generator):
-        return int(rng.integers(2**63))
-    if _is_cupy(rng):
-        return int(float(rng.random()) * 2**53)
-    raise TypeError(f"rng: expected None, a seed or a Generator, got {type(rng).__name__}")
-
-
-__all__ = ["phantom_components", "scanner_parameters", "seed_from_rng", "simulate_deposit"]
+__all__ = ["phantom_components", "scanner_parameters", "simulate_deposit"]

@@ -1,4 +1,4 @@
-"""An idealised cylindrical TOF-PET scanner for event simulation (science.md 1.10, 1.12, Q11).
+"""DIRECT's idealised cylindrical TOF-PET scanner for event simulation (science.md 1.10, 1.12, Q11).
 
 Coordinates: points and directions are ``(x, y, z)`` in mm, z the scanner axis, the origin at the
 scanner centre (the image grid is centred there too). Times are in ps.
@@ -8,9 +8,10 @@ The scanner is a continuous detector surface (no crystals, no gaps): a cylinder 
 surface within its axial extent *and* the LOR's co-polar tilt is within ``+-theta_max_deg`` (the
 Penn scanner's axial acceptance).
 
-The geometric helpers at the bottom (:func:`cylinder_interval`, :func:`detector_exits`,
-:func:`detector_hits`) are written against an array namespace ``xp`` (NumPy or CuPy) and broadcast,
-so they serve per-event arrays (events) and per-voxel grids (sensitivity images) alike.
+The geometric helpers at the bottom (:func:`detector_exits`, :func:`detector_hits`, built on the
+shared :func:`~directpet.sim.lines.cylinder_interval`) are written against an array namespace ``xp``
+(NumPy or CuPy) and broadcast, so they serve per-event arrays (events) and per-voxel grids
+(sensitivity images) alike.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..direct.kernels import FWHM_PER_SIGMA, SRKernel, tof_fwhm_mm
-from ..direct.views import ViewSet
+from ..sim.lines import cylinder_interval
+from .kernels import FWHM_PER_SIGMA, SRKernel, tof_fwhm_mm
+from .views import ViewSet
 
 
 @dataclass(frozen=True)
@@ -105,38 +107,6 @@ class CylindricalScanner:
 
 # --- geometry helpers (xp-generic, broadcasting) ---------------------------------------------------
 
-def cylinder_interval(x, y, z, ux, uy, uz, radius, half_length, xp=np):
-    """Parameter interval ``[t0, t1]`` where ``r + t u`` lies inside a finite cylinder about z.
-
-    ``r = (x, y, z)`` (mm) and ``u = (ux, uy, uz)`` are broadcastable arrays or scalars; u need not
-    be a unit vector (t is then in units of |u|), but must not be parallel to the axis. The cylinder
-    has radius ``radius`` and spans ``|z| <= half_length`` (``half_length=None``: infinite).
-    Returns ``(t0, t1)``; the interval is empty where ``t1 <= t0``.
-    """
-    a = ux * ux + uy * uy
-    b = x * ux + y * uy                     # half of the usual b
-    c = x * x + y * y - radius * radius
-    disc = b * b - a * c
-    miss = disc < 0
-    sq = xp.sqrt(xp.where(miss, 0.0, disc))
-    t0 = xp.where(miss, 0.0, (-b - sq) / a)
-    t1 = xp.where(miss, 0.0, (-b + sq) / a)
-    if half_length is None:
-        return t0, t1
-    # Slab |z + t uz| <= h. A zero uz is replaced by a tiny positive one: for |z| < h this gives
-    # (-huge, +huge), for |z| > h an interval far away on one side -> empty intersection.
-    uz_safe = xp.where(xp.abs(uz) < 1e-12, 1e-12, uz)
-    za = (-half_length - z) / uz_safe
-    zb = (half_length - z) / uz_safe
-    return xp.maximum(t0, xp.minimum(za, zb)), xp.minimum(t1, xp.maximum(za, zb))
-
-
-def chord_length(x, y, z, ux, uy, uz, radius, half_length, xp=np):
-    """Length (mm) of the full line through r with unit direction u inside a finite cylinder."""
-    t0, t1 = cylinder_interval(x, y, z, ux, uy, uz, radius, half_length, xp)
-    return xp.maximum(t1 - t0, 0.0)
-
-
 def detector_exits(x, y, z, ux, uy, uz, scanner: CylindricalScanner, xp=np):
     """Distances (mm) from interior points r to the detector surface along +u and -u.
 
@@ -157,5 +127,4 @@ def detector_hits(x, y, z, ux, uy, uz, scanner: CylindricalScanner, xp=np):
     return hit & (xp.abs(uz) <= np.sin(scanner.theta_max) + 1e-12)
 
 
-__all__ = ["CylindricalScanner", "chord_length", "cylinder_interval", "detector_exits",
-           "detector_hits"]
+__all__ = ["CylindricalScanner", "detector_exits", "detector_hits"]

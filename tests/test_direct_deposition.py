@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
-from directpet.direct import SRKernel, ViewSet
+from directpet.direct import (CylindricalScanner, EventBatch, HistoImageData, SRKernel, ViewSet, bin_views, deposit,
+                              randoms_background, sensitivity_attenuation, simulate_events, simulate_histo_images,
+                              simulate_randoms)
 from directpet.direct.kernels import C_MM_PER_PS
 from directpet.geometry import ImageGrid
-from directpet.sim import (CylindricalScanner, EventBatch, HistoImageData, WaterCylinder, bin_views, deposit,
-                           point_source_phantom, randoms_background, sensitivity_attenuation,
-                           simulate_events, simulate_histo_images, simulate_randoms, sphere_phantom)
+from directpet.sim import WaterCylinder, point_source_phantom, sphere_phantom
 
 GRID = ImageGrid((8, 32, 32), 8.0)
 SCANNER = CylindricalScanner()

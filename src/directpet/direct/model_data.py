@@ -7,8 +7,8 @@ from typing import Optional
 import numpy as np
 
 from .._checks import array_module
-from .deposition import HistoImageData
-from .events import make_rng
+from ..sim.random import make_rng
+from .histo_data import HistoImageData
 
 
 def expected_data(projector, image, sensitivity=None, background=None):

@@ -1,5 +1,6 @@
-// pybind11 bindings of the compiled event simulation + deposition (csrc/sim). The Python wrapper
-// is directpet.sim.compiled.simulate_deposit; these functions take plain numbers and arrays.
+// pybind11 bindings of DIRECT's compiled event simulation + deposition (csrc/direct/events*). The
+// Python wrapper is directpet.direct.simulation.simulate_deposit; these functions take plain
+// numbers and arrays.
 //
 //   components : (n, 8) float64 rows (kind, x, y, z, radius, length, concentration, activity),
 //                kind 0 cylinder about z (x, y ignored), 1 sphere, 2 point source; mm, per mm^3.
@@ -15,19 +16,20 @@
 #include <string>
 #include <vector>
 
-#include "../common/philox.hpp"
-#include "../sim/simulate.hpp"
+#include "../direct/events.hpp"
 #include "arrays.hpp"
 
 namespace py = pybind11;
 
 namespace dp::bind {
 
+namespace events = dp::direct::events;
+
 namespace {
 
-using sim::Component;
-using sim::Counters;
-using sim::SimParams;
+using events::Component;
+using events::Counters;
+using events::SimParams;
 
 double finite(double v, const std::string& name) {
     if (!std::isfinite(v)) throw ValueError(name + ": expected a finite value, got " + std::to_string(v));
@@ -48,7 +50,7 @@ double non_negative(double v, const std::string& name) {
 
 // Positive-activity components first (with the cumulative table), then the negative (cold) ones;
 // components of zero activity are dropped, as AnalyticPhantom.sample does.
-sim::Phantom make_phantom(const py::array& components) {
+events::Phantom make_phantom(const py::array& components) {
     if (!components.dtype().is(py::dtype::of<double>()))
         throw TypeError("components: expected dtype float64, got " + std::string(py::str(components.dtype())));
     if (components.ndim() != 2 || components.shape(1) != 8)
@@ -57,8 +59,8 @@ sim::Phantom make_phantom(const py::array& components) {
     if (!(components.flags() & py::array::c_style))
         throw ValueError("components: array must be C-contiguous");
     const auto n = components.shape(0);
-    if (n < 1 || n > sim::kMaxComponents)
-        throw ValueError("components: expected 1 to " + std::to_string(sim::kMaxComponents) +
+    if (n < 1 || n > events::kMaxComponents)
+        throw ValueError("components: expected 1 to " + std::to_string(events::kMaxComponents) +
                          " phantom components, got " + std::to_string(n));
     const double* a = data_of<double>(components);
     std::vector<Component> pos, neg;
@@ -68,12 +70,12 @@ sim::Phantom make_phantom(const py::array& components) {
         const std::string row = "components[" + std::to_string(i) + "]";
         for (int k = 0; k < 8; ++k) finite(r[k], row);
         const int kind = static_cast<int>(r[0]);
-        if (kind != r[0] || kind < sim::kCylinder || kind > sim::kPoint)
+        if (kind != r[0] || kind < events::kCylinder || kind > events::kPoint)
             throw ValueError(row + ": kind must be 0 (cylinder), 1 (sphere) or 2 (point), got " +
                              std::to_string(r[0]));
-        if (kind != sim::kPoint) positive(r[4], row + " radius");
-        if (kind == sim::kCylinder) positive(r[5], row + " length");
-        if (kind == sim::kPoint && r[7] < 0)
+        if (kind != events::kPoint) positive(r[4], row + " radius");
+        if (kind == events::kCylinder) positive(r[5], row + " length");
+        if (kind == events::kPoint && r[7] < 0)
             throw ValueError(row + ": a point source needs a non-negative activity");
         const Component c{kind, static_cast<float>(r[1]), static_cast<float>(r[2]),
                           static_cast<float>(r[3]), static_cast<float>(r[4]),
@@ -91,7 +93,7 @@ sim::Phantom make_phantom(const py::array& components) {
     if (pos.empty() || !(total > 0) || !(net > 0))
         throw ValueError("components: the phantom's total activity must be positive (got " +
                          std::to_string(net) + ")");
-    sim::Phantom p{};
+    events::Phantom p{};
     p.n_pos = static_cast<int>(pos.size());
     p.n_all = static_cast<int>(pos.size() + neg.size());
     p.has_cold = neg.empty() ? 0 : 1;
@@ -110,8 +112,8 @@ double get(const py::dict& d, const char* key) {
     return d[key].cast<double>();
 }
 
-sim::ScannerParams make_scanner(const py::dict& d) {
-    sim::ScannerParams s{};
+events::ScannerParams make_scanner(const py::dict& d) {
+    events::ScannerParams s{};
     s.radius = static_cast<float>(positive(get(d, "radius_mm"), "scanner radius_mm"));
     s.half_length = static_cast<float>(positive(get(d, "half_length_mm"), "scanner half_length_mm"));
     const double st = get(d, "sin_theta_max");
@@ -128,7 +130,7 @@ sim::ScannerParams make_scanner(const py::dict& d) {
     return s;
 }
 
-sim::GridParams make_grid(const std::vector<int>& shape, const std::vector<double>& voxel) {
+events::GridParams make_grid(const std::vector<int>& shape, const std::vector<double>& voxel) {
     require(shape.size() == 3, "shape: expected (nz, ny, nx)");
     require(voxel.size() == 3, "voxel_size: expected (vz, vy, vx)");
     for (int k = 0; k < 3; ++k) {
@@ -139,7 +141,7 @@ sim::GridParams make_grid(const std::vector<int>& shape, const std::vector<doubl
             static_cast<float>(voxel[2])};
 }
 
-sim::ViewParams make_views(int n_phi, int n_theta, double theta_max) {
+events::ViewParams make_views(int n_phi, int n_theta, double theta_max) {
     require(n_phi > 0, "n_phi: expected a positive integer");
     require(n_theta > 0, "n_theta: expected a positive integer");
     if (!(theta_max >= 0 && theta_max < 1.5707963267948966))
@@ -173,7 +175,7 @@ py::dict to_dict(const Counters& c) {
 }
 
 // Between rounds: let Ctrl-C through (KeyboardInterrupt) and report progress (accepted events).
-sim::RoundHook make_hook(const py::object& progress) {
+events::RoundHook make_hook(const py::object& progress) {
     return [progress](const Counters& c) {
         py::gil_scoped_acquire gil;
         if (PyErr_CheckSignals() != 0) throw py::error_already_set();
@@ -194,11 +196,11 @@ py::dict simulate_cpu(const py::array& components, const py::dict& scanner, std:
     const uint64_t n = checked_events(n_events);
     check_array<float>(out, "out", histo_shape(P));
     float* h = mutable_data_of<float>(out);
-    const sim::RoundHook hook = make_hook(progress);
+    const events::RoundHook hook = make_hook(progress);
     Counters c;
     {
         py::gil_scoped_release release;
-        c = sim::simulate_deposit_cpu(P, n, seed, h, threads, hook, batched);
+        c = events::simulate_deposit_cpu(P, n, seed, h, threads, hook, batched);
     }
     return to_dict(c);
 }
@@ -206,8 +208,8 @@ py::dict simulate_cpu(const py::array& components, const py::dict& scanner, std:
 py::dict deposit_events_cpu(const py::array& p1, const py::array& p2, const py::array& dt,
                             std::vector<int> shape, std::vector<double> voxel, int n_phi, int n_theta,
                             double theta_max, py::array& out, int threads) {
-    const sim::GridParams g = make_grid(shape, voxel);
-    const sim::ViewParams v = make_views(n_phi, n_theta, theta_max);
+    const events::GridParams g = make_grid(shape, voxel);
+    const events::ViewParams v = make_views(n_phi, n_theta, theta_max);
     check_array<float>(p1, "p1", {-1, 3});
     const py::ssize_t n = p1.shape(0);
     check_array<float>(p2, "p2", {n, 3});
@@ -217,7 +219,7 @@ py::dict deposit_events_cpu(const py::array& p1, const py::array& p2, const py::
     Counters c;
     {
         py::gil_scoped_release release;
-        c = sim::deposit_events_cpu(g, v, data_of<float>(p1), data_of<float>(p2), data_of<float>(dt), n,
+        c = events::deposit_events_cpu(g, v, data_of<float>(p1), data_of<float>(p2), data_of<float>(dt), n,
                                     h, threads);
     }
     py::dict d = to_dict(c);
@@ -233,11 +235,11 @@ py::dict simulate_cuda(const py::array& components, const py::dict& scanner, std
     const SimParams P = make_params(components, scanner, shape, voxel, n_phi, n_theta, theta_max);
     const uint64_t n = checked_events(n_events);
     if (!out) throw ValueError("out: null device pointer");
-    const sim::RoundHook hook = make_hook(progress);
+    const events::RoundHook hook = make_hook(progress);
     Counters c;
     {
         py::gil_scoped_release release;
-        c = sim::gpu::simulate_deposit(P, n, seed, reinterpret_cast<float*>(out),
+        c = events::gpu::simulate_deposit(P, n, seed, reinterpret_cast<float*>(out),
                                        reinterpret_cast<void*>(stream), hook);
     }
     return to_dict(c);
@@ -246,36 +248,27 @@ py::dict simulate_cuda(const py::array& components, const py::dict& scanner, std
 
 }  // namespace
 
-void register_sim(py::module_& m) {
-    m.attr("SIM_CPU_STREAMS") = sim::kCpuStreams;
-    m.attr("SIM_GPU_STREAMS") = sim::kGpuStreams;
-    m.def("sim_simulate_deposit_cpu", &simulate_cpu, py::arg("components"), py::arg("scanner"),
+void register_direct_events(py::module_& m) {
+    m.attr("DIRECT_SIM_CPU_STREAMS") = events::kCpuStreams;
+    m.attr("DIRECT_SIM_GPU_STREAMS") = events::kGpuStreams;
+    m.def("direct_simulate_deposit_cpu", &simulate_cpu, py::arg("components"), py::arg("scanner"),
           py::arg("shape"), py::arg("voxel_size"), py::arg("n_phi"), py::arg("n_theta"),
           py::arg("theta_max"), py::arg("n_events"), py::arg("seed"), py::arg("out"),
           py::arg("threads") = 0, py::arg("progress") = py::none(), py::arg("batched") = true,
           "Simulate n_events accepted true coincidences and add them to out (n_views, nz, ny, nx) "
           "float32 on the CPU (OpenMP). Returns the counters as a dict. batched=False runs the "
           "CUDA kernel's decay-by-decay code path (tests).");
-    m.def("sim_deposit_events_cpu", &deposit_events_cpu, py::arg("p1"), py::arg("p2"), py::arg("dt"),
+    m.def("direct_deposit_events_cpu", &deposit_events_cpu, py::arg("p1"), py::arg("p2"), py::arg("dt"),
           py::arg("shape"), py::arg("voxel_size"), py::arg("n_phi"), py::arg("n_theta"),
           py::arg("theta_max"), py::arg("out"), py::arg("threads") = 0,
           "Deposit list-mode events (p1, p2 (n, 3) float32 mm, dt (n,) float32 ps) into out like "
           "deposit(mode='nearest'), with the compiled per-event code.");
-    m.def("sim_philox4x32_10", [](std::vector<uint32_t> counter, std::vector<uint32_t> key) {
-              require(counter.size() == 4, "counter: expected 4 words");
-              require(key.size() == 2, "key: expected 2 words");
-              const sim::Philox4 r = sim::philox4x32_10(counter[0], counter[1], counter[2], counter[3],
-                                                        key[0], key[1]);
-              return std::vector<uint32_t>{r.x, r.y, r.z, r.w};
-          }, py::arg("counter"), py::arg("key"),
-          "Philox4x32-10 of a counter (4 x uint32) and key (2 x uint32): the CPU simulation's "
-          "generator, exposed for known-answer tests.");
 #ifdef DIRECTPET_WITH_CUDA
-    m.def("sim_simulate_deposit_cuda", &simulate_cuda, py::arg("components"), py::arg("scanner"),
+    m.def("direct_simulate_deposit_cuda", &simulate_cuda, py::arg("components"), py::arg("scanner"),
           py::arg("shape"), py::arg("voxel_size"), py::arg("n_phi"), py::arg("n_theta"),
           py::arg("theta_max"), py::arg("n_events"), py::arg("seed"), py::arg("out"),
           py::arg("stream") = 0, py::arg("progress") = py::none(),
-          "As sim_simulate_deposit_cpu on the GPU: out is a device pointer to (n_views, nz, ny, nx) "
+          "As direct_simulate_deposit_cpu on the GPU: out is a device pointer to (n_views, nz, ny, nx) "
           "float32; runs on `stream` and returns when done.");
 #endif
 }

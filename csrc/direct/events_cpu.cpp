@@ -1,10 +1,10 @@
-// OpenMP event simulation + deposition (CPU backend): batched loops around event_worker.hpp.
+// OpenMP event simulation + deposition (CPU backend): batched loops around events_worker.hpp.
 //
-// Each of up to kCpuStreams random streams (simulate.hpp) has a quota of accepted events and its
+// Each of up to kCpuStreams random streams (events.hpp) has a quota of accepted events and its
 // own Philox4x32-10 counter space keyed by the seed; OpenMP threads pick streams dynamically.
 //
 // Decays are processed in batches of kBatch: the first stage of a decay (annihilation point,
-// direction, detector hit, water escape) is branch-free in event_worker.hpp, so a batch runs as a
+// direction, detector hit, water escape) is branch-free in events_worker.hpp, so a batch runs as a
 // few SIMD loops, its random bits included (Philox is a function of a counter); only the ~5 % of
 // decays that pass go on, one by one, to the blur, the timing and the deposition. Deposits are
 // atomic float adds into the shared histo-images: per-thread partial histo-images would cost
@@ -20,9 +20,12 @@
 
 #include "../common/errors.hpp"
 #include "../common/philox.hpp"
-#include "simulate.hpp"
+#include "events.hpp"
 
-namespace dp::sim {
+namespace dp::direct::events {
+
+using random::Philox4;
+using random::philox4x32_10;
 namespace {
 
 // Decays one stream draws per round: 256 streams x 2^17 decays is about a third of a second of
@@ -308,4 +311,4 @@ Counters deposit_events_cpu(const GridParams& grid, const ViewParams& views, con
     return out;
 }
 
-}  // namespace dp::sim
+}  // namespace dp::direct::events

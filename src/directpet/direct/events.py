@@ -26,7 +26,7 @@ are flat in TOF, so this is the in-FOV part of a uniform coincidence window.
 
 Everything is vectorised over a chunk of events with the array namespace ``xp`` (NumPy or CuPy);
 chunks are yielded one by one so hundreds of millions of events can be streamed into
-:func:`~directpet.sim.deposition.deposit` without being kept.
+:func:`~directpet.direct.deposition.deposit` without being kept.
 """
 
 from __future__ import annotations
@@ -36,9 +36,11 @@ from typing import Iterator
 
 import numpy as np
 
-from ..direct.kernels import C_MM_PER_PS
-from .phantoms import AnalyticPhantom, PhantomInfo
-from .scanner import CylindricalScanner, cylinder_interval, detector_exits
+from ..sim.lines import cylinder_interval
+from ..sim.phantoms import AnalyticPhantom, PhantomInfo
+from ..sim.random import make_rng
+from .kernels import C_MM_PER_PS
+from .scanner import CylindricalScanner, detector_exits
 
 
 @dataclass
@@ -88,20 +90,6 @@ class EventBatch:
             flags = xp.concatenate([b.is_random for b in batches])
         return cls(xp.concatenate([b.p1 for b in batches]), xp.concatenate([b.p2 for b in batches]),
                    xp.concatenate([b.dt_ps for b in batches]), flags, sum(b.n_decays for b in batches))
-
-
-def make_rng(rng=None, xp=np):
-    """A random Generator of namespace xp from None, a seed, or a Generator.
-
-    A NumPy Generator passed for CuPy seeds a new CuPy Generator from it (reproducible).
-    """
-    if xp is np:
-        return np.random.default_rng(rng)
-    if rng is not None and type(rng).__module__.split(".")[0] == "cupy":
-        return rng
-    if isinstance(rng, np.random.Generator):
-        rng = int(rng.integers(2**63 - 1))
-    return xp.random.default_rng(rng)
 
 
 def simulate_events(phantom, scanner: CylindricalScanner, n_events: int, *, count: str = "prompts",

@@ -25,9 +25,9 @@
 #include <cstdint>
 #include <functional>
 
-#include "event_worker.hpp"
+#include "events_worker.hpp"
 
-namespace dp::sim {
+namespace dp::direct::events {
 
 struct Counters {
     uint64_t decays = 0;         // annihilations drawn in the tilt band (EventBatch.n_decays)
@@ -80,4 +80,4 @@ Counters simulate_deposit(const SimParams& params, uint64_t n_events, uint64_t s
                           void* stream, const RoundHook& hook);
 }  // namespace gpu
 
-}  // namespace dp::sim
+}  // namespace dp::direct::events

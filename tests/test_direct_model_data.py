@@ -3,9 +3,8 @@
 import numpy as np
 import pytest
 
-from directpet.direct import HistoImageProjector, SRKernel, ViewSet
+from directpet.direct import HistoImageProjector, SRKernel, ViewSet, expected_data, model_consistent_data
 from directpet.geometry import ImageGrid
-from directpet.sim import expected_data, model_consistent_data
 
 GRID = ImageGrid((8, 32, 32), 8.0)
 VS = ViewSet(6, 3)

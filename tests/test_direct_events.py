@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
+from directpet.direct import CylindricalScanner, EventBatch, simulate_events, simulate_randoms
 from directpet.direct.kernels import C_MM_PER_PS, FWHM_PER_SIGMA
 from directpet.geometry import ImageGrid
-from directpet.sim import (AnalyticPhantom, CylinderSource, CylindricalScanner, EventBatch, PointSource,
-                           SphereSource, WaterCylinder, point_source_phantom, simulate_events,
-                           simulate_randoms, sphere_phantom, uniform_cylinder)
+from directpet.sim import (AnalyticPhantom, CylinderSource, PointSource, SphereSource, WaterCylinder,
+                           point_source_phantom, sphere_phantom, uniform_cylinder)
 
 GRID = ImageGrid((8, 32, 32), 8.0)
 SCANNER = CylindricalScanner()

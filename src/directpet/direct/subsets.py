@@ -1,0 +1,183 @@
+"""DIRECT as a :class:`~directpet.recon.SubsetProblem`: views, or blocks of views, as subsets.
+
+:class:`ViewSubsets` pairs a DIRECT projector with histo-image data for the reconstruction layer
+(:mod:`directpet.recon`). With ``ybar_v = s_v * H_v x + b_v`` per view, the sensitivity histo-images
+s_v are the problem's multiplicative factors and b_v its background.
+
+* default: one view per subset (subset s is view s), visited in the views' geometric order
+  (bit-reversed azimuths, tilts 0, +, -): block-RAMLA as in [HA] section 6;
+* ``n_subsets=k``: k blocks of views from :func:`make_blocks` (interleaved azimuths, all tilts),
+  the usual OSEM subsets;
+* ``subsets=[[...], ...]``: explicit blocks.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from .._checks import array_module
+from ..recon.problem import SubsetProblem, check_nonnegative, spread_order
+from .histo_data import HistoImageData
+from .views import ViewSet
+
+
+def make_blocks(n_views: int, n_subsets: int, viewset: Optional[ViewSet] = None) -> List[List[int]]:
+    """Blocks of views for OSEM, in a geometric visiting order.
+
+    With a ViewSet, block m holds every azimuth k with ``k % n_subsets == m`` (all tilts), so each
+    block spans all directions evenly; without one, views ``v % n_subsets == m``. The blocks are
+    listed in bit-reversed (van der Corput) order of m, so consecutive blocks are far apart.
+    """
+    if isinstance(n_subsets, (bool, np.bool_)) or int(n_subsets) != n_subsets or n_subsets < 1:
+        raise ValueError(f"n_subsets: expected a positive integer, got {n_subsets!r}")
+    m_total = int(n_subsets)
+    if viewset is not None:
+        if m_total > viewset.n_phi:
+            raise ValueError(f"n_subsets: {m_total} exceeds the {viewset.n_phi} azimuths")
+        groups = [[viewset.index(k, l) for k in range(m, viewset.n_phi, m_total)
+                   for l in range(viewset.n_theta)] for m in range(m_total)]
+    else:
+        if m_total > n_views:
+            raise ValueError(f"n_subsets: {m_total} exceeds the {n_views} views")
+        groups = [list(range(m, n_views, m_total)) for m in range(m_total)]
+    order = spread_order(m_total)   # bit-reversed 0..M-1
+    return [groups[m] for m in order]
+
+
+class ViewSubsets(SubsetProblem):
+    """A DIRECT projector and its histo-image data split into subsets of views.
+
+    Parameters
+    ----------
+    projector : a DIRECT projector (:class:`HistoImageProjector`, :class:`FFTProjector`,
+        :class:`LowRankProjector`, or anything with ``forward(x, v, out)``, ``adjoint(y, v, out)``,
+        ``forward_views``, ``adjoint_views``, ``n_views`` and ``grid``).
+    data : a :class:`HistoImageData` (histo-images d_v, optional sensitivity s_v and background
+        b_v) or an ``(n_views, nz, ny, nx)`` float32 array of counts (no corrections, no views).
+    subsets : explicit blocks: lists of view indices that together hold every view exactly once;
+        subset s is ``subsets[s]``, visited in the given order.
+    n_subsets : k blocks from ``make_blocks(n_views, k, data.viewset)``, visited as listed.
+        Without ``subsets`` and ``n_subsets``: one view per subset, visited in
+        ``data.viewset.geometric_order()`` (0 .. n_views-1 when the data carry no ViewSet).
+
+    A one-view subset's data, factors, background and projections are ``(nz, ny, nx)`` arrays
+    (the data are views into ``data``, no copy); a multi-view subset's are
+    ``(len(views), nz, ny, nx)`` stacks (its data copied contiguous once, here).
+
+    Attributes: ``projector``, ``histo_data`` (the HistoImageData), ``subsets`` (the view indices
+    of each subset), ``n_subsets``, ``image_shape`` (the grid's ``(nz, ny, nx)``).
+    """
+
+    def __init__(self, projector, data, subsets: Optional[Sequence[Sequence[int]]] = None,
+                 n_subsets: Optional[int] = None):
+        self.projector = projector
+        self.histo_data = _as_data(projector, data)
+        n_views = self.histo_data.n_views
+        viewset = self.histo_data.viewset
+        if subsets is not None and n_subsets is not None:
+            raise ValueError("subsets: give subsets or n_subsets, not both")
+        if n_subsets is not None:
+            self.subsets = make_blocks(n_views, n_subsets, viewset)
+            order = range(len(self.subsets))
+        elif subsets is not None:
+            self.subsets = _check_subsets(subsets, n_views)
+            order = range(len(self.subsets))
+        else:
+            self.subsets = [[v] for v in range(n_views)]
+            order = viewset.geometric_order() if viewset is not None else range(n_views)
+        self._order = [int(s) for s in order]
+        self.n_subsets = len(self.subsets)
+        self.image_shape = tuple(projector.grid.shape)
+        d = self.histo_data
+        self._data, self._factors, self._background = (
+            [None if stack is None else _subset_part(stack, views) for views in self.subsets]
+            for stack in (d.histos, d.sensitivity, d.background))
+
+    # --- the SubsetProblem interface --------------------------------------------------------------
+    def forward(self, x, subset: int, out=None):
+        """H_v x for a one-view subset ``(nz, ny, nx)``; the stack over its views otherwise."""
+        views = self.subsets[subset]
+        if len(views) == 1:
+            return self.projector.forward(x, views[0], out=out)
+        return self.projector.forward_views(x, views, out=out)
+
+    def adjoint(self, y, subset: int, out=None):
+        """sum_{v in subset} H_v^T y_v: an image ``(nz, ny, nx)``; y has the shape of ``data(subset)``."""
+        views = self.subsets[subset]
+        if len(views) == 1:
+            return self.projector.adjoint(y, views[0], out=out)
+        return self.projector.adjoint_views(y, views, out=out)
+
+    def data(self, subset: int):
+        return self._data[subset]
+
+    def factors(self, subset: int):
+        """The sensitivity histo-images s_v of the subset's views, or None."""
+        return self._factors[subset]
+
+    def background(self, subset: int):
+        return self._background[subset]
+
+    def order(self) -> List[int]:
+        return list(self._order)
+
+    @property
+    def xp(self):
+        return self.histo_data.xp
+
+    def subset_shape(self, subset: int) -> tuple:
+        return tuple(self._data[subset].shape)
+
+    def check(self) -> "ViewSubsets":
+        """Validate the whole stacks at once: histo-images as ``data``, sensitivity as ``factors``,
+        background as ``background`` (finite, non-negative float32; see SubsetProblem.check)."""
+        d, xp = self.histo_data, self.histo_data.xp
+        check_nonnegative(d.histos, "data", None, xp, None)
+        for name, stack in (("factors", d.sensitivity), ("background", d.background)):
+            if stack is not None:
+                check_nonnegative(stack, name, None, xp, d.histos.shape)
+        return self
+
+    def totals(self):
+        """One float64 reduction per stack (the subsets partition the views)."""
+        d, xp = self.histo_data, self.histo_data.xp
+        b_sum = 0.0 if d.background is None else float(d.background.sum(dtype=xp.float64))
+        return float(d.histos.sum(dtype=xp.float64)), b_sum, int(d.histos.size)
+
+
+def _as_data(projector, data) -> HistoImageData:
+    if isinstance(data, HistoImageData):
+        d = data
+    elif hasattr(data, "shape") and len(data.shape) == 4:
+        d = HistoImageData(data, projector.grid)
+    else:
+        raise TypeError(f"data: expected HistoImageData or an (n_views, nz, ny, nx) array, got {type(data).__name__}")
+    if d.n_views != projector.n_views:
+        raise ValueError(f"data: has {d.n_views} views but the projector has {projector.n_views}")
+    if tuple(d.grid.shape) != tuple(projector.grid.shape):
+        raise ValueError(f"data: grid {d.grid.shape} does not match the projector's {projector.grid.shape}")
+    return d
+
+
+def _check_subsets(subsets, n_views: int) -> List[List[int]]:
+    try:
+        blocks = [[int(v) for v in b] for b in subsets]
+    except TypeError:
+        raise TypeError(f"subsets: expected lists of view indices, got {type(subsets).__name__}") from None
+    flat = sorted(v for b in blocks for v in b)
+    if not blocks or any(len(b) == 0 for b in blocks) or flat != list(range(n_views)):
+        raise ValueError(f"subsets: expected non-empty lists of view indices that together hold every "
+                         f"view 0..{n_views - 1} exactly once")
+    return blocks
+
+
+def _subset_part(stack, views: List[int]):
+    """stack[v] for one view (a view of the array, no copy); a contiguous copy for several."""
+    if len(views) == 1:
+        return stack[views[0]]
+    return array_module(stack).ascontiguousarray(stack[views])
+
+
+__all__ = ["ViewSubsets", "make_blocks"]

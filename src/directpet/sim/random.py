@@ -1,0 +1,49 @@
+"""Random streams shared by every family's simulation: NumPy / CuPy Generators and compiled seeds.
+
+The Python Monte Carlo paths draw from a ``Generator`` of the array namespace they run in
+(:func:`make_rng`); the compiled paths take one integer seed of their Philox4x32-10 streams
+(``csrc/common/philox.hpp``), obtained from whatever the caller passed (:func:`seed_from_rng`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._checks import _is_cupy
+
+
+def make_rng(rng=None, xp=np):
+    """A random Generator of namespace xp from None, a seed, or a Generator.
+
+    A NumPy Generator passed for CuPy seeds a new CuPy Generator from it (reproducible).
+    """
+    if xp is np:
+        return np.random.default_rng(rng)
+    if rng is not None and type(rng).__module__.split(".")[0] == "cupy":
+        return rng
+    if isinstance(rng, np.random.Generator):
+        rng = int(rng.integers(2**63 - 1))
+    return xp.random.default_rng(rng)
+
+
+def check_seed(name: str, v) -> int:
+    """v as a compiled-generator seed: an integer in [0, 2**64), else a ValueError naming ``name``."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or not 0 <= v < 2**64:
+        raise ValueError(f"{name}: expected an integer in [0, 2**64), got {v!r}")
+    return int(v)
+
+
+def seed_from_rng(rng) -> int:
+    """A seed for a compiled simulation from None (fresh entropy), an int, or a NumPy/CuPy Generator."""
+    if rng is None:
+        return int(np.random.default_rng().integers(2**63))
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
+        return check_seed("rng", rng)
+    if isinstance(rng, np.random.Generator):
+        return int(rng.integers(2**63))
+    if _is_cupy(rng):
+        return int(float(rng.random()) * 2**53)
+    raise TypeError(f"rng: expected None, a seed or a Generator, got {type(rng).__name__}")
+
+
+__all__ = ["check_seed", "make_rng", "seed_from_rng"]
