@@ -68,5 +68,12 @@ if [ "$WHAT" = all ] || [ "$WHAT" = first ]; then
   fi
   echo "== FIRST projector benchmark"
   $PY benchmarks/first_projectors.py $QUICK --out "$OUTDIR/first_projectors.json" > "$OUTDIR/bench_first.log" 2>&1
-  tail -40 "$OUTDIR/bench_first.log"
+  tail -32 "$OUTDIR/bench_first.log"
+  echo "== FIRST Monte Carlo benchmark"
+  $PY benchmarks/first_monte_carlo.py $QUICK --out "$OUTDIR/first_monte_carlo.json" > "$OUTDIR/bench_first_mc.log" 2>&1
+  tail -12 "$OUTDIR/bench_first_mc.log"
+  echo "== FIRST experiment (Derenzo + point sources, Monte Carlo data, OSEM per method)"
+  if [ "$MODE" = quick ]; then FSIZE=small; else FSIZE=full; fi
+  $PY -m directpet.cli demo first --size $FSIZE --quiet --out "$OUTDIR/first_experiment" > "$OUTDIR/first_experiment.log" 2>&1
+  tail -30 "$OUTDIR/first_experiment.log"
 fi

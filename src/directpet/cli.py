@@ -1,4 +1,5 @@
-"""Command line: ``directpet demo`` (the DIRECT reconstruction experiment), ``directpet points``
+"""Command line: ``directpet demo`` (the DIRECT reconstruction experiment), ``directpet demo first``
+(the FIRST Super-LOR experiment: micro Derenzo and point sources, OSEM), ``directpet points``
 (point sources through variant / asymmetric kernels, [HA] Fig. 6/7) and ``directpet info``."""
 
 from __future__ import annotations
@@ -24,6 +25,25 @@ def _demo(args) -> int:
     print(f"block-RAMLA, lambda0={cfg.lambda0}, gamma={cfg.gamma}; CRC = mean over the 6 spheres, "
           f"noise = std/mean in a 50 mm central ROI; matched noise {100 * cfg.target_noise:g}%\n")
     print(res.table())
+    print(f"\nfigures: {', '.join(paths)}")
+    print(f"total {time.perf_counter() - t0:.1f} s (simulation {res.timings['simulation_s']:.1f} s)")
+    return 0
+
+
+def _demo_first(args) -> int:
+    from .first.experiment import FirstExperimentConfig, run_first_experiment, write_first_figures
+
+    cfg = FirstExperimentConfig(size=args.size, methods=tuple(args.methods.split(",")), n_iter=args.iterations,
+                                backend=args.backend, seed=args.seed, progress=not args.quiet)
+    t0 = time.perf_counter()
+    res = run_first_experiment(cfg)
+    paths = write_first_figures(res, args.out)
+    s, st = res.scanner, res.data_stats
+    print(f"\nFIRST rotating dual-head scanner: sinogram {s.n_radial} x {s.n_angles} x {s.n_rows ** 2}, image "
+          f"{s.grid.nx} x {s.grid.ny} x {s.grid.nz}; {res.table.n_super} Super-LORs; backend {res.backend}")
+    print(f"Monte Carlo data: Derenzo {st['derenzo'].n_binned:,} events, point sources {st['points'].n_binned:,}; "
+          f"OSEM {cfg.n_subsets} subsets x {cfg.n_iter} iterations\n")
+    print(res.table_text())
     print(f"\nfigures: {', '.join(paths)}")
     print(f"total {time.perf_counter() - t0:.1f} s (simulation {res.timings['simulation_s']:.1f} s)")
     return 0
@@ -77,11 +97,17 @@ def _info(args) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="directpet", description="directpet: DIRECT TOF-PET operators")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("demo", help="simulate the sphere phantom, reconstruct, print CRC/noise, write figures")
-    d.add_argument("--size", default="auto", choices=["auto", "tiny", "small", "paper"],
-                   help="auto: 'paper' (48x144x144, 430 M events) on a GPU, 'small' (16x96x96, 143 M) on a CPU")
-    d.add_argument("--events", type=int, default=None, help="prompts to simulate (default per size)")
-    d.add_argument("--iterations", type=int, default=None, help="block-RAMLA passes (default 30 small, 40 paper)")
+    d = sub.add_parser("demo", help="DIRECT (default): simulate the sphere phantom, reconstruct, print CRC/noise, "
+                                    "write figures; 'first': the FIRST Derenzo / point-source experiment")
+    d.add_argument("family", nargs="?", default="direct", choices=["direct", "first"])
+    d.add_argument("--size", default="auto", choices=["auto", "tiny", "small", "paper", "full"],
+                   help="DIRECT: auto = 'paper' (48x144x144, 430 M events) on a GPU, 'small' (16x96x96, 143 M) "
+                        "on a CPU; FIRST: auto = 'full' (175x130x900 sinograms) on a GPU, 'small' on a CPU")
+    d.add_argument("--events", type=int, default=None, help="DIRECT: prompts to simulate (default per size)")
+    d.add_argument("--iterations", type=int, default=None,
+                   help="DIRECT: block-RAMLA passes (default 30 small, 40 paper); FIRST: OSEM iterations (24)")
+    d.add_argument("--methods", default=None,
+                   help="FIRST: comma list of faithful, matched, fast (default all three on a GPU, fast on a CPU)")
     d.add_argument("--kernels", default="invariant-fft,invariant,variant1",
                    help="comma list of: invariant-fft, invariant, variant1, variant2, variant3")
     d.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"])
@@ -98,6 +124,16 @@ def main(argv=None) -> int:
         from ._backend import resolve_backend
 
         gpu = resolve_backend(args.backend) == "cuda"
+        if args.family == "first":
+            if args.size == "auto":
+                args.size = "full" if gpu else "small"
+            if args.size not in ("tiny", "small", "full"):
+                ap.error("--size: the FIRST demo takes tiny, small or full")
+            args.iterations = 24 if args.iterations is None else args.iterations
+            args.methods = args.methods or ("faithful,matched,fast" if gpu else "fast")
+            return _demo_first(args)
+        if args.size not in ("auto", "tiny", "small", "paper"):
+            ap.error("--size: the DIRECT demo takes tiny, small or paper")
         if args.size == "auto":
             args.size = "paper" if gpu else "small"
         if args.iterations is None:

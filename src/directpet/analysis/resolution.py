@@ -186,7 +186,9 @@ def point_source_fwhm(image, grid: ImageGrid, position_mm, *, half_width_mm: flo
 
     Returns
     -------
-    dict with ``'fwhm_mm'`` and ``'fwtm_mm'`` ({direction: mm}), ``'peak_mm'`` ((3,) located peak
+    dict with ``'fwhm_mm'`` and ``'fwtm_mm'`` ({direction: mm}; an FWTM is NaN when the profile
+    does not fall to a tenth of its peak within +-half_width_mm, e.g. over a background or a
+    neighbouring source, while an FWHM that cannot be measured raises), ``'peak_mm'`` ((3,) located peak
     (x, y, z) mm), ``'directions'`` ({direction: (3,) unit vector}) and ``'profiles'``
     ({direction: (distance_mm from the peak (n,), values (n,))}).
     """
@@ -222,7 +224,10 @@ def point_source_fwhm(image, grid: ImageGrid, position_mm, *, half_width_mm: flo
                + o1[None, :, None, None] * frame[perp[0]] + o2[None, None, :, None] * frame[perp[1]])
         values = _sample(img, grid, pts).sum(axis=(1, 2))
         fwhm[name] = fwhm_1d(values, step[name], fraction=0.5)
-        fwtm[name] = fwhm_1d(values, step[name], fraction=0.1)
+        try:
+            fwtm[name] = fwhm_1d(values, step[name], fraction=0.1)
+        except ValueError:           # the tails do not reach a tenth within the profile
+            fwtm[name] = float("nan")
         profiles[name] = (t, values)
     return {"fwhm_mm": fwhm, "fwtm_mm": fwtm, "peak_mm": peak,
             "directions": {k: frame[k] for k in axes}, "profiles": profiles}

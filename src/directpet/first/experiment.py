@@ -193,7 +193,9 @@ def run_first_experiment(cfg: FirstExperimentConfig = FirstExperimentConfig()) -
                           seconds_per_iteration=float(np.median(runs[0].iteration_times)))
         mr.pv = analysis.peak_to_valley(analysis.rod_profiles(runs[0].images[-1], grid, info))
         mr.pv_first = analysis.peak_to_valley(analysis.rod_profiles(runs[0].images[0], grid, info))
-        mr.fwhm = [analysis.point_source_fwhm(runs[1].images[-1], grid, p) for p in positions]
+        spacing = float(np.linalg.norm(positions[1] - positions[0]))
+        mr.fwhm = [analysis.point_source_fwhm(runs[1].images[-1], grid, p, half_width_mm=min(5.0, 0.45 * spacing))
+                   for p in positions]
         out.methods[method] = mr
     return out
 
