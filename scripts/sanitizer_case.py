@@ -7,6 +7,7 @@ import numpy as np
 
 import directpet as dp
 from directpet.direct import FFTProjector, HistoImageProjector, LowRankProjector, SRKernel, View
+from directpet.first import RotatingScanner, SuperLORProjector, build_super_lor_table, simulate_sinogram
 
 
 def run():
@@ -31,7 +32,26 @@ def run():
     dp._core.cuda_synchronize()
 
 
+def run_first():
+    """FIRST: every method forward / back (faithful with the sensitivity, both table paths), more
+    angles than one launch, and the Monte Carlo."""
+    rng = np.random.default_rng(2)
+    for scanner, tol in ((RotatingScanner(n_rows=5, n_angles=40, n_radial=23, n_columns=16), 0.05),
+                         (RotatingScanner(n_rows=30, n_angles=3, n_radial=71, n_columns=40), 0.0)):
+        table = build_super_lor_table(scanner, quasi_tolerance=tol)
+        x = rng.random(scanner.grid.shape, dtype=np.float32)
+        y = rng.random(scanner.sinogram_shape, dtype=np.float32)
+        for method in ("fast", "matched", "faithful"):
+            op = SuperLORProjector(table, method, backend="cuda")
+            op.forward(x)
+            op.adjoint(y)
+            op.back_with_sensitivity(y, y)
+        simulate_sinogram(scanner, x, scanner.grid, 100_000, seed=1, backend="cuda", progress=False)
+    dp._core.cuda_synchronize()
+
+
 run()
+run_first()
 gc.collect()
 dp._core.cuda_synchronize()
 print("sanitizer case done")

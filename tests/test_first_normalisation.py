@@ -59,7 +59,7 @@ def test_monte_carlo_of_a_uniform_cylinder_matches_model_times_normalisation():
     fine = ImageGrid(tuple(2 * n for n in g.shape), tuple(0.5 * v for v in g.voxel_size))
     cyl = CylinderSource(0.45 * g.nx * g.voxel_size[2], 100.0)
     sino, st = simulate_sinogram(s, cyl.voxelise(fine, 4).astype(np.float32), fine, 16_000_000, seed=5,
-                                 progress=False)
+                                 backend="cpu", progress=False)
     P = SuperLORProjector(build_super_lor_table(s), "fast", backend="cpu")
     model = P.forward(cyl.voxelise(g, 4).astype(np.float32)) * geometric_normalisation(s)
     delta, _, kc = s.lor_rows()

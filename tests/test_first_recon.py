@@ -89,7 +89,7 @@ def test_monte_carlo_point_source_lands_at_its_place_with_the_expected_width():
     plane = ImageGrid((1, 4 * g.ny + 1, 4 * g.nx + 1), (0.1, 0.1, 0.1))
     pos = np.array([[0.0, 0.0, 0.0], [6.0 * np.cos(0.5), 6.0 * np.sin(0.5), 0.0]])
     act, _ = point_sources(plane, pos)
-    sino, st = simulate_sinogram(s, act, plane, 4_000_000, seed=3, progress=False)
+    sino, st = simulate_sinogram(s, act, plane, 4_000_000, seed=3, backend="cpu", progress=False)
     data = SinogramData(sino, s, geometric_normalisation(s))
     P = SuperLORProjector(build_super_lor_table(s), "fast", backend="cpu")
     res = recon.osem(AngleSubsets(P, data, 13), 10, progress=False)
