@@ -7,6 +7,7 @@ import numpy as np
 
 import directpet as dp
 from directpet.direct import FFTProjector, HistoImageProjector, LowRankProjector, SRKernel, View
+from directpet.first import RotatingScanner, SuperLORProjector, build_super_lor_table
 
 
 def used():
@@ -24,6 +25,15 @@ def run():
     for op in ops:
         op.forward(x, 0)
         op.adjoint(x, 0)
+    s = RotatingScanner()
+    table = build_super_lor_table(s)
+    xf = np.ones(s.grid.shape, np.float32)
+    yf = np.ones(s.sinogram_shape, np.float32)
+    for method in ("fast", "matched", "faithful"):
+        op = SuperLORProjector(table, method, backend="cuda")
+        op.forward(xf, [0, 1, 2])
+        op.back_with_sensitivity(yf[:40], yf[:40], list(range(40)))
+        ops.append(op)
     return used()
 
 

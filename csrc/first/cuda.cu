@@ -374,16 +374,26 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
                 if (m >= U.count) break;
 #pragma unroll
                 for (int t = NT - 2; t < NT; ++t) load_row(win[t], zr + 2 * m + t);
-                float a0 = 0.0f, a1 = 0.0f;
+                // one partial sum per (tap, radial bin): 2 NT independent chains of NJ FMAs, so the
+                // FMA latency is hidden within the warp
+                float p0[NT], p1[NT];
 #pragma unroll
-                for (int t = 0; t < NT; ++t)
+                for (int t = 0; t < NT; ++t) {
+                    p0[t] = Qr[0][t] * win[t][0];
+                    p1[t] = Qr[0][t] * win[t][1];
 #pragma unroll
-                    for (int jj = 0; jj < NJ; ++jj) {
-                        a0 = fmaf(Qr[jj][t], win[t][jj], a0);
-                        a1 = fmaf(Qr[jj][t], win[t][jj + 1], a1);
+                    for (int jj = 1; jj < NJ; ++jj) {
+                        p0[t] = fmaf(Qr[jj][t], win[t][jj], p0[t]);
+                        p1[t] = fmaf(Qr[jj][t], win[t][jj + 1], p1[t]);
                     }
-                acc0[m] += a0;
-                acc1[m] += a1;
+                }
+#pragma unroll
+                for (int t = 1; t < NT; ++t) {
+                    p0[0] += p0[t];
+                    p1[0] += p1[t];
+                }
+                acc0[m] += p0[0];
+                acc1[m] += p1[0];
 #pragma unroll
                 for (int t = 0; t < NT - 2; ++t)
 #pragma unroll

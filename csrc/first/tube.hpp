@@ -229,8 +229,8 @@ struct TableLerp {
 };
 
 // ---------------------------------------------------------------------------------------------
-// The ring differences of the faithful back projector grouped by (Super-LOR, k-mirror), so that a
-// voxel reads each tube value once per group instead of once per ring difference.
+// The ring differences of the faithful back projector in groups of one (Super-LOR, k-mirror), visited
+// group by group (a texture-read table then stays on the same layer).
 struct DeltaGroups {
     const int* delta_order;          // ring-difference indices d, group by group
     const int* group_start;          // (n_groups + 1,) offsets into delta_order
@@ -248,6 +248,7 @@ struct DeltaGroups {
 // at continuous (rho, m) — a texture on the GPU, software on the CPU; `read_prob(S, i_f, jj, kk)`
 // the Super-LOR table linearly in i. Reads whose bilinear footprint lies wholly outside the ring
 // difference's LORs (m_f <= -1 or m_f >= n_rows - |delta|) are skipped: they are zero.
+// (m_f of k is m_f(k = 0) - k / 2.)
 // Adds to *corr and *sens.
 #ifdef __CUDACC__
 #pragma nv_exec_check_disable
@@ -261,23 +262,27 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
     voxel_lattice_coords(ix, iy, c, cphi, sphi, &i_f, &row_f);
     if (i_f <= -1.0f || i_f >= static_cast<float>(D.n)) return;      // beyond every tube's along extent
     float acc_c = 0.0f, acc_s = 0.0f;
+    // Ring difference outermost: a voxel's (2J+1)(2K+1) reads of one ring difference fall in one
+    // sinogram layer within a few bins of each other, which keeps the texture cache warm.
+    const float half_k = 0.5f * static_cast<float>(D.K);
     for (int g = 0; g < groups.n_groups; ++g) {
         const int S = groups.group_super[g];
         const bool flip = groups.group_flip[g] != 0;
-        for (int kk = 0; kk < D.n_k(); ++kk) {
-            const int kt = flip ? D.n_k() - 1 - kk : kk;
-            const float k = static_cast<float>(kk - D.K);
-            for (int jj = 0; jj < D.n_j(); ++jj) {
-                const float p = read_prob(S, i_f, jj, kt);
-                const float rho_f = row_f - static_cast<float>(jj - D.J);
-                for (int e = groups.group_start[g]; e < groups.group_start[g + 1]; ++e) {
-                    const int d = groups.delta_order[e];
-                    const int delta = d - (D.n_rows - 1);
-                    const int ad = delta < 0 ? -delta : delta;
-                    const float m_f = 0.5f * (static_cast<float>(iz) - (i_f - c) * slope[d] - k - static_cast<float>(ad));
-                    if (m_f <= -1.0f || m_f >= static_cast<float>(D.n_rows - ad)) continue;
+        for (int e = groups.group_start[g]; e < groups.group_start[g + 1]; ++e) {
+            const int d = groups.delta_order[e];
+            const int delta = d - (D.n_rows - 1);
+            const int ad = delta < 0 ? -delta : delta;
+            const float M = static_cast<float>(D.n_rows - ad);
+            const float m0 = 0.5f * (static_cast<float>(iz) - (i_f - c) * slope[d] - static_cast<float>(ad));
+            if (m0 + half_k <= -1.0f || m0 - half_k >= M) continue;     // no k reaches this ring difference
+            for (int kk = 0; kk < D.n_k(); ++kk) {
+                const float m_f = m0 - 0.5f * static_cast<float>(kk - D.K);
+                if (m_f <= -1.0f || m_f >= M) continue;
+                const int kt = flip ? D.n_k() - 1 - kk : kk;
+                for (int jj = 0; jj < D.n_j(); ++jj) {
+                    const float p = read_prob(S, i_f, jj, kt);
                     float ratio, factor;
-                    read_corr(d, rho_f, m_f, &ratio, &factor);
+                    read_corr(d, row_f - static_cast<float>(jj - D.J), m_f, &ratio, &factor);
                     acc_c += p * ratio;
                     acc_s += p * factor;
                 }
