@@ -220,14 +220,14 @@ struct TexProb {
     }
 };
 
-constexpr int kFaithfulBackThreads = 512;   // 32 x 16 voxels: one shared table copy serves 512 threads
+constexpr int kFaithfulBackThreads = 256;   // 32 x 8 voxels; 3 blocks (and table copies) per SM
 
 // kSmemTable: the tube values are read from a shared-memory copy of the Super-LOR tables (linear in
 // i, exact float) rather than through the texture unit, which the sinogram reads keep busy: a voxel
 // makes one table read per (group, j, k) and one sinogram read per (ring difference, j, k). Tables
 // larger than half the shared memory fall back to the table texture.
-template <bool kSens, bool kSmemTable>
-__global__ void __launch_bounds__(kFaithfulBackThreads, 2)
+template <bool kSens, bool kSmemTable, int NJ, int NK>
+__global__ void __launch_bounds__(kFaithfulBackThreads, 3)
 faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr, cudaTextureObject_t table_tex,
                      const float* __restrict__ table, const __grid_constant__ DeltaGroups groups,
                      const float* __restrict__ slope, float* __restrict__ image, float* __restrict__ sens,
@@ -250,8 +250,8 @@ faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr,
     else
         prob = TexProb{table_tex, D.n_k()};
     for (int q = 0; q < A.n; ++q)
-        voxel_back_faithful(D, groups, slope, ix, iy, iz, A.c[q], A.s[q], TexCorr<kSens>{corr, q * D.n_deltas()},
-                            prob, &c_acc, &s_acc);
+        voxel_back_faithful<NJ, NK>(D, groups, slope, ix, iy, iz, A.c[q], A.s[q],
+                                    TexCorr<kSens>{corr, q * D.n_deltas()}, prob, &c_acc, &s_acc);
     const int64_t v = (static_cast<int64_t>(iz) * D.n + iy) * D.n + ix;
     image[v] = accumulate ? image[v] + c_acc : c_acc;
     if (kSens) sens[v] = accumulate ? sens[v] + s_acc : s_acc;
@@ -374,26 +374,16 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
                 if (m >= U.count) break;
 #pragma unroll
                 for (int t = NT - 2; t < NT; ++t) load_row(win[t], zr + 2 * m + t);
-                // one partial sum per (tap, radial bin): 2 NT independent chains of NJ FMAs, so the
-                // FMA latency is hidden within the warp
-                float p0[NT], p1[NT];
+                float a0 = 0.0f, a1 = 0.0f;
 #pragma unroll
-                for (int t = 0; t < NT; ++t) {
-                    p0[t] = Qr[0][t] * win[t][0];
-                    p1[t] = Qr[0][t] * win[t][1];
+                for (int t = 0; t < NT; ++t)
 #pragma unroll
-                    for (int jj = 1; jj < NJ; ++jj) {
-                        p0[t] = fmaf(Qr[jj][t], win[t][jj], p0[t]);
-                        p1[t] = fmaf(Qr[jj][t], win[t][jj + 1], p1[t]);
+                    for (int jj = 0; jj < NJ; ++jj) {
+                        a0 = fmaf(Qr[jj][t], win[t][jj], a0);
+                        a1 = fmaf(Qr[jj][t], win[t][jj + 1], a1);
                     }
-                }
-#pragma unroll
-                for (int t = 1; t < NT; ++t) {
-                    p0[0] += p0[t];
-                    p1[0] += p1[t];
-                }
-                acc0[m] += p0[0];
-                acc1[m] += p1[0];
+                acc0[m] += a0;
+                acc1[m] += a1;
 #pragma unroll
                 for (int t = 0; t < NT - 2; ++t)
 #pragma unroll
@@ -720,11 +710,20 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
     const size_t smem = smem_table ? m.host.table.size() * sizeof(float) : 0;
     const DeltaGroups groups{m.delta_order.as<int>(), m.group_start.as<int>(), m.group_super.as<int>(),
                              m.group_flip.as<unsigned char>(), static_cast<int>(m.host.group_super.size())};
+    // The paper's 5 x 3 tube gets unrolled inner loops; other tubes run the same code with run-time
+    // loop bounds.
+    const bool paper_tube = D.J == kFastJ && D.K == kFastK;
     auto launch = [&](auto sens_tag, auto smem_tag, const AngleChunk& ch, const dim3& grid, const dim3& block) {
         constexpr bool kS = decltype(sens_tag)::value, kT = decltype(smem_tag)::value;
-        set_smem(reinterpret_cast<const void*>(faithful_back_kernel<kS, kT>), smem);
-        faithful_back_kernel<kS, kT><<<grid, block, smem, s>>>(D, ch, corr.tex(), m.table.tex(), m.table_linear.as<float>(),
-                                                               groups, m.slope.as<float>(), image, sens, ch.first > 0);
+        auto run = [&](auto kernel) {
+            set_smem(reinterpret_cast<const void*>(kernel), smem);
+            kernel<<<grid, block, smem, s>>>(D, ch, corr.tex(), m.table.tex(), m.table_linear.as<float>(), groups,
+                                             m.slope.as<float>(), image, sens, ch.first > 0);
+        };
+        if (paper_tube)
+            run(faithful_back_kernel<kS, kT, 2 * kFastJ + 1, 2 * kFastK + 1>);
+        else
+            run(faithful_back_kernel<kS, kT, 0, 0>);
     };
     for_each_chunk(angles, m.faithful_chunk, [&](const AngleChunk& ch) {
         const int64_t n = static_cast<int64_t>(ch.n) * D.n_deltas() * D.n_rows * D.n;

@@ -250,10 +250,13 @@ struct DeltaGroups {
 // difference's LORs (m_f <= -1 or m_f >= n_rows - |delta|) are skipped: they are zero.
 // (m_f of k is m_f(k = 0) - k / 2.)
 // Adds to *corr and *sens.
+// NJ, NK: the tube's radial and axial sample counts when known at compile time (the GPU then
+// unrolls the inner loops and keeps all (2J+1)(2K+1) texture reads of a ring difference in
+// flight), 0 for the run-time D.n_j(), D.n_k().
 #ifdef __CUDACC__
 #pragma nv_exec_check_disable
 #endif
-template <typename ReadCorr, typename ReadProb>
+template <int NJ = 0, int NK = 0, typename ReadCorr, typename ReadProb>
 DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const float* slope, int ix, int iy, int iz,
                                float cphi, float sphi, const ReadCorr& read_corr, const ReadProb& read_prob,
                                float* corr, float* sens) {
@@ -264,7 +267,9 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
     float acc_c = 0.0f, acc_s = 0.0f;
     // Ring difference outermost: a voxel's (2J+1)(2K+1) reads of one ring difference fall in one
     // sinogram layer within a few bins of each other, which keeps the texture cache warm.
-    const float half_k = 0.5f * static_cast<float>(D.K);
+    const int nj = NJ > 0 ? NJ : D.n_j(), nk = NK > 0 ? NK : D.n_k();
+    const int J = (nj - 1) / 2, K = (nk - 1) / 2;
+    const float half_k = 0.5f * static_cast<float>(K);
     for (int g = 0; g < groups.n_groups; ++g) {
         const int S = groups.group_super[g];
         const bool flip = groups.group_flip[g] != 0;
@@ -275,14 +280,20 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
             const float M = static_cast<float>(D.n_rows - ad);
             const float m0 = 0.5f * (static_cast<float>(iz) - (i_f - c) * slope[d] - static_cast<float>(ad));
             if (m0 + half_k <= -1.0f || m0 - half_k >= M) continue;     // no k reaches this ring difference
-            for (int kk = 0; kk < D.n_k(); ++kk) {
-                const float m_f = m0 - 0.5f * static_cast<float>(kk - D.K);
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+            for (int kk = 0; kk < nk; ++kk) {
+                const float m_f = m0 - 0.5f * static_cast<float>(kk - K);
                 if (m_f <= -1.0f || m_f >= M) continue;
-                const int kt = flip ? D.n_k() - 1 - kk : kk;
-                for (int jj = 0; jj < D.n_j(); ++jj) {
+                const int kt = flip ? nk - 1 - kk : kk;
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+                for (int jj = 0; jj < nj; ++jj) {
                     const float p = read_prob(S, i_f, jj, kt);
                     float ratio, factor;
-                    read_corr(d, row_f - static_cast<float>(jj - D.J), m_f, &ratio, &factor);
+                    read_corr(d, row_f - static_cast<float>(jj - J), m_f, &ratio, &factor);
                     acc_c += p * ratio;
                     acc_s += p * factor;
                 }

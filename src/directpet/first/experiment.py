@@ -161,8 +161,10 @@ def run_first_experiment(cfg: FirstExperimentConfig = FirstExperimentConfig()) -
     fine = _fine_grid(scanner)
     derenzo_fine, _ = derenzo_phantom(fine, radius_mm=radius, length_mm=min(20.0, 0.8 * grid.nz * grid.voxel_size[0]))
     truth, info = derenzo_phantom(grid, radius_mm=radius, length_mm=min(20.0, 0.8 * grid.nz * grid.voxel_size[0]))
+    # points along +x on voxel centres (NEMA-style profiles then sample every source alike)
     r_max = 0.5 * grid.nx * grid.voxel_size[2] - 4.0
-    positions = radial_point_positions(r_max, 7 if cfg.size == "full" else 4, angle_deg=30.0)
+    positions = radial_point_positions(r_max, 7 if cfg.size == "full" else 4)
+    positions[:, 0] = np.round(positions[:, 0] / grid.voxel_size[2]) * grid.voxel_size[2]
     plane = ImageGrid((1, grid.ny * 4 + 1, grid.nx * 4 + 1), (0.1, 0.1, 0.1))
     points_act, _ = point_sources(plane, positions)
 
@@ -214,6 +216,7 @@ def write_first_figures(result: FirstExperimentResult, out_dir: str) -> list:
     z_mid = grid.nz // 2
     half = 0.5 * grid.nx * grid.voxel_size[2]
     extent = [-half, half, -half, half]
+    view = min(half, info.radius_mm + 3.0)
     fig, axes = plt.subplots(len(labels), 3, figsize=(11, 3.6 * len(labels)), squeeze=False)
     for row, m in enumerate(labels):
         r = result.methods[m].derenzo
@@ -222,6 +225,8 @@ def write_first_figures(result: FirstExperimentResult, out_dir: str) -> list:
                                             (r.images[-1], f"{m}: {r.image_iterations[-1]} iterations"))):
             ax = axes[row, col]
             ax.imshow(img[z_mid], origin="lower", cmap="gray_r", extent=extent)
+            ax.set_xlim(-view, view)
+            ax.set_ylim(-view, view)
             ax.set_title(title, fontsize=9)
             ax.set_xlabel("x (mm)")
             ax.set_ylabel("y (mm)")
