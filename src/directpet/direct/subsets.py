@@ -18,7 +18,7 @@ from typing import List, Optional, Sequence
 import numpy as np
 
 from .._checks import array_module
-from ..recon.problem import SubsetProblem, check_nonnegative, spread_order
+from ..recon.problem import StoredSubsets, check_nonnegative, spread_order
 from .histo_data import HistoImageData
 from .views import ViewSet
 
@@ -46,7 +46,7 @@ def make_blocks(n_views: int, n_subsets: int, viewset: Optional[ViewSet] = None)
     return [groups[m] for m in order]
 
 
-class ViewSubsets(SubsetProblem):
+class ViewSubsets(StoredSubsets):
     """A DIRECT projector and its histo-image data split into subsets of views.
 
     Parameters
@@ -87,13 +87,10 @@ class ViewSubsets(SubsetProblem):
         else:
             self.subsets = [[v] for v in range(n_views)]
             order = viewset.geometric_order() if viewset is not None else range(n_views)
-        self._order = [int(s) for s in order]
-        self.n_subsets = len(self.subsets)
         self.image_shape = tuple(projector.grid.shape)
         d = self.histo_data
-        self._data, self._factors, self._background = (
-            [None if stack is None else _subset_part(stack, views) for views in self.subsets]
-            for stack in (d.histos, d.sensitivity, d.background))
+        self.store(*([None if stack is None else _subset_part(stack, views) for views in self.subsets]
+                     for stack in (d.histos, d.sensitivity, d.background)), order)
 
     # --- the SubsetProblem interface --------------------------------------------------------------
     def forward(self, x, subset: int, out=None):
@@ -110,18 +107,6 @@ class ViewSubsets(SubsetProblem):
             return self.projector.adjoint(y, views[0], out=out)
         return self.projector.adjoint_views(y, views, out=out)
 
-    def data(self, subset: int):
-        return self._data[subset]
-
-    def factors(self, subset: int):
-        """The sensitivity histo-images s_v of the subset's views, or None."""
-        return self._factors[subset]
-
-    def background(self, subset: int):
-        return self._background[subset]
-
-    def order(self) -> List[int]:
-        return list(self._order)
 
     @property
     def xp(self):

@@ -13,7 +13,7 @@ from typing import List, Optional
 import numpy as np
 
 from .._checks import expect_instance
-from ..recon.problem import SubsetProblem, spread_order
+from ..recon.problem import StoredSubsets, spread_order
 from .data import SinogramData
 from .projector import SuperLORProjector
 
@@ -25,7 +25,7 @@ def interleaved_angle_subsets(n_angles: int, n_subsets: int) -> List[np.ndarray]
     return [np.arange(m, n_angles, int(n_subsets), dtype=np.int32) for m in range(int(n_subsets))]
 
 
-class AngleSubsets(SubsetProblem):
+class AngleSubsets(StoredSubsets):
     """A SuperLORProjector and SinogramData split into angle subsets.
 
     Parameters
@@ -46,39 +46,24 @@ class AngleSubsets(SubsetProblem):
         n_angles = projector.n_angles
         if subsets is None:
             groups = interleaved_angle_subsets(n_angles, n_subsets)
-            self._order = spread_order(len(groups))
+            order = spread_order(len(groups))
         else:
             groups = [projector.angle_list(s) for s in subsets]
             flat = np.sort(np.concatenate(groups))
             if not np.array_equal(flat, np.arange(n_angles)):
                 raise ValueError("subsets: expected lists of angles that together hold every angle exactly once")
-            self._order = list(range(len(groups)))
+            order = range(len(groups))
         self.angles = groups
-        self.n_subsets = len(groups)
         self.image_shape = projector.grid.shape
         xp = data.xp
         take = lambda a, g: None if a is None else xp.ascontiguousarray(a[xp.asarray(g)])  # noqa: E731
-        self._data = [take(data.prompts, g) for g in groups]
-        self._factors = [take(data.factors, g) for g in groups]
-        self._background = [take(data.background, g) for g in groups]
+        self.store(*([take(a, g) for g in groups] for a in (data.prompts, data.factors, data.background)), order)
 
     def forward(self, x, subset: int, out=None):
         return self.projector.forward(x, self.angles[subset], out=out)
 
     def adjoint(self, y, subset: int, out=None):
         return self.projector.adjoint(y, self.angles[subset], out=out)
-
-    def data(self, subset: int):
-        return self._data[subset]
-
-    def factors(self, subset: int):
-        return self._factors[subset]
-
-    def background(self, subset: int):
-        return self._background[subset]
-
-    def order(self) -> List[int]:
-        return list(self._order)
 
 
 __all__ = ["AngleSubsets", "interleaved_angle_subsets"]

@@ -1,10 +1,10 @@
 """Reconstruction for every projector family: MLEM, OSEM and block-RAMLA over a SubsetProblem,
 written against NumPy / CuPy arrays. Never imports a family; each family provides its
-SubsetProblem (``directpet.direct.ViewSubsets``, ...)."""
+SubsetProblem (``directpet.direct.ViewSubsets``, ``directpet.first.AngleSubsets``)."""
 
 from .algorithms import (ReconResult, block_ramla, mlem, osem, poisson_loglik, ramla_lambda,
                          sensitivity_image)
-from .problem import SubsetProblem, check_nonnegative
+from .problem import StoredSubsets, SubsetProblem, check_nonnegative, spread_order
 
-__all__ = ["ReconResult", "SubsetProblem", "block_ramla", "check_nonnegative", "mlem", "osem", "poisson_loglik",
-           "ramla_lambda", "sensitivity_image"]
+__all__ = ["ReconResult", "StoredSubsets", "SubsetProblem", "block_ramla", "check_nonnegative", "mlem", "osem",
+           "poisson_loglik", "ramla_lambda", "sensitivity_image", "spread_order"]

@@ -110,6 +110,33 @@ class SubsetProblem(ABC):
         return self
 
 
+class StoredSubsets(SubsetProblem):
+    """A SubsetProblem whose subsets' data, factors and background are held as lists of arrays.
+
+    Families that cut their data into per-subset arrays once (DIRECT view blocks, FIRST angle
+    subsets) subclass it, call :meth:`store` in their constructor and implement only
+    :meth:`forward` and :meth:`adjoint`.
+    """
+
+    def store(self, data: Sequence, factors: Sequence, background: Sequence, order: Sequence[int]):
+        """Per-subset arrays (None entries for absent factors / background) and the visiting order."""
+        self._data, self._factors, self._background = list(data), list(factors), list(background)
+        self._order = [int(s) for s in order]
+        self.n_subsets = len(self._data)
+
+    def data(self, subset: int):
+        return self._data[subset]
+
+    def factors(self, subset: int):
+        return self._factors[subset]
+
+    def background(self, subset: int):
+        return self._background[subset]
+
+    def order(self) -> List[int]:
+        return list(self._order)
+
+
 def spread_order(n: int) -> List[int]:
     """A visiting order of n subsets in which consecutive ones are far apart.
 
@@ -155,4 +182,4 @@ def check_nonnegative(a, name: str, subset: Optional[int], xp, shape: Optional[S
     return a
 
 
-__all__ = ["SubsetProblem", "check_nonnegative", "spread_order"]
+__all__ = ["StoredSubsets", "SubsetProblem", "check_nonnegative", "spread_order"]
