@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 
 from .._checks import array_module, to_numpy
+from .._storage import json_object, read_npz
 from ..geometry import ImageGrid
 from .kernels import SRKernel
 from .scanner import CylindricalScanner
@@ -117,21 +118,23 @@ class HistoImageData:
     @classmethod
     def load(cls, path, xp=np) -> "HistoImageData":
         """Read a file written by :meth:`save` (arrays moved to namespace xp)."""
-        with np.load(path, allow_pickle=False) as f:
-            doc = json.loads(str(f["metadata"]))
+        def parse(f):
+            doc = json_object(f["metadata"])
             if doc.get("format") != _FORMAT:
-                raise ValueError(f"path: {path!r} is not a {_FORMAT} file")
+                raise ValueError(f"format {doc.get('format')!r}, expected {_FORMAT!r}")
             arrays = {k: f[k] for k in ("histos", "sensitivity", "background") if k in f.files}
-        g = doc["grid"]
-        grid = ImageGrid(tuple(g["shape"]), tuple(g["voxel_size"]))
-        v = doc["viewset"]
-        viewset = None if v is None else ViewSet(v["n_phi"], v["n_theta"], v["theta_max_deg"])
-        scanner = None if doc["scanner"] is None else CylindricalScanner(**doc["scanner"])
-        conv = (lambda a: a) if xp is np else xp.asarray
-        return cls(conv(arrays["histos"]), grid, viewset,
-                   None if "sensitivity" not in arrays else conv(arrays["sensitivity"]),
-                   None if "background" not in arrays else conv(arrays["background"]),
-                   _kernel_from_dict(doc["kernel"]), scanner, doc.get("meta", {}))
+            g = doc["grid"]
+            grid = ImageGrid(tuple(g["shape"]), tuple(g["voxel_size"]))
+            v = doc["viewset"]
+            viewset = None if v is None else ViewSet(v["n_phi"], v["n_theta"], v["theta_max_deg"])
+            scanner = None if doc["scanner"] is None else CylindricalScanner(**doc["scanner"])
+            conv = (lambda a: a) if xp is np else xp.asarray
+            return cls(conv(arrays["histos"]), grid, viewset,
+                       None if "sensitivity" not in arrays else conv(arrays["sensitivity"]),
+                       None if "background" not in arrays else conv(arrays["background"]),
+                       _kernel_from_dict(doc["kernel"]), scanner, doc.get("meta", {}))
+
+        return read_npz(path, "HistoImageData", ("histos", "metadata"), parse)
 
 
 def _kernel_to_dict(kernel: Optional[SRKernel]):

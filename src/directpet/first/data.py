@@ -14,6 +14,7 @@ from typing import Optional
 import numpy as np
 
 from .._checks import array_module
+from .._storage import check_format, json_object, read_npz
 from ..recon.problem import check_nonnegative
 from ..sim import make_rng
 from .geometry import RotatingScanner
@@ -76,14 +77,18 @@ class SinogramData:
 
     @classmethod
     def load(cls, path, xp=np) -> "SinogramData":
-        with np.load(path, allow_pickle=False) as f:
-            if "format" not in f.files or str(f["format"]) != _FORMAT:
-                raise ValueError(f"path: {path} is not a {_FORMAT} file")
-            if int(f["version"]) != _VERSION:
-                raise ValueError(f"path: version {int(f['version'])} is not supported (expected {_VERSION})")
-            scanner = RotatingScanner.from_dict(json.loads(str(f["scanner"])))
+        """Read a file written by :meth:`save`; arrays in namespace xp (numpy or cupy)."""
+        if not hasattr(xp, "asarray") or not hasattr(xp, "float32"):
+            raise TypeError(f"xp: expected an array namespace (numpy or cupy), got {xp!r}")
+
+        def parse(f):
+            check_format(f["format"], _FORMAT, f["version"], _VERSION, path)
+            scanner = RotatingScanner.from_dict(json_object(f["scanner"]))
             get = lambda k: f[k] if k in f.files else None  # noqa: E731
-            data = cls(f["prompts"], scanner, get("factors"), get("background"), json.loads(str(f["meta"])))
+            meta = json_object(f["meta"]) if "meta" in f.files else {}
+            return cls(f["prompts"], scanner, get("factors"), get("background"), meta)
+
+        data = read_npz(path, "sinogram data", ("format", "version", "prompts", "scanner"), parse)
         return data if xp is np else data.to(xp)
 
 

@@ -65,6 +65,7 @@ from typing import Optional
 import numpy as np
 from scipy.special import ndtr
 
+from .._storage import check_format, json_object, read_npz
 from .geometry import FWHM_PER_SIGMA, RotatingScanner
 
 _FORMAT = "directpet.first.SuperLORTable"
@@ -283,19 +284,15 @@ class SuperLORTable:
     @classmethod
     def load(cls, path) -> "SuperLORTable":
         """Read a table written by :meth:`save` (or by another tool following the same layout)."""
-        with np.load(path, allow_pickle=False) as f:
-            missing = {"format", "version", "values", "super_of_delta", "flip_k", "tan_alpha",
-                       "scanner"} - set(f.files)
-            if missing:
-                raise ValueError(f"path: {path} is not a Super-LOR table (missing {sorted(missing)})")
-            if str(f["format"]) != _FORMAT:
-                raise ValueError(f"path: format {str(f['format'])!r}, expected {_FORMAT!r}")
-            if int(f["version"]) != _VERSION:
-                raise ValueError(f"path: version {int(f['version'])} is not supported (expected {_VERSION})")
-            scanner = RotatingScanner.from_dict(json.loads(str(f["scanner"])))
+        def parse(f):
+            check_format(f["format"], _FORMAT, f["version"], _VERSION, path)
+            scanner = RotatingScanner.from_dict(json_object(f["scanner"]))
             qe = f["quasi_error"] if "quasi_error" in f.files else np.zeros(scanner.n_deltas)
-            meta = json.loads(str(f["meta"])) if "meta" in f.files else {}
+            meta = json_object(f["meta"]) if "meta" in f.files else {}
             return cls(scanner, f["values"], f["super_of_delta"], f["flip_k"], f["tan_alpha"], qe, meta)
+
+        return read_npz(path, "Super-LOR table", ("format", "version", "values", "super_of_delta", "flip_k",
+                                                  "tan_alpha", "scanner"), parse)
 
 
 def build_super_lor_table(scanner: RotatingScanner, J: int = 2, K: int = 1,
