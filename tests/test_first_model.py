@@ -99,15 +99,23 @@ def test_quasi_symmetry_error_within_the_stated_bound(tol):
         assert table.n_super < s.n_rows
 
 
-def test_storage_report_counts():
+def test_storage_report_counts_what_is_stored():
+    """The report's Super-LOR entry is the table actually held, every coarser level counts one tube
+    per class of the sinogram's own shape, and the quasi-symmetry reduces storage exactly as far as
+    the tolerance allows (more Super-LORs for a tighter tolerance, one per |delta| without it)."""
     s = RotatingScanner()
-    table = build_super_lor_table(s, quasi_tolerance=0.05)
-    rep = table.storage_report()
-    tube = s.n_radial * 5 * 3
-    assert rep["per_lor"] == 175 * 130 * 900 * tube
-    assert rep["reflection"] == 30 * tube and rep["super_lor"] == table.n_super * tube
-    assert rep["reduction"] == pytest.approx(rep["per_lor"] / rep["super_lor"])
-    assert rep["reduction"] > 20
+    n_super = {}
+    for tol in (0.0, 0.02, 0.05, 0.1):
+        table = build_super_lor_table(s, quasi_tolerance=tol)
+        rep = table.storage_report()
+        assert rep["super_lor"] == table.values.size and rep["bytes_super_lor"] == table.values.nbytes
+        tube = table.values[0].size
+        assert rep["per_lor"] == int(np.prod(s.sinogram_shape)) * tube
+        assert rep["reflection"] == len(set(np.abs(np.arange(-(s.n_rows - 1), s.n_rows)))) * tube
+        n_super[tol] = table.n_super
+    assert n_super[0.0] == s.n_rows
+    assert n_super[0.0] >= n_super[0.02] >= n_super[0.05] >= n_super[0.1] >= 1
+    assert n_super[0.1] < n_super[0.0]
 
 
 def test_save_and_load_round_trip(tmp_path):
@@ -147,6 +155,18 @@ def test_bad_tables_and_files(tmp_path):
         SuperLORTable(SMALL, bad, good.super_of_delta, good.flip_k, good.tan_alpha, good.quasi_error)
     with pytest.raises(ValueError, match="super_of_delta"):
         SuperLORTable(SMALL, good.values, good.super_of_delta + 100, good.flip_k, good.tan_alpha, good.quasi_error)
+    with pytest.raises(ValueError, match="values"):
+        SuperLORTable(SMALL, good.values.astype(np.float64) * 1e40, good.super_of_delta, good.flip_k, good.tan_alpha,
+                      good.quasi_error)   # finite in float64, inf in float32
+    with pytest.raises(TypeError, match="super_of_delta"):
+        SuperLORTable(SMALL, good.values, good.super_of_delta + 0.5, good.flip_k, good.tan_alpha, good.quasi_error)
+    with pytest.raises(ValueError, match="tan_alpha"):
+        SuperLORTable(SMALL, good.values, good.super_of_delta, good.flip_k, good.tan_alpha * 1e9, good.quasi_error)
+    with pytest.raises(ValueError, match="quasi_error"):
+        SuperLORTable(SMALL, good.values, good.super_of_delta, good.flip_k, good.tan_alpha,
+                      np.full(SMALL.n_deltas, np.nan))
+    with pytest.raises(TypeError, match="quasi_tolerance"):
+        build_super_lor_table(SMALL, quasi_tolerance="a")
     np.savez(tmp_path / "other.npz", values=good.values)
     with pytest.raises(ValueError, match="not a Super-LOR table"):
         SuperLORTable.load(tmp_path / "other.npz")
@@ -168,6 +188,10 @@ def test_scanner_validation():
         RotatingScanner(n_radial=500)
     with pytest.raises(ValueError, match="mu_per_mm"):
         RotatingScanner(mu_per_mm=float("nan"))
+    with pytest.raises(TypeError, match="pitch_mm"):
+        RotatingScanner(pitch_mm="1.6")
+    with pytest.raises(ValueError, match="n_angles"):
+        RotatingScanner(n_angles=2.5)
     s = RotatingScanner()
     assert s.grid.shape == (59, 175, 175) and s.sinogram_shape == (130, 30, 30, 175)
     assert RotatingScanner.from_dict(s.to_dict()) == s

@@ -262,3 +262,20 @@ def test_gpu_faithful_back_with_tables_too_large_for_shared_memory(volume):
     c1, s1 = cpu.back_with_sensitivity(y)
     c2, s2 = gpu.back_with_sensitivity(y)
     assert _rel(c2, c1.astype(np.float64)) < 3e-3 and _rel(s2, s1.astype(np.float64)) < 3e-3
+
+
+@pytest.mark.gpu
+def test_gpu_fast_paths_of_large_configurations(volume):
+    """More than one 64-bin radial tile, more than 16 rows per ring difference (several work units
+    per ring difference), more than one 32-angle launch: fast (and the others) against the CPU."""
+    s = RotatingScanner(n_rows=20, n_angles=40, n_radial=101, n_columns=40)
+    table = build_super_lor_table(s)
+    x, y = volume(s.grid.shape), volume(s.sinogram_shape)
+    for method in METHODS:
+        cpu = SuperLORProjector(table, method, backend="cpu")
+        gpu = SuperLORProjector(table, method, backend="cuda")
+        tol = 3e-3 if method == "faithful" else 1e-5
+        angles = [0, 3] if method != "fast" else None   # the slow CPU methods on two angles
+        yy = y if angles is None else y[angles]
+        assert _rel(gpu.forward(x, angles), cpu.forward(x, angles).astype(np.float64)) < tol
+        assert _rel(gpu.adjoint(yy, angles), cpu.adjoint(yy, angles).astype(np.float64)) < tol

@@ -146,6 +146,12 @@ def test_angle_subsets_reject_bad_arguments(table, rng):
         AngleSubsets(P, data, subsets=[[0, 1], [1, 2]])
     with pytest.raises(ValueError, match="n_subsets"):
         AngleSubsets(P, data, n_subsets=0)
+    with pytest.raises(ValueError, match="subsets"):
+        AngleSubsets(P, data, subsets=[])
+    with pytest.raises(ValueError, match="n_subsets"):
+        AngleSubsets(P, data, n_subsets=3.0)
+    with pytest.raises(ValueError, match="n_iter"):
+        recon.osem(AngleSubsets(P, data, 3), 0, progress=False)
     problem = AngleSubsets(P, data, subsets=[list(range(0, 12, 2)), list(range(1, 12, 2))])
     assert problem.n_subsets == 2 and problem.order() == [0, 1]
     assert problem.data(1).shape == (6,) + SMALL.sinogram_shape[1:]

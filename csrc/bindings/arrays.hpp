@@ -48,8 +48,8 @@ template <typename T>
 const T* data_of(const py::array& a) { return static_cast<const T*>(a.data()); }
 
 template <typename T>
-T* mutable_data_of(py::array& a) {
-    if (!a.writeable()) throw ValueError("output array is read-only");
+T* mutable_data_of(py::array& a, const char* name = "out") {
+    if (!a.writeable()) throw ValueError(std::string(name) + ": array is read-only");
     return static_cast<T*>(a.mutable_data());
 }
 

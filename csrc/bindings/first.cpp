@@ -76,7 +76,7 @@ void back_faithful_cpu(const first::HostModel& M, const py::array& sino, const p
     if (!sens.is_none()) {
         py::array sa = sens.cast<py::array>();
         check_image(sa, "sens", M.D);
-        s = mutable_data_of<float>(sa);
+        s = mutable_data_of<float>(sa, "sens");
     }
     const float* y = data_of<float>(sino);
     float* x = mutable_data_of<float>(out);

@@ -30,7 +30,9 @@ void register_first_cuda(py::module_& m) {
              }),
              py::arg("model"))
         .def_property_readonly("nbytes", &DeviceModel::bytes, "Device memory held (model and workspaces).")
-        .def_property_readonly("fast_supported", &DeviceModel::fast_supported);
+        .def_property_readonly("fast_supported", &DeviceModel::fast_supported)
+        .def_property_readonly("fast_unsupported_reason", &DeviceModel::fast_unsupported_reason,
+                               "Why the fast kernels cannot run this model ('' when they can).");
     m.def("first_forward_cuda",
           [](const std::string& method, DeviceModel& model, uintptr_t image, const py::array& angles, uintptr_t out,
              uintptr_t stream) {

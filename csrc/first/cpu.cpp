@@ -35,7 +35,9 @@ HostModel make_model(const Dims& D, int n_angles, const float* table, const int*
     for (int d = 0; d < nd; ++d) {
         require(M.super_of_delta[d] >= 0 && M.super_of_delta[d] < D.n_super,
                 "super_of_delta: index outside [0, n_super)");
-        require(std::isfinite(M.slope[d]), "slope: expected finite values");
+        // the axial offsets (i - c) * slope become int slice indices: keep them far from overflow
+        require(std::isfinite(M.slope[d]) && std::fabs(M.slope[d]) * D.centre() < 1.0e6f,
+                "slope: expected finite slopes with axial offsets below 10^6 slices");
     }
     M.Q.assign(static_cast<int64_t>(nd) * D.n * D.n_j() * D.n_taps(), 0.0f);
     M.base.assign(static_cast<int64_t>(nd) * D.n, 0);

@@ -82,16 +82,24 @@ public:
     void create(int w, int h, int depth, bool layered, bool two_channels) {
         release();
         const cudaChannelFormatDesc desc = two_channels ? cudaCreateChannelDesc<float2>() : cudaCreateChannelDesc<float>();
-        DP_CUDA_CHECK(cudaMalloc3DArray(&array_, &desc, make_cudaExtent(w, h, depth), layered ? cudaArrayLayered : 0));
+        cudaArray_t array = nullptr;
+        DP_CUDA_CHECK(cudaMalloc3DArray(&array, &desc, make_cudaExtent(w, h, depth), layered ? cudaArrayLayered : 0));
         cudaResourceDesc res{};
         res.resType = cudaResourceTypeArray;
-        res.res.array.array = array_;
+        res.res.array.array = array;
         cudaTextureDesc tex{};
         for (int k = 0; k < 3; ++k) tex.addressMode[k] = cudaAddressModeBorder;
         tex.filterMode = cudaFilterModeLinear;
         tex.readMode = cudaReadModeElementType;
         tex.normalizedCoords = 0;
-        DP_CUDA_CHECK(cudaCreateTextureObject(&tex_, &res, &tex, nullptr));
+        cudaTextureObject_t object = 0;
+        const cudaError_t err = cudaCreateTextureObject(&object, &res, &tex, nullptr);
+        if (err != cudaSuccess) {
+            cudaFreeArray(array);       // not ready(): the next call tries again
+            DP_CUDA_CHECK(err);
+        }
+        array_ = array;
+        tex_ = object;
         w_ = w, h_ = h, depth_ = depth;
         elem_ = two_channels ? 8 : 4;
     }
@@ -104,7 +112,7 @@ public:
         DP_CUDA_CHECK(cudaMemcpy3DAsync(&p, stream));
     }
     cudaTextureObject_t tex() const { return tex_; }
-    bool ready() const { return array_ != nullptr; }
+    bool ready() const { return array_ != nullptr && tex_ != 0; }
     size_t bytes() const { return array_ ? static_cast<size_t>(w_) * h_ * depth_ * elem_ : 0; }
 
 private:
@@ -132,10 +140,10 @@ faithful_forward_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t im
                         const int* __restrict__ super_of_delta, const unsigned char* __restrict__ flip_k,
                         const float* __restrict__ slope, float* __restrict__ sino) {
     const int lane = threadIdx.x;
-    const int row = blockIdx.y * blockDim.y + threadIdx.y;       // (angle, r1, r2): uniform per warp
-    if (row >= A.n * D.n_rows * D.n_rows) return;
-    const int q = row / (D.n_rows * D.n_rows);
-    const int r1 = row / D.n_rows % D.n_rows, r2 = row % D.n_rows;
+    const int row = blockIdx.y * blockDim.y + threadIdx.y;       // (r1, r2): uniform per warp
+    if (row >= D.n_rows * D.n_rows) return;
+    const int q = blockIdx.z;
+    const int r1 = row / D.n_rows, r2 = row % D.n_rows;
     const int rho = blockIdx.x * 32 + lane;                       // lanes past n run along (border reads 0)
     const int d = r2 - r1 + D.n_rows - 1;
     const int S = super_of_delta[d];
@@ -263,9 +271,9 @@ matched_forward_kernel(const Dims D, const AngleChunk A, const float* __restrict
                        const int* __restrict__ base, float* __restrict__ sino) {
     const int row = blockIdx.y * blockDim.y + threadIdx.y;
     const int rho = blockIdx.x * 32 + threadIdx.x;
-    if (row >= A.n * D.n_rows * D.n_rows || rho >= D.n) return;
-    const int q = row / (D.n_rows * D.n_rows);
-    const int r1 = row / D.n_rows % D.n_rows, r2 = row % D.n_rows;
+    if (row >= D.n_rows * D.n_rows || rho >= D.n) return;
+    const int q = blockIdx.z;
+    const int r1 = row / D.n_rows, r2 = row % D.n_rows;
     sino[sino_index(D, A.first + q, r1, r2, rho)] =
         lor_forward_matched(D, image, Q, base, r2 - r1 + D.n_rows - 1, r1 + r2, rho, A.c[q], A.s[q]);
 }
@@ -592,8 +600,6 @@ size_t DeviceModel::bytes() const {
            m.units.bytes() + m.table.bytes() + m.lattice.bytes() + m.image.bytes() + m.corrections[0].bytes() + m.corrections[1].bytes() + m.table_linear.bytes() +
            m.layers.bytes();
 }
-bool DeviceModel::fast_supported() const { return impl_->host.D.J == kFastJ && impl_->host.D.K == kFastK; }
-
 namespace {
 
 size_t fast_forward_smem(const DeviceModel::Impl& m) { return 2 * sizeof(float) * m.plane_rows * (64 + 2 * kFastJ); }
@@ -605,10 +611,29 @@ void set_smem(const void* kernel, size_t bytes) {
     DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
+}  // namespace
+
+std::string DeviceModel::fast_unsupported_reason() const {
+    const Impl& m = *impl_;
+    if (m.host.D.J != kFastJ || m.host.D.K != kFastK)
+        return "the fast CUDA kernels are compiled for the paper's 5 x 3 tube (J = 2, K = 1)";
+    int max_smem = 0, dev = 0;
+    DP_CUDA_CHECK(cudaGetDevice(&dev));
+    DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const size_t need = std::max(fast_forward_smem(m), fast_back_smem(m));
+    if (need > static_cast<size_t>(max_smem))
+        return "n_rows: the fast kernels' slice planes (" + std::to_string(m.plane_rows) + " slices) need " +
+               std::to_string(need >> 10) + " KiB of shared memory, the GPU has " + std::to_string(max_smem >> 10);
+    return "";
+}
+
+bool DeviceModel::fast_supported() const { return fast_unsupported_reason().empty(); }
+
+namespace {
+
 void require_fast(const DeviceModel& model) {
-    if (!model.fast_supported())
-        throw ValueError("method: the fast CUDA kernels are compiled for the paper's 5 x 3 tube (J = 2, K = 1); "
-                         "use method='matched' for other tube sizes");
+    const std::string why = model.fast_unsupported_reason();
+    if (!why.empty()) throw ValueError("method: " + why + "; use method='matched'");
 }
 
 }  // namespace
@@ -622,7 +647,7 @@ void forward(Method method, DeviceModel& model, const AngleList& angles, const f
         if (!m.image.ready()) m.image.create(D.n, D.n, D.nz, false, false);
         m.image.copy_from(image, true, s, D.nz);
         for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
-            const dim3 grid(div_up(D.n, 32), div_up(static_cast<int64_t>(ch.n) * D.n_rows * D.n_rows, 8));
+            const dim3 grid(div_up(D.n, 32), div_up(static_cast<int64_t>(D.n_rows) * D.n_rows, 8), ch.n);
             faithful_forward_kernel<<<grid, lor_block, 0, s>>>(D, ch, m.image.tex(), m.table.tex(),
                                                                m.super_of_delta.as<int>(), m.flip_k.as<unsigned char>(),
                                                                m.slope.as<float>(), sino);
@@ -632,7 +657,7 @@ void forward(Method method, DeviceModel& model, const AngleList& angles, const f
     }
     if (method == Method::Matched) {
         for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
-            const dim3 grid(div_up(D.n, 32), div_up(static_cast<int64_t>(ch.n) * D.n_rows * D.n_rows, 8));
+            const dim3 grid(div_up(D.n, 32), div_up(static_cast<int64_t>(D.n_rows) * D.n_rows, 8), ch.n);
             matched_forward_kernel<<<grid, lor_block, 0, s>>>(D, ch, image, m.Q.as<float>(), m.base.as<int>(), sino);
             DP_CUDA_CHECK_LAUNCH("matched_forward_kernel");
         });

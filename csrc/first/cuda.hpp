@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "model.hpp"
 
@@ -20,7 +21,8 @@ public:
 
     const HostModel& host() const;
     size_t bytes() const;          // device memory held now (model + workspaces)
-    bool fast_supported() const;   // the fast kernels are compiled for the 5 x 3 tube (J = 2, K = 1)
+    bool fast_supported() const;   // the 5 x 3 tube (J = 2, K = 1) and the slice planes fit shared memory
+    std::string fast_unsupported_reason() const;   // "" when supported
 
     struct Impl;
     Impl& impl() { return *impl_; }

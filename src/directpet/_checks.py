@@ -124,3 +124,12 @@ def positive_int(name, value):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name}: expected a positive integer, got {value!r}")
     return int(value)
+
+
+def real_number(name, value) -> float:
+    """value as a finite float, else a TypeError (not a number) or ValueError (NaN, inf) naming it."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: expected a number, got {type(value).__name__}")
+    if not np.isfinite(value):
+        raise ValueError(f"{name}: expected a finite value, got {value!r}")
+    return float(value)

@@ -11,8 +11,7 @@ class CudaEngine:
         self.op = op
         self.model = _core.FirstDeviceModel(op._model)
         if op.method == "fast" and not self.model.fast_supported:
-            raise ValueError("method: the fast CUDA kernels are compiled for the paper's 5 x 3 tube (J=2, K=1); "
-                             "use method='matched' for other tube sizes")
+            raise ValueError(f"method: {self.model.fast_unsupported_reason}; use method='matched'")
         self._staging = Staging()
 
     def forward(self, image, angles, out):

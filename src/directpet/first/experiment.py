@@ -83,7 +83,8 @@ class FirstExperimentResult:
 
     def table_text(self) -> str:
         """Peak-to-valley per rod group, FWHM per point and time per iteration, per method."""
-        groups = list(self.derenzo_info.diameters_mm)
+        # peak_to_valley leaves out groups with fewer than two rods on their profile line
+        groups = [d for d in self.derenzo_info.diameters_mm if all(d in r.pv for r in self.methods.values())]
         labels = list(self.methods)
         it = self.config.n_iter
         lines = [f"peak-to-valley after {it} iterations (1 iteration in brackets)",
@@ -234,7 +235,7 @@ def write_first_figures(result: FirstExperimentResult, out_dir: str) -> list:
     fig.savefig(paths[0], dpi=90)
     plt.close(fig)
 
-    diameters = list(info.diameters_mm)
+    diameters = [d for d in info.diameters_mm if all(d in result.methods[m].pv for m in labels)]
     fig, axes = plt.subplots(2, 3, figsize=(12, 6.5))
     for ax, d in zip(axes.ravel(), diameters):
         for m in labels:

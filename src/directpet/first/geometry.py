@@ -60,6 +60,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
+from .._checks import positive_int, real_number
 from ..geometry import ImageGrid
 
 FWHM_PER_SIGMA = 2.0 * np.sqrt(2.0 * np.log(2.0))
@@ -104,20 +105,17 @@ class RotatingScanner:
 
     def __post_init__(self):
         for name in ("n_rows", "n_angles", "n_radial", "n_columns"):
-            v = getattr(self, name)
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"{name}: expected a positive integer, got {v!r}")
-            object.__setattr__(self, name, int(v))
+            object.__setattr__(self, name, positive_int(name, getattr(self, name)))
         for name in ("pitch_mm", "crystal_mm", "depth_mm", "mu_per_mm", "head_distance_mm", "radial_bin_mm"):
-            v = getattr(self, name)
-            if not np.isfinite(v) or v <= 0:
+            v = real_number(name, getattr(self, name))
+            if v <= 0:
                 raise ValueError(f"{name}: expected a positive finite value, got {v!r}")
-            object.__setattr__(self, name, float(v))
+            object.__setattr__(self, name, v)
         for name in ("positron_range_fwhm_mm", "noncollinearity_fwhm_deg", "intrinsic_fwhm_mm"):
-            v = getattr(self, name)
-            if not np.isfinite(v) or v < 0:
+            v = real_number(name, getattr(self, name))
+            if v < 0:
                 raise ValueError(f"{name}: expected a finite value >= 0, got {v!r}")
-            object.__setattr__(self, name, float(v))
+            object.__setattr__(self, name, v)
         if self.crystal_mm > self.pitch_mm:
             raise ValueError(f"crystal_mm: {self.crystal_mm} mm crystals do not fit a {self.pitch_mm} mm pitch")
         half_fov = 0.5 * self.n_radial * self.radial_bin_mm

@@ -65,6 +65,7 @@ from typing import Optional
 import numpy as np
 from scipy.special import ndtr
 
+from .._checks import real_number
 from .._storage import check_format, json_object, read_npz
 from .geometry import FWHM_PER_SIGMA, RotatingScanner
 
@@ -200,24 +201,30 @@ class SuperLORTable:
         if not isinstance(s, RotatingScanner):
             raise TypeError(f"scanner: expected a RotatingScanner, got {type(s).__name__}")
         v = np.asarray(self.values)
-        if v.ndim != 4 or v.shape[1] != s.n_radial or v.shape[2] % 2 != 1 or v.shape[3] % 2 != 1:
+        if v.ndim != 4 or v.shape[0] < 1 or v.shape[1] != s.n_radial or v.shape[2] % 2 != 1 or v.shape[3] % 2 != 1:
             raise ValueError(f"values: expected (n_super, {s.n_radial}, 2J+1, 2K+1), got {v.shape}")
+        v = np.ascontiguousarray(v, dtype=np.float32)         # checked after the cast: 1e39 is inf
         if not np.all(np.isfinite(v)) or np.any(v < 0):
-            raise ValueError("values: expected finite, non-negative probabilities")
-        self.values = np.ascontiguousarray(v, dtype=np.float32)
+            raise ValueError("values: expected finite, non-negative float32 probabilities")
+        self.values = v
         nd = s.n_deltas
-        self.super_of_delta = np.asarray(self.super_of_delta, dtype=np.int32).reshape(-1)
-        if self.super_of_delta.shape != (nd,) or self.super_of_delta.min() < 0 \
-                or self.super_of_delta.max() >= v.shape[0]:
+        sod = np.asarray(self.super_of_delta).reshape(-1)
+        if not np.issubdtype(sod.dtype, np.integer):
+            raise TypeError(f"super_of_delta: expected integer indices, got dtype {sod.dtype}")
+        if sod.shape != (nd,) or sod.min() < 0 or sod.max() >= v.shape[0]:
             raise ValueError(f"super_of_delta: expected {nd} indices in [0, {v.shape[0]})")
+        self.super_of_delta = sod.astype(np.int32)
         self.flip_k = np.asarray(self.flip_k, dtype=bool).reshape(-1)
         self.tan_alpha = np.asarray(self.tan_alpha, dtype=np.float64).reshape(-1)
         self.quasi_error = np.asarray(self.quasi_error, dtype=np.float64).reshape(-1)
         for name in ("flip_k", "tan_alpha", "quasi_error"):
             if getattr(self, name).shape != (nd,):
                 raise ValueError(f"{name}: expected shape ({nd},), got {getattr(self, name).shape}")
-        if not np.all(np.isfinite(self.tan_alpha)):
-            raise ValueError("tan_alpha: expected finite slopes")
+        # |tan alpha| < 10 (84 degrees) keeps every axial sample offset within a few thousand slices
+        if not np.all(np.isfinite(self.tan_alpha)) or np.any(np.abs(self.tan_alpha) >= 10.0):
+            raise ValueError("tan_alpha: expected finite LOR slopes with |tan(alpha)| < 10")
+        if not np.all(np.isfinite(self.quasi_error)) or np.any(self.quasi_error < 0):
+            raise ValueError("quasi_error: expected finite values >= 0")
 
     # --- shape ----------------------------------------------------------------------------------
     @property
@@ -257,7 +264,8 @@ class SuperLORTable:
         pair: rotation and radial translation), ``axial_translation`` (one per ring difference),
         ``reflection`` (one per |delta|), ``super_lor`` (after the quasi-symmetry), each an entry
         count; ``bytes_*`` in float32; ``reduction`` = per_lor / super_lor; ``quasi_reduction`` =
-        reflection / super_lor (the quasi-symmetry's own factor, which the paper reports as > 20);
+        reflection / super_lor (the quasi-symmetry's own factor; the paper's "> 20" counts from a
+        crystal-pair geometry with many more exact classes, so the two are not comparable);
         ``max_quasi_error``.
         """
         s = self.scanner
@@ -311,7 +319,8 @@ def build_super_lor_table(scanner: RotatingScanner, J: int = 2, K: int = 1,
     for name, v in (("J", J), ("K", K)):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
             raise ValueError(f"{name}: expected a non-negative integer, got {v!r}")
-    if not (np.isfinite(quasi_tolerance) and 0.0 <= quasi_tolerance < 1.0):
+    quasi_tolerance = real_number("quasi_tolerance", quasi_tolerance)
+    if not 0.0 <= quasi_tolerance < 1.0:
         raise ValueError(f"quasi_tolerance: expected a value in [0, 1), got {quasi_tolerance!r}")
     n = scanner.n_rows
     tubes = [analytic_tube(scanner, d, J, K) for d in range(n)]           # exact classes |delta|

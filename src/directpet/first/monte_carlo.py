@@ -178,7 +178,8 @@ def trace_decays(scanner: RotatingScanner, activity, grid: ImageGrid, n_decays: 
     in the gantry frame; ``gantry`` (rad); ``y_a``, ``y_b`` detected transaxial positions (mm, gantry
     frame) and ``row_a``, ``row_b`` crystal rows (-1: not detected) in heads A and B; ``outcome``
     (0 missed a front face, 1 not detected, 2 outside the radial range, 3 binned); ``index`` flat
-    sinogram index (-1 unless binned). At most 2**26 decays.
+    sinogram index (-1 unless binned). At most 2**26 decays: each traced decay takes about
+    100 bytes (its record and the returned arrays), 6-7 GB at the cap.
     """
     expect_instance(scanner, RotatingScanner, "scanner")
     expect_instance(grid, ImageGrid, "grid")

@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import _core
 from .._backend import resolve_backend
-from .._checks import check_volume, expect_instance, like
+from .._checks import check_volume, expect_instance, like, positive_int
 from ..operators import LinearOperator
 from .model import SuperLORTable
 
@@ -58,13 +58,10 @@ class SuperLORProjector(LinearOperator):
         self.table = expect_instance(table, SuperLORTable, "table")
         if method not in METHODS:
             raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
-        if threads is not None and (isinstance(threads, (bool, np.bool_))
-                                    or not isinstance(threads, (int, np.integer)) or threads < 1):
-            raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")
         self.method = method
         self.scanner = table.scanner
         self.grid = table.scanner.grid
-        self.threads = 0 if threads is None else int(threads)
+        self.threads = 0 if threads is None else positive_int("threads", threads)
         self.check_finite = bool(check_finite)
         self.backend = resolve_backend(backend)
         self.in_shape = self.grid.shape

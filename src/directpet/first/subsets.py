@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from .._checks import expect_instance
+from .._checks import expect_instance, positive_int
 from ..recon.problem import StoredSubsets, spread_order
 from .data import SinogramData
 from .projector import SuperLORProjector
@@ -20,9 +20,10 @@ from .projector import SuperLORProjector
 
 def interleaved_angle_subsets(n_angles: int, n_subsets: int) -> List[np.ndarray]:
     """Subset m = angles m, m + n_subsets, ... (int32 arrays)."""
-    if isinstance(n_subsets, (bool, np.bool_)) or int(n_subsets) != n_subsets or not 1 <= n_subsets <= n_angles:
+    n_subsets = positive_int("n_subsets", n_subsets)
+    if n_subsets > n_angles:
         raise ValueError(f"n_subsets: expected an integer in [1, {n_angles}], got {n_subsets!r}")
-    return [np.arange(m, n_angles, int(n_subsets), dtype=np.int32) for m in range(int(n_subsets))]
+    return [np.arange(m, n_angles, n_subsets, dtype=np.int32) for m in range(n_subsets)]
 
 
 class AngleSubsets(StoredSubsets):
@@ -48,8 +49,8 @@ class AngleSubsets(StoredSubsets):
             groups = interleaved_angle_subsets(n_angles, n_subsets)
             order = spread_order(len(groups))
         else:
-            groups = [projector.angle_list(s) for s in subsets]
-            flat = np.sort(np.concatenate(groups))
+            groups = [projector.angle_list(s) for s in subsets] if len(subsets) else []
+            flat = np.sort(np.concatenate(groups)) if groups else np.zeros(0, np.int32)
             if not np.array_equal(flat, np.arange(n_angles)):
                 raise ValueError("subsets: expected lists of angles that together hold every angle exactly once")
             order = range(len(groups))

@@ -38,7 +38,7 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
-from .._checks import array_module
+from .._checks import array_module, positive_int
 from ._fused import ramla_update, subset_residual
 from .problem import SubsetProblem
 
@@ -241,6 +241,7 @@ def _sensitivity(problem: SubsetProblem, xp, subsets):
 def _progress(n_iter, desc, progress):
     from tqdm.auto import tqdm
 
+    n_iter = positive_int("n_iter", n_iter)
     return tqdm(range(1, n_iter + 1), desc=desc, disable=not progress, unit="it")
 
 
