@@ -203,7 +203,8 @@ class SuperLORTable:
         v = np.asarray(self.values)
         if v.ndim != 4 or v.shape[0] < 1 or v.shape[1] != s.n_radial or v.shape[2] % 2 != 1 or v.shape[3] % 2 != 1:
             raise ValueError(f"values: expected (n_super, {s.n_radial}, 2J+1, 2K+1), got {v.shape}")
-        v = np.ascontiguousarray(v, dtype=np.float32)         # checked after the cast: 1e39 is inf
+        with np.errstate(over="ignore", invalid="ignore"):   # checked after the cast: 1e39 becomes inf
+            v = np.ascontiguousarray(v, dtype=np.float32)
         if not np.all(np.isfinite(v)) or np.any(v < 0):
             raise ValueError("values: expected finite, non-negative float32 probabilities")
         self.values = v
