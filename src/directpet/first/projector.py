@@ -48,6 +48,9 @@ class SuperLORProjector(LinearOperator):
     threads : CPU threads (None: OpenMP's default).
     check_finite : reject NaN / inf inputs (one extra pass over the input).
 
+    On the GPU a projector keeps reusable workspaces (lattice buffers, texture arrays): use one
+    projector per CUDA stream or thread.
+
     ``forward(image, angles=None)`` returns the sinogram of the listed angles (all by default),
     ``(len(angles), n_rows, n_rows, n)``; ``adjoint(sinogram, angles=None)`` back projects such a
     sinogram into ``(nz, n, n)``. ``in_shape = grid.shape``, ``out_shape = sinogram_shape``.
