@@ -305,7 +305,8 @@ __global__ void resample_kernel(const Dims D, const AngleChunk A, int pitch, con
     float fx, fy;
     lattice_point(i, rr - D.J, D.centre(), A.c[q], A.s[q], &fx, &fy);
     const int64_t plane = static_cast<int64_t>(D.n) * D.n;
-    for (int z = 0; z < D.nz; ++z) out[static_cast<int64_t>(z) * pitch] = bilinear_read(image + z * plane, D.n, D.n, fx, fy);
+    const Bilinear b = bilinear_at(fx, fy);
+    for (int z = 0; z < D.nz; ++z) out[static_cast<int64_t>(z) * pitch] = bilinear_read(image + z * plane, D.n, D.n, b);
 }
 
 // One warp's work in the fast forward: ring difference d, LOR rows m0 .. m0 + count - 1.
@@ -542,6 +543,7 @@ struct DeviceModel::Impl {
     TextureArray corrections[2];     // faithful back: layered (n, n_rows) x chunk * n_deltas, float / float2
     cuda::DeviceBuffer layers;       // staging of the corrections
     int pitch = 0, pz_lo = 0, plane_rows = 0, faithful_chunk = 0;
+    int max_smem = 0;                // shared memory a block may opt into (bytes), read once
 
     explicit Impl(const HostModel& h) : host(h) {
         const Dims& D = host.D;
@@ -574,6 +576,7 @@ struct DeviceModel::Impl {
         int max_layers = 0, dev = 0;
         DP_CUDA_CHECK(cudaGetDevice(&dev));
         DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_layers, cudaDevAttrMaxTexture2DLayeredLayers, dev));
+        DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
         faithful_chunk = std::min(kChunk, max_layers / D.n_deltas());
         if (faithful_chunk < 1)
             throw ValueError("n_rows: " + std::to_string(D.n_deltas()) + " ring differences exceed the GPU's " +
@@ -617,13 +620,10 @@ std::string DeviceModel::fast_unsupported_reason() const {
     const Impl& m = *impl_;
     if (m.host.D.J != kFastJ || m.host.D.K != kFastK)
         return "the fast CUDA kernels are compiled for the paper's 5 x 3 tube (J = 2, K = 1)";
-    int max_smem = 0, dev = 0;
-    DP_CUDA_CHECK(cudaGetDevice(&dev));
-    DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     const size_t need = std::max(fast_forward_smem(m), fast_back_smem(m));
-    if (need > static_cast<size_t>(max_smem))
+    if (need > static_cast<size_t>(m.max_smem))
         return "n_rows: the fast kernels' slice planes (" + std::to_string(m.plane_rows) + " slices) need " +
-               std::to_string(need >> 10) + " KiB of shared memory, the GPU has " + std::to_string(max_smem >> 10);
+               std::to_string(need >> 10) + " KiB of shared memory, the GPU has " + std::to_string(m.max_smem >> 10);
     return "";
 }
 
@@ -728,10 +728,7 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
         m.layers = cuda::DeviceBuffer();
         m.layers = cuda::DeviceBuffer(stage_bytes);
     }
-    int max_smem = 0, dev = 0;
-    DP_CUDA_CHECK(cudaGetDevice(&dev));
-    DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    const bool smem_table = m.host.table.size() * sizeof(float) <= static_cast<size_t>(max_smem) / 2;
+    const bool smem_table = m.host.table.size() * sizeof(float) <= static_cast<size_t>(m.max_smem) / 2;
     const size_t smem = smem_table ? m.host.table.size() * sizeof(float) : 0;
     const DeltaGroups groups{m.delta_order.as<int>(), m.group_start.as<int>(), m.group_super.as<int>(),
                              m.group_flip.as<unsigned char>(), static_cast<int>(m.host.group_super.size())};

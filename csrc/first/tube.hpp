@@ -34,7 +34,6 @@ struct Dims {
     DP_HD int n_rows_ext() const { return n + 2 * J; }    // lattice rows rho + j, shifted by +J
     DP_HD float centre() const { return 0.5f * static_cast<float>(n - 1); }
     DP_HD int64_t image_size() const { return static_cast<int64_t>(nz) * n * n; }
-    DP_HD int64_t angle_size() const { return static_cast<int64_t>(n_rows) * n_rows * n; }
 };
 
 // One sinogram LOR row (a ring difference and an axial position).
@@ -85,9 +84,18 @@ DP_HD Taps axial_taps(int i, float c, float slope) {
     return linear_taps((static_cast<float>(i) - c) * slope);
 }
 
-// Bilinear read of plane[ny][nx] at continuous (fx, fy); zero outside the plane.
-DP_HD float bilinear_read(const float* plane, int nx, int ny, float fx, float fy) {
-    const Taps tx = linear_taps(fx), ty = linear_taps(fy);
+// Bilinear interpolation weights at continuous (fx, fy): computed once per lattice point and used
+// for every slice the point is read in.
+struct Bilinear {
+    Taps x, y;
+};
+
+DP_HD Bilinear bilinear_at(float fx, float fy) { return {linear_taps(fx), linear_taps(fy)}; }
+
+// Bilinear read of plane[ny][nx] with weights b; zero outside the plane.
+DP_HD float bilinear_read(const float* plane, int nx, int ny, const Bilinear& b) {
+    const Taps& tx = b.x;
+    const Taps& ty = b.y;
     float acc = 0.0f;
     for (int dy = 0; dy < 2; ++dy) {
         const int y = ty.i0 + dy;
@@ -142,11 +150,12 @@ DP_HD float lor_forward_matched(const Dims& D, const float* image, const float* 
         for (int jj = 0; jj < D.n_j(); ++jj) {
             float fx, fy;
             lattice_point(i, rho + jj - D.J, c, cphi, sphi, &fx, &fy);
+            const Bilinear b = bilinear_at(fx, fy);
             const float* q = Q + q_index(D, d, i, jj, 0);
             for (int t = 0; t < D.n_taps(); ++t) {
                 const int z = z0 + t;
                 if (z < 0 || z >= D.nz || q[t] == 0.0f) continue;
-                acc += q[t] * bilinear_read(image + z * plane, nn, nn, fx, fy);
+                acc += q[t] * bilinear_read(image + z * plane, nn, nn, b);
             }
         }
     }

@@ -50,6 +50,14 @@ def like(x, shape):
     return xp.empty(shape, dtype=xp.float32)
 
 
+def output_array(like_array, out, shape):
+    """The caller's ``out`` (checked: float32, C-contiguous, ``shape``) or a new array of ``shape``
+    living where ``like_array`` lives."""
+    if out is None:
+        return like(like_array, shape)
+    return check_volume(out, "out", shape, check_finite=False)
+
+
 def check_volume(x, name: str, shape: tuple, check_finite: bool = True):
     """A float32, C-contiguous, finite array of the given shape (NumPy or CUDA array)."""
     if not (isinstance(x, np.ndarray) or _is_cupy(x)):  # both checked by attribute below

@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: FWHM = FWHM_PER_SIGMA * sigma for a Gaussian (every family's blurs are given as FWHM).
+FWHM_PER_SIGMA = 2.0 * np.sqrt(2.0 * np.log(2.0))
+
 
 @dataclass(frozen=True)
 class ImageGrid:

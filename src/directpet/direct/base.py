@@ -14,7 +14,7 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from .._backend import resolve_backend
-from .._checks import check_volume, expect_instance, like
+from .._checks import check_volume, expect_instance, like, output_array
 from ..geometry import ImageGrid
 from ..operators import LinearOperator
 from .kernels import SRKernel
@@ -60,7 +60,7 @@ class ViewProjector(LinearOperator):
             return self.forward_views(image, range(self.n_views), out=out)
         v = self._view_index(view)
         image = check_volume(image, "image", self.grid.shape, self.check_finite)
-        out = self._out(image, out, self.grid.shape)
+        out = output_array(image, out, self.grid.shape)
         return self._project(True, image, out, v)
 
     def adjoint(self, histo, view: Optional[int] = None, out=None):
@@ -69,7 +69,7 @@ class ViewProjector(LinearOperator):
             return self.adjoint_views(histo, range(self.n_views), out=out)
         v = self._view_index(view)
         histo = check_volume(histo, "histo_image", self.grid.shape, self.check_finite)
-        out = self._out(histo, out, self.grid.shape)
+        out = output_array(histo, out, self.grid.shape)
         return self._project(False, histo, out, v)
 
     # --- batches of views ----------------------------------------------------------------------
@@ -77,7 +77,7 @@ class ViewProjector(LinearOperator):
         """Stack of H_v image for v in views: (len(views), nz, ny, nx)."""
         vs = [self._view_index(v) for v in views]
         image = check_volume(image, "image", self.grid.shape, self.check_finite)
-        out = self._out(image, out, (len(vs),) + self.grid.shape)
+        out = output_array(image, out, (len(vs),) + self.grid.shape)
         for k, v in enumerate(vs):
             self._project(True, image, out[k], v)
         return out
@@ -86,7 +86,7 @@ class ViewProjector(LinearOperator):
         """sum_k H_{views[k]}^T histos[k]: histos is (len(views), nz, ny, nx)."""
         vs = [self._view_index(v) for v in views]
         histos = check_volume(histos, "histo_images", (len(vs),) + self.grid.shape, self.check_finite)
-        out = self._out(histos, out, self.grid.shape)
+        out = output_array(histos, out, self.grid.shape)
         out[...] = 0
         part = like(histos, self.grid.shape)
         for k, v in enumerate(vs):
@@ -104,11 +104,6 @@ class ViewProjector(LinearOperator):
         if not 0 <= v < len(self.views):
             raise ValueError(f"view: index {v} outside [0, {len(self.views)})")
         return int(v)
-
-    def _out(self, like_array, out, shape):
-        if out is None:
-            return like(like_array, shape)
-        return check_volume(out, "out", shape, check_finite=False)
 
     def _require_cuda(self, what: str):
         if self.backend != "cuda":

@@ -13,10 +13,10 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+from ..geometry import FWHM_PER_SIGMA
+
 #: Speed of light in mm/ps.
 C_MM_PER_PS = 0.299792458
-#: FWHM = FWHM_PER_SIGMA * sigma for a Gaussian.
-FWHM_PER_SIGMA = 2.0 * np.sqrt(2.0 * np.log(2.0))
 
 
 def tof_fwhm_mm(tof_fwhm_ps: float) -> float:

@@ -13,7 +13,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module
+from .._checks import array_module, to_numpy
 from .._storage import check_format, json_object, read_npz
 from ..recon.problem import check_nonnegative
 from ..sim import make_rng
@@ -59,9 +59,7 @@ class SinogramData:
     def to(self, xp) -> "SinogramData":
         """The same data in namespace xp (numpy or cupy)."""
         def conv(a):
-            if a is None:
-                return None
-            return xp.asarray(a.get() if hasattr(a, "get") and xp is np else a, dtype=xp.float32)
+            return None if a is None else xp.asarray(to_numpy(a) if xp is np else a, dtype=xp.float32)
 
         return SinogramData(conv(self.prompts), self.scanner, conv(self.factors), conv(self.background),
                             dict(self.meta))

@@ -186,11 +186,16 @@ def run_first_experiment(cfg: FirstExperimentConfig = FirstExperimentConfig()) -
         P = SuperLORProjector(table, method, backend=backend, check_finite=False)
         runs = []
         for data in (data_d, data_p):
-            res = recon.osem(AngleSubsets(P, data, cfg.n_subsets), cfg.n_iter, store_every=1,
-                             progress=cfg.progress)
+            problem = AngleSubsets(P, data, cfg.n_subsets)
+            first = []                  # the image after iteration 1 (its last subset update)
+
+            def keep_first(it, sub, x, last=problem.n_subsets - 1):
+                if it == 1 and sub == last:
+                    first.append(_to_numpy(x))
+
+            res = recon.osem(problem, cfg.n_iter, callback=keep_first, progress=cfg.progress)
             res.image = _to_numpy(res.image)
-            res.images = [_to_numpy(im) for im in (res.images[0], res.images[-1])]
-            res.image_iterations = [res.image_iterations[0], res.image_iterations[-1]]
+            res.images, res.image_iterations = [first[0], res.image], [1, res.n_iter]
             runs.append(res)
         mr = MethodResult(method, runs[0], runs[1],
                           seconds_per_iteration=float(np.median(runs[0].iteration_times)))

@@ -61,9 +61,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 
 from .._checks import positive_int, real_number
-from ..geometry import ImageGrid
-
-FWHM_PER_SIGMA = 2.0 * np.sqrt(2.0 * np.log(2.0))
+from ..geometry import FWHM_PER_SIGMA, ImageGrid
 
 
 @dataclass(frozen=True)

@@ -253,10 +253,6 @@ class SuperLORTable:
         t = self.values[self.super_of_delta[d]]
         return t[:, :, ::-1] if self.flip_k[d] else t
 
-    def per_delta(self) -> np.ndarray:
-        """Every ring difference's tube: (2 n_rows - 1, n_radial, 2J+1, 2K+1) float32."""
-        return np.stack([self.tube(d) for d in range(-(self.scanner.n_rows - 1), self.scanner.n_rows)])
-
     # --- storage ----------------------------------------------------------------------------------
     def storage_report(self) -> dict:
         """Table entries at each reduction step, against a per-LOR table of the same model.

@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import _core
 from .._backend import resolve_backend
-from .._checks import check_volume, expect_instance, like, positive_int
+from .._checks import check_volume, expect_instance, like, output_array, positive_int
 from ..operators import LinearOperator
 from .model import SuperLORTable
 
@@ -91,14 +91,14 @@ class SuperLORProjector(LinearOperator):
         """Sinogram ``(len(angles), n_rows, n_rows, n)`` of ``image`` (nz, n, n) for the angles."""
         a = self.angle_list(angles)
         image = check_volume(image, "image", self.grid.shape, self.check_finite)
-        out = self._out(image, out, self.sinogram_shape(len(a)))
+        out = output_array(image, out, self.sinogram_shape(len(a)))
         return self._engine.forward(image, a, out)
 
     def adjoint(self, sinogram, angles: Optional[Sequence[int]] = None, out=None):
         """Back projection ``(nz, n, n)`` of a sinogram ``(len(angles), n_rows, n_rows, n)``."""
         a = self.angle_list(angles)
         sinogram = check_volume(sinogram, "sinogram", self.sinogram_shape(len(a)), self.check_finite)
-        out = self._out(sinogram, out, self.grid.shape)
+        out = output_array(sinogram, out, self.grid.shape)
         return self._engine.back(sinogram, a, out)
 
     def back_with_sensitivity(self, sinogram, factors=None, angles: Optional[Sequence[int]] = None):
@@ -132,11 +132,6 @@ class SuperLORProjector(LinearOperator):
         if a.min() < 0 or a.max() >= self.n_angles:
             raise ValueError(f"angles: indices must lie in [0, {self.n_angles}), got {a.min()}..{a.max()}")
         return np.ascontiguousarray(a, dtype=np.int32)
-
-    def _out(self, like_array, out, shape):
-        if out is None:
-            return like(like_array, shape)
-        return check_volume(out, "out", shape, check_finite=False)
 
 
 class AngleOperator(LinearOperator):
