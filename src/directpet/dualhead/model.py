@@ -1,0 +1,166 @@
+"""The dual-head system model in the projectors' format: per-class, per-plane patches (science.md 3.4).
+
+By shift invariance (science.md 3.3) the response of LOR ``(c_u, c_l)`` restricted to plane ``p`` is
+one *patch* per orientation, moved by ``D c_u``; the y/z reflections give the patches of the signed
+orientations of a class from the class's ``(+,+)`` patch. So the model is stored per orientation
+class ``k = (a_y, a_z)`` and plane ``p`` as a list of taps ``(dy, dz, w)``: LOR ``(c_u, c_l)`` of
+class k with signs ``(s_y, s_z)`` reads voxel ``[v_z, v_y, p]`` with weight ``w`` (per unit activity
+in the voxel, i.e. the probability that a decay in the voxel is detected on that LOR) where
+
+    ``v_y = D c_uy + (dy if s_y > 0 else D - 1 - dy)``,   ``v_z = D c_uz + (dz if s_z > 0 else D - 1 - dz)``.
+
+Invariants (checked on construction): ``0 <= dy < D (a_y + 1)``, ``0 <= dz < D (a_z + 1)`` (a tap
+lies in a crystal cell between ``c_u`` and ``c_l``, hence always inside the image), weights finite
+and positive, taps of one (class, plane) sorted by ``(dz, dy)`` and unique.
+
+Storage: CSR over rows ``r = k * n_planes + p``: ``tap_start`` (int64, ``n_classes * n_planes + 1``),
+``tap_dy`` / ``tap_dz`` (int16), ``tap_w`` (float32): 8 bytes per tap.
+
+File format (``.npz``, written by :meth:`PatchModel.save`, no pickles): ``format`` =
+"directpet.dualhead.PatchModel", ``version`` = 1, ``scanner`` (JSON of DualHeadScanner),
+``tap_start``, ``tap_dy``, ``tap_dz``, ``tap_w`` as above, ``meta`` (JSON: how it was built). A
+Monte Carlo matrix (e.g. GATE) converted to this layout loads and is used as given.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .._checks import expect_instance
+from .._storage import check_format, json_object, read_npz
+from .geometry import DualHeadScanner
+
+_FORMAT = "directpet.dualhead.PatchModel"
+_VERSION = 1
+
+
+@dataclass(frozen=True)
+class PatchModel:
+    """Per-class, per-plane patches of the system model (see the module docstring for the layout).
+
+    Build with :func:`directpet.dualhead.build_patch_model` (the analytic detector response), or
+    :meth:`from_taps` from any list of ``(class, plane, dy, dz, w)``, or :meth:`load`.
+    """
+
+    scanner: DualHeadScanner
+    tap_start: np.ndarray
+    tap_dy: np.ndarray
+    tap_dz: np.ndarray
+    tap_w: np.ndarray
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        s = expect_instance(self.scanner, DualHeadScanner, "scanner")
+        n_rows = s.n_classes * s.n_planes
+        start = np.ascontiguousarray(self.tap_start, dtype=np.int64)
+        if start.shape != (n_rows + 1,) or start[0] != 0 or np.any(np.diff(start) < 0):
+            raise ValueError(f"tap_start: expected a non-decreasing int array of length {n_rows + 1} starting at 0")
+        n = int(start[-1])
+        arrays = {}
+        for name, dtype in (("tap_dy", np.int16), ("tap_dz", np.int16), ("tap_w", np.float32)):
+            a = np.asarray(getattr(self, name))
+            if a.shape != (n,):
+                raise ValueError(f"{name}: expected shape ({n},), got {a.shape}")
+            arrays[name] = np.ascontiguousarray(a, dtype=dtype)
+        w = arrays["tap_w"]
+        if not np.all(np.isfinite(w)) or np.any(w <= 0):
+            raise ValueError("tap_w: expected finite positive weights")
+        row = np.repeat(np.arange(n_rows, dtype=np.int64), np.diff(start))
+        ay, az = s.class_of(row // s.n_planes)
+        dy, dz = arrays["tap_dy"].astype(np.int64), arrays["tap_dz"].astype(np.int64)
+        D = s.D
+        if np.any(dy < 0) or np.any(dy >= D * (ay + 1)):
+            raise ValueError("tap_dy: a tap lies outside the crystal cells between c_u and c_l (0 <= dy < D (a_y + 1))")
+        if np.any(dz < 0) or np.any(dz >= D * (az + 1)):
+            raise ValueError("tap_dz: a tap lies outside the crystal cells between c_u and c_l (0 <= dz < D (a_z + 1))")
+        key = (row * (D * (s.n_z + 1)) + dz) * (D * (s.n_y + 1)) + dy
+        if n > 1 and np.any(np.diff(key) <= 0):
+            raise ValueError("tap_dy/tap_dz: taps of one (class, plane) must be sorted by (dz, dy) and unique")
+        object.__setattr__(self, "tap_start", start)
+        for name, a in arrays.items():
+            object.__setattr__(self, name, a)
+        object.__setattr__(self, "meta", dict(self.meta))
+
+    # --- construction ---------------------------------------------------------------------------
+    @classmethod
+    def from_taps(cls, scanner: DualHeadScanner, k, p, dy, dz, w, meta: Optional[dict] = None) -> "PatchModel":
+        """A model from unordered taps (class k, plane p, dy, dz, w); duplicate taps are summed,
+        zero weights dropped."""
+        scanner = expect_instance(scanner, DualHeadScanner, "scanner")
+        k, p, dy, dz = (np.asarray(v, dtype=np.int64).ravel() for v in (k, p, dy, dz))
+        w = np.asarray(w, dtype=np.float64).ravel()
+        if not (k.size == p.size == dy.size == dz.size == w.size):
+            raise ValueError("k, p, dy, dz, w: expected arrays of one length")
+        if k.size and (k.min() < 0 or k.max() >= scanner.n_classes):
+            raise ValueError(f"k: class indices must lie in [0, {scanner.n_classes})")
+        if p.size and (p.min() < 0 or p.max() >= scanner.n_planes):
+            raise ValueError(f"p: plane indices must lie in [0, {scanner.n_planes})")
+        D = scanner.D
+        row = k * scanner.n_planes + p
+        key = (row * (D * (scanner.n_z + 1)) + dz) * (D * (scanner.n_y + 1)) + dy
+        uniq, inv = np.unique(key, return_inverse=True)
+        wsum = np.bincount(inv, weights=w, minlength=uniq.size)
+        first = np.zeros(uniq.size, dtype=np.int64)
+        first[inv] = np.arange(key.size)
+        keep = wsum != 0
+        idx = first[keep]
+        n_rows = scanner.n_classes * scanner.n_planes
+        counts = np.bincount(row[idx], minlength=n_rows)
+        start = np.concatenate([[0], np.cumsum(counts)])
+        return cls(scanner, start, dy[idx], dz[idx], wsum[keep].astype(np.float32), dict(meta or {}))
+
+    # --- access ---------------------------------------------------------------------------------
+    @property
+    def n_taps(self) -> int:
+        return int(self.tap_start[-1])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the taps and row starts (what the projectors keep on the GPU, before any
+        re-layout of their own)."""
+        return int(self.tap_start.nbytes + self.tap_dy.nbytes + self.tap_dz.nbytes + self.tap_w.nbytes)
+
+    def row(self, k: int, p: int) -> int:
+        return int(k) * self.scanner.n_planes + int(p)
+
+    def patch(self, k: int, p: int):
+        """``(dy, dz, w)`` of class k at plane p (views into the model's arrays)."""
+        r = self.row(k, p)
+        a, b = int(self.tap_start[r]), int(self.tap_start[r + 1])
+        return self.tap_dy[a:b], self.tap_dz[a:b], self.tap_w[a:b]
+
+    def taps_per_row(self) -> np.ndarray:
+        """Taps per (class, plane), shape (n_classes, n_planes)."""
+        return np.diff(self.tap_start).reshape(self.scanner.n_classes, self.scanner.n_planes)
+
+    def nonzeros(self) -> int:
+        """Non-zero entries of the full (unreduced) matrix: taps times shift positions times signs."""
+        per_class = self.taps_per_row().sum(axis=1)
+        return int((per_class * self.scanner.class_lor_counts()).sum())
+
+    # --- files ----------------------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the ``.npz`` layout documented in the module docstring."""
+        np.savez_compressed(path, format=np.array(_FORMAT), version=np.array(_VERSION),
+                            scanner=np.array(self.scanner.to_json()), tap_start=self.tap_start,
+                            tap_dy=self.tap_dy, tap_dz=self.tap_dz, tap_w=self.tap_w,
+                            meta=np.array(json.dumps(self.meta, sort_keys=True, default=str)))
+
+    @classmethod
+    def load(cls, path) -> "PatchModel":
+        """Read a model written by :meth:`save` (or by another tool following the same layout)."""
+        def parse(f):
+            check_format(f["format"], _FORMAT, f["version"], _VERSION, path)
+            scanner = DualHeadScanner.from_dict(json_object(f["scanner"]))
+            meta = json_object(f["meta"]) if "meta" in f.files else {}
+            return cls(scanner, f["tap_start"], f["tap_dy"], f["tap_dz"], f["tap_w"], meta)
+
+        return read_npz(path, "dual-head patch model", ("format", "version", "scanner", "tap_start", "tap_dy",
+                                                        "tap_dz", "tap_w"), parse)
+
+
+__all__ = ["PatchModel"]
