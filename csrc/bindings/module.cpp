@@ -13,6 +13,7 @@ void register_direct_events(py::module_& m);
 void register_random(py::module_& m);
 void register_first(py::module_& m);
 void register_first_monte_carlo(py::module_& m);
+void register_dualhead(py::module_& m);
 #ifdef DIRECTPET_WITH_CUDA
 void register_direct_cuda(py::module_& m);
 void register_direct_fft_cuda(py::module_& m);
@@ -43,6 +44,7 @@ PYBIND11_MODULE(_core, m) {
     dp::bind::register_random(m);
     dp::bind::register_first(m);
     dp::bind::register_first_monte_carlo(m);
+    dp::bind::register_dualhead(m);
 #ifdef DIRECTPET_WITH_CUDA
     dp::bind::register_direct_cuda(m);
     dp::bind::register_direct_fft_cuda(m);
