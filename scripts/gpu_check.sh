@@ -3,13 +3,14 @@
 # whole test suite (gpu-marked tests included), compute-sanitizer memcheck on a small case, and the
 # benchmarks. Logs and JSON records go to OUTDIR.
 #
-#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|all]
+#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|all]
 #
 # tests: the whole pytest suite + compute-sanitizer memcheck; projectors: benchmarks/direct_projectors.py;
 # recon: benchmarks/direct_recon.py and the [HA] section 6 experiment (scripts/run_experiment.py);
-# first: the FIRST family's gpu-marked tests and benchmarks/first_projectors.py.
+# first: the FIRST family's gpu-marked tests and benchmarks/first_projectors.py; dualhead: the dual-head
+# family's gpu-marked tests, the full-size model build, benchmarks/dualhead_projectors.py and its experiment.
 set -uo pipefail
-OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|all]}
+OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|all]}
 MODE=${2:-full}
 WHAT=${3:-all}
 mkdir -p "$OUTDIR"
@@ -76,4 +77,22 @@ if [ "$WHAT" = all ] || [ "$WHAT" = first ]; then
   if [ "$MODE" = quick ]; then FSIZE=small; else FSIZE=full; fi
   $PY -m directpet.cli demo first --size $FSIZE --quiet --out "$OUTDIR/first_experiment" > "$OUTDIR/first_experiment.log" 2>&1
   tail -30 "$OUTDIR/first_experiment.log"
+fi
+
+if [ "$WHAT" = all ] || [ "$WHAT" = dualhead ]; then
+  if [ "$WHAT" = dualhead ]; then
+    echo "== dual-head gpu tests"
+    $PY -m pytest tests/test_dualhead_*.py -q -rs -m gpu -p no:cacheprovider > "$OUTDIR/tests_dualhead.log" 2>&1
+    tail -8 "$OUTDIR/tests_dualhead.log"
+  fi
+  if [ "$MODE" = quick ]; then DSIZE=small; else DSIZE=full; fi
+  echo "== dual-head model build ($DSIZE)"
+  $PY scripts/build_dualhead_model.py --size $DSIZE --out /tmp/dualhead_model_$DSIZE.npz > "$OUTDIR/dualhead_model.log" 2>&1
+  tail -20 "$OUTDIR/dualhead_model.log"
+  echo "== dual-head projector benchmark"
+  $PY benchmarks/dualhead_projectors.py $QUICK --model /tmp/dualhead_model_$DSIZE.npz --json "$OUTDIR/dualhead_projectors.json" > "$OUTDIR/bench_dualhead.log" 2>&1
+  tail -30 "$OUTDIR/bench_dualhead.log"
+  echo "== dual-head experiment (Derenzo + point sources, Monte Carlo data, OSEM)"
+  $PY -m directpet.cli demo dualhead --size $DSIZE --quiet --out "$OUTDIR/dualhead_experiment" > "$OUTDIR/dualhead_experiment.log" 2>&1
+  tail -30 "$OUTDIR/dualhead_experiment.log"
 fi

@@ -1,5 +1,6 @@
 """Command line: ``directpet demo`` (the DIRECT reconstruction experiment), ``directpet demo first``
-(the FIRST Super-LOR experiment: micro Derenzo and point sources, OSEM), ``directpet points``
+(the FIRST Super-LOR experiment: micro Derenzo and point sources, OSEM), ``directpet demo dualhead``
+(the dual-head planar experiment: micro Deluxe Derenzo with rods along x and point sources, OSEM), ``directpet points``
 (point sources through variant / asymmetric kernels, [HA] Fig. 6/7) and ``directpet info``."""
 
 from __future__ import annotations
@@ -42,6 +43,26 @@ def _demo_first(args) -> int:
     print(f"\nFIRST rotating dual-head scanner: sinogram {s.n_radial} x {s.n_angles} x {s.n_rows ** 2}, image "
           f"{s.grid.nx} x {s.grid.ny} x {s.grid.nz}; {res.table.n_super} Super-LORs; backend {res.backend}")
     print(f"Monte Carlo data: Derenzo {st['derenzo'].n_binned:,} events, point sources {st['points'].n_binned:,}; "
+          f"OSEM {cfg.n_subsets} subsets x {cfg.n_iter} iterations\n")
+    print(res.table_text())
+    print(f"\nfigures: {', '.join(paths)}")
+    print(f"total {time.perf_counter() - t0:.1f} s (simulation {res.timings['simulation_s']:.1f} s)")
+    return 0
+
+
+def _demo_dualhead(args) -> int:
+    from .dualhead.experiment import DualHeadExperimentConfig, run_dualhead_experiment, write_dualhead_figures
+
+    cfg = DualHeadExperimentConfig(size=args.size, n_iter=args.iterations, backend=args.backend, seed=args.seed,
+                                   progress=not args.quiet)
+    t0 = time.perf_counter()
+    res = run_dualhead_experiment(cfg)
+    paths = write_dualhead_figures(res, args.out)
+    s, g, st = res.scanner, res.scanner.grid, res.data_stats
+    print(f"\ndual-head planar scanner: {s.n_y} x {s.n_z} crystals per head, {s.n_lors:,} LORs; image "
+          f"{g.nz} x {g.ny} x {g.nx} voxels; model {res.model.n_taps:,} taps ({res.model.nbytes / 2**20:.0f} MiB) "
+          f"built in {res.timings['model_s']:.1f} s; backend {res.backend}")
+    print(f"Monte Carlo data: Derenzo {st['derenzo'].n_trues:,} trues, point sources {st['points'].n_trues:,}; "
           f"OSEM {cfg.n_subsets} subsets x {cfg.n_iter} iterations\n")
     print(res.table_text())
     print(f"\nfigures: {', '.join(paths)}")
@@ -98,14 +119,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="directpet", description="directpet: DIRECT TOF-PET operators")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="DIRECT (default): simulate the sphere phantom, reconstruct, print CRC/noise, "
-                                    "write figures; 'first': the FIRST Derenzo / point-source experiment")
-    d.add_argument("family", nargs="?", default="direct", choices=["direct", "first"])
+                                    "write figures; 'first': the FIRST Derenzo / point-source experiment; "
+                                    "'dualhead': the dual-head Derenzo / point-source experiment")
+    d.add_argument("family", nargs="?", default="direct", choices=["direct", "first", "dualhead"])
     d.add_argument("--size", default="auto", choices=["auto", "tiny", "small", "paper", "full"],
                    help="DIRECT: auto = 'paper' (48x144x144, 430 M events) on a GPU, 'small' (16x96x96, 143 M) "
-                        "on a CPU; FIRST: auto = 'full' (175x130x900 sinograms) on a GPU, 'small' on a CPU")
+                        "on a CPU; FIRST: auto = 'full' (175x130x900 sinograms) on a GPU, 'small' on a CPU; "
+                        "dualhead: auto = 'full' (104x72 crystals, 288x416x119 voxels) on a GPU, 'tiny' on a CPU")
     d.add_argument("--events", type=int, default=None, help="DIRECT: prompts to simulate (default per size)")
     d.add_argument("--iterations", type=int, default=None,
-                   help="DIRECT: block-RAMLA passes (default 30 small, 40 paper); FIRST: OSEM iterations (24)")
+                   help="DIRECT: block-RAMLA passes (default 30 small, 40 paper); FIRST, dualhead: OSEM iterations (24)")
     d.add_argument("--methods", default=None,
                    help="FIRST: comma list of faithful, matched, fast (default all three on a GPU, fast on a CPU)")
     d.add_argument("--kernels", default="invariant-fft,invariant,variant1",
@@ -132,6 +155,13 @@ def main(argv=None) -> int:
             args.iterations = 24 if args.iterations is None else args.iterations
             args.methods = args.methods or ("faithful,matched,fast" if gpu else "fast")
             return _demo_first(args)
+        if args.family == "dualhead":
+            if args.size == "auto":
+                args.size = "full" if gpu else "tiny"
+            if args.size not in ("tiny", "small", "full"):
+                ap.error("--size: the dual-head demo takes tiny, small or full")
+            args.iterations = 24 if args.iterations is None else args.iterations
+            return _demo_dualhead(args)
         if args.size not in ("auto", "tiny", "small", "paper"):
             ap.error("--size: the DIRECT demo takes tiny, small or paper")
         if args.size == "auto":
