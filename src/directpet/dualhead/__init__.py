@@ -3,10 +3,12 @@ system model stored as per-orientation, per-plane patches, the paper's GPU algor
 faster default projector pair, an event Monte Carlo and OSEM over random orientation subsets.
 
 ``DualHeadScanner`` (geometry and the LOR layout), ``PatchModel`` (the model in the projectors'
-format; saved and loaded as ``.npz``).
+format; saved and loaded as ``.npz``), ``DualHeadProjector`` (forward / back projection of class
+lists, CPU and CUDA).
 """
 
 from .geometry import SIGNS, DualHeadScanner
 from .model import PatchModel
+from .projector import ClassOperator, DualHeadProjector
 
-__all__ = ["DualHeadScanner", "PatchModel", "SIGNS"]
+__all__ = ["ClassOperator", "DualHeadProjector", "DualHeadScanner", "PatchModel", "SIGNS"]

@@ -1,5 +1,5 @@
 """float64 NumPy reference operators, readable and slow, for tests (ours and yours)."""
 
-from . import direct, first
+from . import direct, dualhead, first
 
-__all__ = ["direct", "first"]
+__all__ = ["direct", "dualhead", "first"]
