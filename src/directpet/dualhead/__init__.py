@@ -3,10 +3,17 @@ system model stored as per-orientation, per-plane patches, the paper's GPU algor
 faster default projector pair, an event Monte Carlo and OSEM over random orientation subsets.
 
 ``DualHeadScanner`` (geometry and the LOR layout), ``PatchModel`` (the model in the projectors'
-format; saved and loaded as ``.npz``).
+format; saved and loaded as ``.npz``), ``simulate_events`` / ``trace_events`` (the event Monte Carlo:
+honest data), ``DualHeadData`` and ``model_consistent_data`` (LOR data), ``orientation_subsets`` and
+``DualHeadSubsets`` (OSEM through :mod:`directpet.recon`).
 """
 
+from .data import DualHeadData, model_consistent_data
 from .geometry import SIGNS, DualHeadScanner
 from .model import PatchModel
+from .monte_carlo import MonteCarloStats, simulate_events, trace_events
+from .subsets import DEFAULT_SUBSET_SEED, DualHeadSubsets, orientation_subsets
 
-__all__ = ["DualHeadScanner", "PatchModel", "SIGNS"]
+__all__ = ["DEFAULT_SUBSET_SEED", "DualHeadData", "DualHeadScanner", "DualHeadSubsets", "MonteCarloStats",
+           "PatchModel", "SIGNS", "model_consistent_data", "orientation_subsets", "simulate_events",
+           "trace_events"]
