@@ -71,6 +71,30 @@ DP_HD int64_t lor_in_class(const ClassInfo& c, int s, int i, int j) {
     return (int64_t(s) * c.pos_y + i) * c.pos_z + j;
 }
 
+// Start of class k's block in the full (all classes, index order) vector, in closed form: the
+// signed 1-D orientations |delta| < A of n crystals hold F(A) = n + (A - 1)(2n - A) ordered crystal
+// pairs (F(0) = 0, F(n) = n^2), so the classes before (a_y, a_z) hold
+// F_y(a_y) n_z^2 + [a_y > 0 ? 2 : 1] (n_y - a_y) F_z(a_z) LORs (geometry.py class_offsets()).
+DP_HD int64_t pairs_below(int n, int a) { return a == 0 ? 0 : int64_t(n) + int64_t(a - 1) * (2 * int64_t(n) - a); }
+
+DP_HD int64_t class_offset(const Layout& L, int k) {
+    const int a_y = k / L.n_z, a_z = k % L.n_z;
+    return pairs_below(L.n_y, a_y) * L.n_z * L.n_z +
+           int64_t(a_y > 0 ? 2 : 1) * (L.n_y - a_y) * pairs_below(L.n_z, a_z);
+}
+
+// Index in the full vector of the LOR joining upper crystal c_u and lower crystal c_l
+// (geometry.py DualHeadScanner.lor_index).
+DP_HD int64_t lor_index(const Layout& L, int cu_y, int cu_z, int cl_y, int cl_z) {
+    const int dy = cl_y - cu_y, dz = cl_z - cu_z;
+    const int k = (dy < 0 ? -dy : dy) * L.n_z + (dz < 0 ? -dz : dz);
+    const ClassInfo c = class_info(L, k);
+    const int s = sign_slot(c, dy < 0 ? -1 : 1, dz < 0 ? -1 : 1);
+    const int i = cu_y < cl_y ? cu_y : cl_y;
+    const int j = cu_z < cl_z ? cu_z : cl_z;
+    return class_offset(L, k) + lor_in_class(c, s, i, j);
+}
+
 // Voxel (v_y, v_z) read by tap (dy, dz) of the class's (+,+) patch for the LOR with upper crystal
 // c_u and signs (s_y, s_z): the y / z reflections mirror the offset within the D-voxel cell.
 DP_HD int tap_voxel(int D, int cu, int sign, int d) { return D * cu + (sign > 0 ? d : D - 1 - d); }

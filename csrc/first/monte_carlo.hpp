@@ -44,24 +44,27 @@
 // Arithmetic is single precision: coordinates are at most ~100 mm, where a float ulp is 8e-6 mm,
 // far below every physical scale (0.4 mm bins, 1.6 mm crystals).
 //
-// Random numbers: Philox4x32-10 (common/philox.hpp) on both backends, counter (decay low, decay
-// high, block, kDomain) and key (seed low, seed high): a decay's draws depend only on (seed, decay
-// number), so the CPU and the GPU simulate the same decays whatever the threads, chunks or launch
-// shape. They then differ only where a last-ulp difference between libm and CUDA math (log, sin,
-// cos, atan2) or a fused multiply-add moves a value across a bin or acceptance edge.
+// Steps 1, 2, 4 and 5 are the shared emission physics of common/emission.hpp (with the standard
+// library's math, LibmMath). Random numbers: Philox4x32-10 (common/philox.hpp) on both backends,
+// counter (decay low, decay high, block, kDomain) and key (seed low, seed high): a decay's draws
+// depend only on (seed, decay number), so the CPU and the GPU simulate the same decays whatever
+// the threads, chunks or launch shape. They then differ only where a last-ulp difference between
+// libm and CUDA math (log, sin, cos, atan2) or a fused multiply-add moves a value across a bin or
+// acceptance edge.
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
+#include "../common/emission.hpp"
 #include "../common/hd.hpp"
-#include "../common/philox.hpp"
 #include "../common/random.hpp"
 
 namespace dp::first::mc {
 
 using dp::random::normal_pair;
 using dp::random::uniform01;
+using Math = dp::emission::LibmMath;
 
 constexpr float kPi = 3.14159265358979323846f;
 // Fourth counter word of every draw: keeps this Monte Carlo's streams apart from any other user
@@ -72,11 +75,7 @@ constexpr uint32_t kDomain = 0x46495253u;
 // Lengths in mm, angles in radians; gantry-frame conventions as in the header comment.
 struct McParams {
     // source: the activity's lattice (voxel centres (i - (n - 1) / 2) * v) and its alias table
-    int nz, ny, nx;
-    float vz, vy, vx;
-    uint64_t n_voxels;
-    const float* alias_accept;    // [n_voxels] probability of keeping the drawn voxel
-    const uint32_t* alias_other;  // [n_voxels] the voxel taken otherwise
+    dp::emission::SourceLattice src;
     // direction band of photon 1
     float sin_el_max, psi_max;
     // blurs (sigma; 0 = off)
@@ -129,84 +128,24 @@ DP_HD void count_outcome(int outcome, T& entered, T& detected, T& binned, T& out
 }
 
 // The random bits of one decay: Philox blocks (decay, block) drawn four words at a time.
-class DecayRng {
-public:
-    DP_HD DecayRng(uint64_t decay, uint32_t key0, uint32_t key1)
-        : lo_(static_cast<uint32_t>(decay)), hi_(static_cast<uint32_t>(decay >> 32)), k0_(key0), k1_(key1) {}
-
-    DP_HD uint32_t next_u32() {
-        if (left_ == 0) {
-            const dp::random::Philox4 b = dp::random::philox4x32_10(lo_, hi_, block_++, kDomain, k0_, k1_);
-            w0_ = b.x;
-            w1_ = b.y;
-            w2_ = b.z;
-            w3_ = b.w;
-            left_ = 4;
-        }
-        // a shift rather than an indexed array: stays in registers on the GPU
-        const uint32_t r = w0_;
-        w0_ = w1_;
-        w1_ = w2_;
-        w2_ = w3_;
-        --left_;
-        return r;
-    }
-
-private:
-    uint32_t lo_, hi_, k0_, k1_;
-    uint32_t block_ = 0;
-    uint32_t w0_ = 0, w1_ = 0, w2_ = 0, w3_ = 0;
-    int left_ = 0;
-};
-
-// floor(bits64 * n / 2^64): a voxel index in [0, n) from 64 random bits (bias n / 2^64).
-DP_HD uint64_t scale_to_range(uint64_t bits, uint64_t n) {
-#if defined(__CUDA_ARCH__)
-    return __umul64hi(bits, n);
-#else
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(bits) * n) >> 64);
-#endif
-}
+using DecayRng = dp::emission::DecayStream<kDomain>;
 
 // Step 1: an annihilation point (mm) distributed as the activity.
 template <class Rng>
 DP_HD void sample_source(const McParams& P, Rng& rng, float* x, float* y, float* z) {
-    const uint64_t hi = rng.next_u32();
-    const uint64_t bits = (hi << 32) | rng.next_u32();
-    uint64_t v = scale_to_range(bits, P.n_voxels);
-    if (!(uniform01(rng.next_u32()) < P.alias_accept[v])) v = P.alias_other[v];
-    // 32-bit index arithmetic (n_voxels < 2^32): 64-bit division is emulated on the GPU
-    const uint32_t v32 = static_cast<uint32_t>(v), nx = static_cast<uint32_t>(P.nx), ny = static_cast<uint32_t>(P.ny);
-    const int ix = static_cast<int>(v32 % nx);
-    const int iy = static_cast<int>((v32 / nx) % ny);
-    const int iz = static_cast<int>(v32 / (nx * ny));
-    // uniform in the voxel: centre (i - (n - 1) / 2) v, plus (u - 1/2) v
-    *x = (static_cast<float>(ix) - 0.5f * static_cast<float>(P.nx) + uniform01(rng.next_u32())) * P.vx;
-    *y = (static_cast<float>(iy) - 0.5f * static_cast<float>(P.ny) + uniform01(rng.next_u32())) * P.vy;
-    *z = (static_cast<float>(iz) - 0.5f * static_cast<float>(P.nz) + uniform01(rng.next_u32())) * P.vz;
+    dp::emission::sample_source(P.src, rng, x, y, z);
 }
 
 // Step 2: isotropic Gaussian positron range (three normals; the fourth of the two pairs unused).
 template <class Rng>
 DP_HD void add_positron_range(const McParams& P, Rng& rng, float* x, float* y, float* z) {
-    if (!(P.sigma_range_mm > 0.0f)) return;
-    float g0, g1, g2, g3;
-    normal_pair(rng, &g0, &g1);
-    normal_pair(rng, &g2, &g3);
-    *x += P.sigma_range_mm * g0;
-    *y += P.sigma_range_mm * g1;
-    *z += P.sigma_range_mm * g2;
+    dp::emission::add_positron_range<Math>(P.sigma_range_mm, rng, x, y, z);
 }
 
 // Step 4: photon 1's direction in the gantry frame, isotropic in the band.
 template <class Rng>
 DP_HD void band_direction(const McParams& P, Rng& rng, float* ux, float* uy, float* uz) {
-    const float sin_el = P.sin_el_max * (2.0f * uniform01(rng.next_u32()) - 1.0f);
-    const float psi = P.psi_max * (2.0f * uniform01(rng.next_u32()) - 1.0f);
-    const float cos_el = std::sqrt(1.0f - sin_el * sin_el);
-    *ux = cos_el * std::cos(psi);
-    *uy = cos_el * std::sin(psi);
-    *uz = sin_el;
+    dp::emission::band_direction<Math>(P.sin_el_max, P.psi_max, rng, ux, uy, uz);
 }
 
 // Step 5: u turned by Gaussian angles alpha, beta about e1 = z x u / |z x u| (in-plane) and
@@ -214,26 +153,7 @@ DP_HD void band_direction(const McParams& P, Rng& rng, float* ux, float* uy, flo
 template <class Rng>
 DP_HD void deviate(const McParams& P, Rng& rng, float ux, float uy, float uz, float* vx, float* vy,
                    float* vz) {
-    *vx = ux;
-    *vy = uy;
-    *vz = uz;
-    if (!(P.sigma_nc_rad > 0.0f)) return;
-    float alpha, beta;
-    normal_pair(rng, &alpha, &beta);
-    alpha *= P.sigma_nc_rad;
-    beta *= P.sigma_nc_rad;
-    const float c = std::sqrt(ux * ux + uy * uy);  // cos(elevation) > 0 inside the band
-    const float e1x = -uy / c, e1y = ux / c;       // e1z = 0
-    const float e2x = -uz * e1y, e2y = uz * e1x, e2z = c;
-    // u + alpha e1 + beta e2, normalised: turned by atan(sqrt(alpha^2 + beta^2)), which differs
-    // from the Gaussian angle by O(angle^3) (1e-8 relative at 0.5 degree FWHM).
-    const float wx = ux + alpha * e1x + beta * e2x;
-    const float wy = uy + alpha * e1y + beta * e2y;
-    const float wz = uz + beta * e2z;
-    const float inv = 1.0f / std::sqrt(wx * wx + wy * wy + wz * wz);
-    *vx = wx * inv;
-    *vy = wy * inv;
-    *vz = wz * inv;
+    dp::emission::deviate<Math>(P.sigma_nc_rad, rng, ux, uy, uz, vx, vy, vz);
 }
 
 // Outcome of one photon in its head (step 6).

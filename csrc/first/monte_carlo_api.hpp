@@ -15,6 +15,7 @@
 #include <functional>
 #include <vector>
 
+#include "../common/alias_table.hpp"
 #include "monte_carlo.hpp"
 
 namespace dp::first::mc {
@@ -28,10 +29,7 @@ struct ScannerSpec {
 };
 
 // The activity's lattice: (nz, ny, nx) voxels of (vz, vy, vx) mm, centred on the axis.
-struct GridSpec {
-    int nz, ny, nx;
-    double vz, vy, vx;
-};
+using GridSpec = dp::emission::GridSpec;
 
 // The direction band of photon 1 and its share of all decays.
 struct Band {

@@ -21,8 +21,8 @@ constexpr int64_t kBlockDecays = 4096;
 
 McParams host_params(const Plan& plan, uint64_t seed) {
     McParams p = plan.params;
-    p.alias_accept = plan.alias_accept.data();
-    p.alias_other = plan.alias_other.data();
+    p.src.alias_accept = plan.alias_accept.data();
+    p.src.alias_other = plan.alias_other.data();
     set_seed(p, seed);
     return p;
 }

@@ -76,8 +76,8 @@ Counters simulate(const Plan& plan, uint64_t n_decays, uint64_t seed, uint64_t c
     accept.upload(plan.alias_accept.data(), accept.bytes());
     other.upload(plan.alias_other.data(), other.bytes());
     McParams P = plan.params;
-    P.alias_accept = accept.as<float>();
-    P.alias_other = other.as<uint32_t>();
+    P.src.alias_accept = accept.as<float>();
+    P.src.alias_other = other.as<uint32_t>();
     set_seed(P, seed);
 
     cuda::DeviceBuffer counters(kNumCounters * sizeof(unsigned long long));

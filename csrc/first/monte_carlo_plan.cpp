@@ -1,8 +1,7 @@
 // FIRST event Monte Carlo, host preparation shared by both backends: argument checks, the alias
-// table of the activity and photon 1's direction band (monte_carlo_api.hpp).
+// table of the activity (common/alias_table.hpp) and photon 1's direction band (monte_carlo_api.hpp).
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -12,11 +11,9 @@
 namespace dp::first::mc {
 namespace {
 
-constexpr double kFwhmPerSigma = 2.3548200450309493;  // 2 sqrt(2 ln 2)
+using dp::emission::kFwhmPerSigma;
+using dp::emission::kMaxNormal;
 constexpr double kPiD = 3.14159265358979323846;
-// Largest |normal| that normal_pair can return: sqrt(-2 ln u) with u >= 2^-24 is 5.768 (rounded
-// up for float logs): the positron range never moves a point further than this many sigma per axis.
-constexpr double kMaxNormal = 5.8;
 
 void positive_int(int v, const char* name) {
     if (v < 1) throw ValueError(std::string("scanner ") + name + ": expected a positive integer, got " + std::to_string(v));
@@ -53,42 +50,6 @@ void check_scanner(const ScannerSpec& s) {
                          std::to_string(s.pitch_mm) + " mm pitch");
 }
 
-void check_grid(const GridSpec& g) {
-    if (g.nz < 1 || g.ny < 1 || g.nx < 1) throw ValueError("grid: every extent of the shape must be positive");
-    if (!(std::isfinite(g.vz) && g.vz > 0 && std::isfinite(g.vy) && g.vy > 0 && std::isfinite(g.vx) && g.vx > 0))
-        throw ValueError("grid: voxel sizes must be positive and finite");
-}
-
-// Walker's alias table by Vose's method: voxel v is kept with probability accept[v], else
-// alias[v] is taken. Exact in double up to the rounding of accept to float (2^-24 relative).
-void build_alias_table(const float* activity, uint64_t n, double total, std::vector<float>& accept,
-                       std::vector<uint32_t>& alias) {
-    accept.assign(n, 1.0f);
-    alias.resize(n);
-    std::vector<double> q(n);
-    std::vector<uint32_t> small, large;
-    small.reserve(n);
-    large.reserve(n);
-    const double scale = static_cast<double>(n) / total;
-    for (uint64_t v = 0; v < n; ++v) {
-        q[v] = activity[v] * scale;
-        alias[v] = static_cast<uint32_t>(v);
-        (q[v] < 1.0 ? small : large).push_back(static_cast<uint32_t>(v));
-    }
-    while (!small.empty() && !large.empty()) {
-        const uint32_t s = small.back(), l = large.back();
-        small.pop_back();
-        accept[s] = static_cast<float>(q[s]);
-        alias[s] = l;
-        q[l] -= 1.0 - q[s];
-        if (q[l] < 1.0) {
-            large.pop_back();
-            small.push_back(l);
-        }
-    }
-    // What is left is 1 up to rounding: kept with probability 1 (accept was initialised to 1).
-}
-
 }  // namespace
 
 void set_seed(McParams& p, uint64_t seed) {
@@ -98,41 +59,18 @@ void set_seed(McParams& p, uint64_t seed) {
 
 Plan make_plan(const ScannerSpec& s, const GridSpec& g, const float* activity) {
     check_scanner(s);
-    check_grid(g);
-    const uint64_t n = static_cast<uint64_t>(g.nz) * g.ny * g.nx;
-    if (n >= std::numeric_limits<uint32_t>::max())
-        throw ValueError("activity: at most 2^32 - 1 voxels, got " + std::to_string(n));
-
-    // Totals and the bounding box of the non-zero voxels (indices).
-    double total = 0;
-    int lo[3] = {g.nz, g.ny, g.nx}, hi[3] = {-1, -1, -1};
-    for (uint64_t v = 0; v < n; ++v) {
-        const float a = activity[v];
-        if (!std::isfinite(a)) throw ValueError("activity: contains NaN or inf (voxel " + std::to_string(v) + ")");
-        if (a < 0) throw ValueError("activity: must be >= 0, got " + std::to_string(a) + " at voxel " + std::to_string(v));
-        if (a == 0) continue;
-        total += a;
-        const int idx[3] = {static_cast<int>(v / (static_cast<uint64_t>(g.ny) * g.nx)),
-                            static_cast<int>((v / g.nx) % g.ny), static_cast<int>(v % g.nx)};
-        for (int k = 0; k < 3; ++k) {
-            lo[k] = std::min(lo[k], idx[k]);
-            hi[k] = std::max(hi[k], idx[k]);
-        }
-    }
-    if (!(total > 0)) throw ValueError("activity: all zero; the source needs some positive activity");
-
     Plan plan{};
-    build_alias_table(activity, n, total, plan.alias_accept, plan.alias_other);
+    const dp::emission::ActivitySummary act =
+        dp::emission::make_alias_source(g, activity, plan.alias_accept, plan.alias_other);
+    const uint64_t n = static_cast<uint64_t>(g.nz) * g.ny * g.nx;
 
     // Source box in mm (voxel edges), widened by the largest positron-range displacement.
     const double sigma_range = s.positron_range_fwhm_mm / kFwhmPerSigma;
     const double margin = kMaxNormal * sigma_range;
-    const int nn[3] = {g.nz, g.ny, g.nx};
-    const double vs[3] = {g.vz, g.vy, g.vx};
     double edge_lo[3], edge_hi[3];
     for (int k = 0; k < 3; ++k) {
-        edge_lo[k] = (lo[k] - 0.5 * nn[k]) * vs[k] - margin;
-        edge_hi[k] = (hi[k] + 1 - 0.5 * nn[k]) * vs[k] + margin;
+        edge_lo[k] = act.edge_lo(g, k, margin);
+        edge_hi[k] = act.edge_hi(g, k, margin);
     }
     const double radius = std::hypot(std::max(std::fabs(edge_lo[1]), std::fabs(edge_hi[1])),
                                      std::max(std::fabs(edge_lo[2]), std::fabs(edge_hi[2])));
@@ -159,15 +97,15 @@ Plan make_plan(const ScannerSpec& s, const GridSpec& g, const float* activity) {
     b.source_radius_mm = radius;
 
     McParams& p = plan.params;
-    p.nz = g.nz;
-    p.ny = g.ny;
-    p.nx = g.nx;
-    p.vz = static_cast<float>(g.vz);
-    p.vy = static_cast<float>(g.vy);
-    p.vx = static_cast<float>(g.vx);
-    p.n_voxels = n;
-    p.alias_accept = nullptr;
-    p.alias_other = nullptr;
+    p.src.nz = g.nz;
+    p.src.ny = g.ny;
+    p.src.nx = g.nx;
+    p.src.vz = static_cast<float>(g.vz);
+    p.src.vy = static_cast<float>(g.vy);
+    p.src.vx = static_cast<float>(g.vx);
+    p.src.n_voxels = n;
+    p.src.alias_accept = nullptr;
+    p.src.alias_other = nullptr;
     p.sin_el_max = static_cast<float>(b.sin_el_max);
     p.psi_max = static_cast<float>(b.psi_max);
     p.sigma_range_mm = static_cast<float>(sigma_range);

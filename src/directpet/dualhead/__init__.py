@@ -4,11 +4,18 @@ faster default projector pair, an event Monte Carlo and OSEM over random orienta
 
 ``DualHeadScanner`` (geometry and the LOR layout), ``PatchModel`` (the model in the projectors'
 format; saved and loaded as ``.npz``), ``DualHeadProjector`` (forward / back projection of class
-lists, CPU and CUDA).
+lists, CPU and CUDA), ``simulate_events`` / ``trace_events`` (the event Monte Carlo: honest data),
+``DualHeadData`` and ``model_consistent_data`` (LOR data), ``orientation_subsets`` and
+``DualHeadSubsets`` (OSEM through :mod:`directpet.recon`).
 """
 
+from .data import DualHeadData, model_consistent_data
 from .geometry import SIGNS, DualHeadScanner
 from .model import PatchModel
+from .monte_carlo import MonteCarloStats, simulate_events, trace_events
 from .projector import ClassOperator, DualHeadProjector
+from .subsets import DEFAULT_SUBSET_SEED, DualHeadSubsets, orientation_subsets
 
-__all__ = ["ClassOperator", "DualHeadProjector", "DualHeadScanner", "PatchModel", "SIGNS"]
+__all__ = ["ClassOperator", "DEFAULT_SUBSET_SEED", "DualHeadData", "DualHeadProjector", "DualHeadScanner",
+           "DualHeadSubsets", "MonteCarloStats", "PatchModel", "SIGNS", "model_consistent_data",
+           "orientation_subsets", "simulate_events", "trace_events"]
