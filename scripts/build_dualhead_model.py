@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 import directpet
+from directpet._backend import cuda_status
 from directpet.dualhead import (DualHeadScanner, build_patch_model, build_seed_drf, patch_candidate_counts,
                                 storage_report)
 
@@ -76,7 +77,8 @@ def main():
               "candidates_all_planes": int(all_planes.sum()), "candidates_evaluated": int(evaluated.sum()),
               "n_taps": model.n_taps, "nbytes": model.nbytes,
               "taps_per_row": {"mean": float(r.mean()), "max": int(r.max()), "median": float(np.median(r))},
-              "device": directpet.cuda_status(), "host": platform.node()}
+              "cuda": {"compiled": directpet.has_cuda(), "devices": directpet.cuda_device_count(),
+                       "status": cuda_status()}, "host": platform.node()}
     if classes is not None:
         scale = evaluated.sum() / built
         est = {"seconds": seconds * scale, "n_taps": model.n_taps * scale,

@@ -15,14 +15,18 @@
 //      (tests/test_dualhead_model.py checks it on h directly). The map reverses the (dz, dy) order.
 //   4. taps below threshold x (the class's largest tap over all planes: the per-LOR maximum) dropped.
 //
-// Cost (the lead measures): at full size (104 x 72 crystals, D = 4, 119 planes) the planes x <= 0
-// hold ~1e8 candidates. Each is n_v^3 n_a^2 = 128 direction nodes (n_v = 2, n_a = 4) of two photon
-// walks; a node costs ~150-250 double-precision operations (sqrt, two exp / expm1 per photon, a few
-// crystal intervals per axis), so the build is ~1e8 x 128 x 200 ~ 3e12 FP64 operations: ~0.1 s at an
-// H100's 34-67 FP64 TFLOP/s peak, seconds at a realistic 5-10 % of peak (divisions, branches,
-// divergence); host candidate generation and assembly add ~1 s on 16 cores. On the CPU it is
-// ~1-2 us per candidate per core: ~1e8 x 1.5 us / 2 cores ~ a day on this 2-core machine (see
-// scripts/build_dualhead_model.py for measured per-class times).
+// Cost. At full size (104 x 72 crystals, D = 4, 119 planes) the planes x <= 0 hold 1.146e8
+// candidates (2.273e8 over all planes; patch_candidate_counts). A candidate is n_v^3 = 8 points of
+// ~50 direction nodes each (~380 nodes, measured over classes from (0,0) to (103,71) with n_a = 4);
+// a node is two photon walks (a few reciprocals, an expm1, an exp when the photon crosses other
+// crystals first, a handful of crystal intervals) plus a sqrt and a division: ~300-400 FP64
+// instructions. So a build is ~1.1e8 x 380 x 350 ~ 1.5e13 FP64 instructions: ~1 s at an H100 /
+// H200's FP64 vector peak (34 TFLOP/s ~ 1.7e13 FMA-instructions/s); at a realistic 10-25 % of peak
+// (168 registers: 12 resident warps per SM; divergent loops) 4-10 s. The host side (candidates
+// ~0.3 s on one core, assembly, 24 bytes per evaluation over PCIe ~0.3 s) adds about a second.
+// On the CPU (this 2-core machine, shared): ~50 us per candidate per core, from 10 us (class (0,0))
+// to 76 us ((103,71)): 0.01 s to 2.2 s per class, 0.8 s mean, ~1.6 h single-threaded for the whole
+// model (a 24-class sample at 2 threads extrapolates to 3300 s).
 #include <omp.h>
 
 #include <algorithm>

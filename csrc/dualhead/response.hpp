@@ -23,21 +23,27 @@
 //
 // Quadrature (deterministic, symmetric midpoint rules):
 //   * n_v^3 points r per voxel: midpoints of an n_v x n_v x n_v sub-grid;
-//   * for each r, directions are parameterised by their slopes s = (dy/dx, dz/dx). Per axis, the
-//     slopes that can reach c_u from r form an interval (the bounding box of c_u's shadow, from the
-//     box's four (x, y) corners), those whose opposite direction can reach c_l another; the
-//     integration runs over their intersection, with dOmega = ds_y ds_z / (1 + s^2)^{3/2}. This is
-//     the intersection of the bounding boxes on the upper front plane x = g: q = r + (g - x_r)(1, s)
-//     is an affine per-axis map of s for fixed r, and dA cos(theta) / |q - r|^2 = dOmega.
-//     Each axis's interval is cut at the slopes of the two crystals' edges seen at their front and
-//     back faces (where a photon starts or stops leaving through a side face: the integrand's kinks),
-//     and each piece gets ceil(n_a * width / total) midpoint nodes (about n_a per axis plus one per
-//     cut). A plain n_a x n_a midpoint grid over the whole intersection straddles those kinks: with
-//     n_a = 4 it overestimates the central LOR by ~28 %, the cut rule by ~2 %.
-//     Slopes make the symmetries exact: the head swap + x mirror maps the slope intervals and cuts
-//     to their negatives, the y / z mirrors negate one axis, the y-z interchange swaps the axes; the
-//     node counts depend only on the pieces' widths, and nodes are centre + (i + 1/2 - n/2) step, so
-//     a mirrored piece gets bitwise mirrored nodes.
+//   * for each r, directions are parameterised by their slopes s = (dy/dx, dz/dx), with
+//     dOmega = ds_y ds_z / (1 + s^2)^{3/2}. (A grid on the upper front plane x = g is the same rule:
+//     q = r + (g - x_r)(1, s) is an affine map of s for fixed r, and dA cos(theta) / |q - r|^2 =
+//     dOmega.) Seen from r, a crystal's front (back) face is a square of the slope plane and its
+//     shadow the convex hull of the two squares; the integration runs over the intersection of the
+//     bounding boxes of c_u's shadow and of c_l's (reflected through r), taken in a frame turned to
+//     the LOR (t along the transverse direction of c_u - c_l, n across it; the y and z axes for
+//     c_u = c_l). For oblique LORs the shadows are long thin bands along t (the crystal depth seen
+//     at an angle): in the y / z axes their bounding boxes would be mostly empty, and a 4 x 4 grid
+//     over them misses the most oblique classes by a factor ~3.
+//     Each axis of the box is cut at the squares' corner projections (where a photon starts or
+//     stops leaving through a side face: the integrand's kinks; cuts closer than 5 % of a node
+//     spacing are merged) and each piece gets ceil(n_a * width / total) midpoint nodes: about n_a
+//     per axis plus one per cut. An n_a x n_a grid over the whole box straddles those kinks: with
+//     n_a = 4 it overestimates the central LOR by ~28 %; the cut rule stays within ~4 % of the
+//     class's largest tap (median ~1 %) for every class (measured at full size: normal, axial,
+//     diagonal and the most oblique (103, 71)), at ~50 nodes per point instead of 16.
+//     The rule is symmetric by construction: the head swap + x mirror leaves the (t, n) coordinates
+//     of every cut unchanged and negates the frame, the y / z mirrors and the y-z interchange negate
+//     n; node counts depend only on the pieces' widths and nodes are centre + (i + 1/2 - n/2) step,
+//     so mirrored pieces get bitwise mirrored nodes and the identities hold to rounding.
 //   * Each photon is walked through the crystal lattice of its head (per axis, the depth intervals
 //     in which the ray lies inside a crystal's y (or z) range; the crystal material is their
 //     intersection, a 2D DDA), which gives l_pre and l_c.
@@ -213,7 +219,7 @@ DP_HD SlopeSquare slope_square(double dy, double dz, double dist, double hw, dou
 // end point when it holds one), so that near-coincident kinks do not each cost a node. The rule
 // depends only on the set of gaps, so a mirrored axis gets mirrored cuts. Writes at most 18 sorted
 // points to b; returns their number (0: empty intersection).
-constexpr double kMergeFraction = 0.05;
+constexpr double kMergeFraction = 0.05;  // 0.2 loses the narrow ramp pieces (up to 16 % off)
 
 DP_HD int axis_pieces(const double* centre, const double* half, double wo, double wi, int na, double* b) {
     // 0, 1: upper front / back squares; 2, 3: lower front / back
@@ -223,33 +229,33 @@ DP_HD int axis_pieces(const double* centre, const double* half, double wo, doubl
     const double hi_l = fmax(centre[2] + half[2] * wo, centre[3] + half[3] * wo);
     const double s0 = fmax(lo_u, lo_l), s1 = fmin(hi_u, hi_l);
     if (!(s1 > s0)) return 0;
-    double c[18];
     int n = 0;
-    c[n++] = s0;
+    b[n++] = s0;
     for (int k = 0; k < 4; ++k) {
         const double v[4] = {centre[k] - half[k] * wo, centre[k] - half[k] * wi, centre[k] + half[k] * wi,
                              centre[k] + half[k] * wo};
         for (int i = 0; i < 4; ++i)
             if (v[i] > s0 && v[i] < s1) {
                 int j = n++;
-                while (j > 1 && c[j - 1] > v[i]) {
-                    c[j] = c[j - 1];
+                while (j > 1 && b[j - 1] > v[i]) {
+                    b[j] = b[j - 1];
                     --j;
                 }
-                c[j] = v[i];
+                b[j] = v[i];
             }
     }
-    c[n++] = s1;
+    b[n++] = s1;
+    // merge in place (the write index never passes the read index)
     const double merge = (s1 - s0) * (kMergeFraction / na);
     int m = 0;
     for (int i = 0; i < n;) {
         int j = i;
-        while (j + 1 < n && c[j + 1] - c[j] < merge) ++j;
+        while (j + 1 < n && b[j + 1] - b[j] < merge) ++j;
         if (i == 0) {
             b[m++] = s0;
             if (j == n - 1) b[m++] = s1;
         } else {
-            b[m++] = j == n - 1 ? s1 : 0.5 * (c[i] + c[j]);
+            b[m++] = j == n - 1 ? s1 : 0.5 * (b[i] + b[j]);
         }
         i = j + 1;
     }
@@ -281,17 +287,19 @@ DP_HD double point_response(const ResponseParams& P, double rx, double ry, doubl
     const double dl_near = P.front + rx, dl_far = back + rx;  // and to the lower layer's faces
     // Upper: s = (y - r_y) / (x - r_x) with x - r_x in [du_near, du_far]. Lower: the opposite
     // direction reaches y at x - r_x = -(dl_near .. dl_far), so s = (r_y - y) / dl.
-    const SlopeSquare sq[4] = {slope_square(Yu - ry, Zu - rz, du_near, hw, ey, ez),
-                               slope_square(Yu - ry, Zu - rz, du_far, hw, ey, ez),
-                               slope_square(ry - Yl, rz - Zl, dl_near, hw, ey, ez),
-                               slope_square(ry - Yl, rz - Zl, dl_far, hw, ey, ez)};
     const double ay = fabs(ey), az = fabs(ez);
     const double wo = ay + az, wi = fabs(ay - az);
     double ct[4], cn[4], hh[4];
-    for (int k = 0; k < 4; ++k) {
-        ct[k] = sq[k].t;
-        cn[k] = sq[k].n;
-        hh[k] = sq[k].h;
+    {
+        const SlopeSquare sq[4] = {slope_square(Yu - ry, Zu - rz, du_near, hw, ey, ez),
+                                   slope_square(Yu - ry, Zu - rz, du_far, hw, ey, ez),
+                                   slope_square(ry - Yl, rz - Zl, dl_near, hw, ey, ez),
+                                   slope_square(ry - Yl, rz - Zl, dl_far, hw, ey, ez)};
+        for (int k = 0; k < 4; ++k) {
+            ct[k] = sq[k].t;
+            cn[k] = sq[k].n;
+            hh[k] = sq[k].h;
+        }
     }
     const int na = P.angle_samples;
     double bt[18], bn[18];

@@ -15,15 +15,16 @@ symmetric under the head swap with the x mirror, the y and z mirrors and the y-z
 (science.md 3.3).
 
 Quadrature (``csrc/dualhead/response.hpp``, double precision, deterministic): ``voxel_samples**3``
-midpoints in the voxel; for each, the directions that can reach both crystals form, per slope axis
-``ds/dx``, the intersection of two intervals (the bounding boxes of the crystals' shadows); that
-interval is cut at the slopes of the two crystals' edges seen at their front and back faces (where a
-photon starts leaving through a side face: the integrand's kinks) and each piece gets
-``ceil(angle_samples * width / total)`` midpoint nodes, weighted by ``dOmega = ds_y ds_z /
-(1 + s^2)^{3/2}``. A plain ``angle_samples x angle_samples`` midpoint grid over the whole intersection
-(the same nodes as a grid on the upper front plane) converges slowly across those kinks: 4 x 4 nodes
-overestimate the central LOR by ~28 %; the cut rule is within ~2 % with 4 and converges as
-``O(1/n^2)``. Each photon is walked through the crystal lattice (per-axis material intervals).
+midpoints in the voxel; for each, the directions are parameterised by their slopes ``ds/dx``
+(``dOmega = ds_y ds_z / (1 + s^2)^{3/2}``; equivalent to a grid on the upper front plane) over the
+intersection of the bounding boxes of the two crystals' shadows, in a frame turned to the LOR (the
+shadows of oblique crystals are long thin bands along it). Each axis is cut where a photon starts
+leaving a crystal through a side face (the integrand's kinks) and each piece gets
+``ceil(angle_samples * width / total)`` midpoint nodes. A plain ``4 x 4`` grid over the boxes
+overestimates the central LOR by ~28 % and misses the most oblique classes by a factor ~3; with
+``angle_samples = 4`` this rule stays within ~4 % of a class's largest tap (median ~1 %) for every
+class from (0, 0) to (103, 71), and converges as ``O(1/n^2)``. Each photon is walked through the crystal lattice (per-axis material intervals).
+The symmetries hold to rounding (the rule is mirrored with the geometry).
 
 The patch model (:func:`build_patch_model`) evaluates ``h`` on the exact support of each class's
 ``(+,+)`` LOR in the planes ``x <= 0`` and fills the planes ``x > 0`` by the x-reflection identity
