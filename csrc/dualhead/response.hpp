@@ -69,7 +69,7 @@ struct ResponseParams {
     double plane = 0;       // plane spacing (voxel size in x)
     int D = 0;              // voxels per crystal pitch
     int n_planes = 0;
-    int angle_samples = 0;  // n_a: n_a x n_a directions per point
+    int angle_samples = 0;  // n_a: about n_a direction nodes per slope axis (plus one per cut)
     int voxel_samples = 0;  // n_v: n_v^3 points per voxel
 };
 
