@@ -15,12 +15,14 @@ void register_first(py::module_& m);
 void register_first_monte_carlo(py::module_& m);
 void register_dualhead(py::module_& m);
 void register_dualhead_monte_carlo(py::module_& m);
+void register_dualhead_model(py::module_& m);
 #ifdef DIRECTPET_WITH_CUDA
 void register_direct_cuda(py::module_& m);
 void register_direct_fft_cuda(py::module_& m);
 void register_first_cuda(py::module_& m);
 void register_first_monte_carlo_cuda(py::module_& m);
 void register_dualhead_monte_carlo_cuda(py::module_& m);
+void register_dualhead_model_cuda(py::module_& m);
 #endif
 }  // namespace dp::bind
 
@@ -48,11 +50,13 @@ PYBIND11_MODULE(_core, m) {
     dp::bind::register_first_monte_carlo(m);
     dp::bind::register_dualhead(m);
     dp::bind::register_dualhead_monte_carlo(m);
+    dp::bind::register_dualhead_model(m);
 #ifdef DIRECTPET_WITH_CUDA
     dp::bind::register_direct_cuda(m);
     dp::bind::register_direct_fft_cuda(m);
     dp::bind::register_first_cuda(m);
     dp::bind::register_first_monte_carlo_cuda(m);
     dp::bind::register_dualhead_monte_carlo_cuda(m);
+    dp::bind::register_dualhead_model_cuda(m);
 #endif
 }
