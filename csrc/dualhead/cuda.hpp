@@ -1,0 +1,55 @@
+// Dual-head projectors on the GPU. Plain C++ header (no CUDA types) so that the bindings need no
+// CUDA headers; the implementation is in cuda.cu.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "model.hpp"
+
+namespace dp::dualhead::gpu {
+
+// 'default': the tiled projector pair (polyphase image windows in shared memory, gather back
+// projection, no atomics). 'alg1' .. 'alg3': the paper's algorithms 1-3 (science.md 3.6).
+enum class Method { Default, Alg1, Alg2, Alg3 };
+
+Method parse_method(const std::string& name);   // ValueError naming the argument
+
+// The model resident on the GPU: the taps regrouped by sub-position residue (8 bytes each), the
+// row starts, per-row residue-group offsets and patch boxes, plus the reusable workspaces (the
+// image in polyphase layout for the default forward and back, the partial sums of alg2).
+class DeviceModel {
+public:
+    // window_limit: bytes of shared memory a default-method block may use for its two image/LOR
+    // windows (0: the device's opt-in limit less the fixed part). Smaller values send classes with
+    // larger windows to the global-memory fallback kernels (used by the tests).
+    explicit DeviceModel(const HostModel& host, size_t window_limit = 0);
+    ~DeviceModel();
+    DeviceModel(const DeviceModel&) = delete;
+    DeviceModel& operator=(const DeviceModel&) = delete;
+
+    const Layout& layout() const;
+    int64_t n_taps() const;
+    size_t bytes() const;              // device memory held now (model + workspaces)
+    size_t model_bytes() const;        // the model arrays alone
+    // Plane groups of the default forward: launches over plane ranges accumulating into y, so
+    // that the part of the image the running blocks read stays in L2. 0: automatic.
+    int plane_groups() const;
+    void set_plane_groups(int groups);
+
+    struct Impl;
+    Impl& impl() { return *impl_; }
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+// All asynchronous on `stream` (a cudaStream_t). image: device float32 (n_z D, n_y D, n_planes);
+// y: the classes' LOR blocks concatenated in the list's order (ClassList offsets). skip may be
+// nullptr; LORs whose skip value is 0 get 0 and are not projected. forward / back overwrite.
+void forward(Method method, DeviceModel& model, const ClassList& classes, const float* image, const float* skip,
+             float* y, void* stream);
+void back(Method method, DeviceModel& model, const ClassList& classes, const float* y, float* image, void* stream);
+
+}  // namespace dp::dualhead::gpu

@@ -1,0 +1,207 @@
+// Tiling arithmetic of the default CUDA dual-head projectors (cuda.cu), host and device: which LORs
+// or image cells a block owns, the shared-memory windows it stages per step, and where a tap lands
+// in them. Kept apart from the kernels so that the planner on the host and the kernels use the very
+// same bounds.
+//
+// Notation (layout.hpp): class k = (a_y, a_z), pos = (n_y - a_y, n_z - a_z) shift positions per sign,
+// LOR (sign, i, j). A tap (dy, dz) of the class's (+,+) patch is, for signs (s_y, s_z), the voxel
+// offset e = (s > 0 ? d : D (a + 1) - 1 - d) from (D i, D j): cell offset q = e / D, residue r = e % D
+// (for a negative sign q = a - d / D and r = D - 1 - d % D). So LOR (i, j) reads the cells (i + q_y,
+// j + q_z) of the residue planes (r_y, r_z), and voxel cell c receives from LOR c - q.
+//
+// The polyphase image X[p][r_y][r_z][c_y][c_z] (c_z fastest) makes a LOR's reads of one residue plane
+// a unit-stride 2D correlation, so a warp of LORs consecutive in j reads consecutive words.
+#pragma once
+
+#include <cstdint>
+
+#include "../common/hd.hpp"
+#include "layout.hpp"
+
+namespace dp::dualhead::tiles {
+
+constexpr int kThreads = 256;                     // threads per block (both default kernels)
+constexpr int kWarps = kThreads / 32;
+constexpr int kFwdRounds = 4;                     // LORs per thread in the forward
+constexpr int kFwdLors = kThreads * kFwdRounds;   // LORs (flattened positions of one sign) per block
+constexpr int kBackRounds = 2;                    // 8 x 4-cell warp tiles per warp in the back projection
+constexpr int kTileY = 4, kTileZ = 8;             // a warp tile: 4 cell rows x 8 cell columns
+constexpr int kBackWarpTiles = kWarps * kBackRounds;   // 16 warp tiles (512 cells) per block
+constexpr int kGroups = 16;                       // voxel residues per back block (D <= 4: all of them)
+constexpr int kTapCap = 2 * kThreads;             // taps decoded per step (two per thread)
+constexpr int kMaxEntries = 128;                  // classes per launch (kernel parameter block)
+constexpr int kMaxPlanes = 128;                   // planes per forward launch (plane metadata in shared memory)
+
+// Cell offsets (q) of a patch, inclusive; empty when y_lo > y_hi.
+struct Box {
+    int y_lo, y_hi, z_lo, z_hi;
+};
+
+// The box of the signed orientation (s_y, s_z): negative signs mirror q -> a - q.
+DP_HD Box signed_box(const Box& b, int a_y, int a_z, int s_y, int s_z) {
+    Box r = b;
+    if (s_y < 0) r.y_lo = a_y - b.y_hi, r.y_hi = a_y - b.y_lo;
+    if (s_z < 0) r.z_lo = a_z - b.z_hi, r.z_hi = a_z - b.z_lo;
+    return r;
+}
+
+// Signed voxel offset of tap offset d in a window of W = D (a + 1) voxels.
+DP_HD int signed_offset(int d, int W, int s) { return s > 0 ? d : W - 1 - d; }
+
+// --- forward ---------------------------------------------------------------------------------------
+// A block owns the flattened positions f in [f0, f1) of one sign (f = i pos_z + j), rows i_a..i_b;
+// the columns it touches are j_lo..j_hi (all of them when it spans more than one row).
+struct FwdTile {
+    int f0, f1, i_a, i_b, j_lo, j_hi;
+};
+
+DP_HD FwdTile fwd_tile(int pos_y, int pos_z, int tile) {
+    FwdTile t;
+    const int npos = pos_y * pos_z;
+    t.f0 = tile * kFwdLors;
+    t.f1 = t.f0 + kFwdLors < npos ? t.f0 + kFwdLors : npos;
+    t.i_a = t.f0 / pos_z;
+    t.i_b = (t.f1 - 1) / pos_z;
+    if (t.i_a == t.i_b) {
+        t.j_lo = t.f0 % pos_z;
+        t.j_hi = (t.f1 - 1) % pos_z;
+    } else {
+        t.j_lo = 0;
+        t.j_hi = pos_z - 1;
+    }
+    return t;
+}
+
+// Where a block reads one (plane, r_z) step: address of LOR (i, j) with tap (r_y, q_y, q_z) is
+// r_y * plane + (i - i_ref + q_y - y_ref) * pitch + (j - j_ref + q_z - z_ref), i.e. base + offset.
+// Staged: a window of `rows` x `cols` cells per residue plane r_y in shared memory, whose origin is
+// the cell (i_ref + y_ref, j_ref + z_ref). Global: the polyphase plane itself (all refs 0).
+struct Window {
+    int i_ref, j_ref, y_ref, z_ref;
+    int rows, cols, pitch, plane;
+};
+
+// pitch: rows of a multi-row tile wrap inside a warp; the words of 32 consecutive LORs stay in 32
+// distinct banks when the gap pitch - pos_z at a wrap is a multiple of 32.
+DP_HD Window fwd_window(const FwdTile& t, const Box& sb, int pos_z) {
+    Window w;
+    w.i_ref = t.i_a;
+    w.j_ref = t.j_lo;
+    w.y_ref = sb.y_lo;
+    w.z_ref = sb.z_lo;
+    w.rows = (t.i_b - t.i_a) + (sb.y_hi - sb.y_lo) + 1;
+    w.cols = (t.j_hi - t.j_lo) + (sb.z_hi - sb.z_lo) + 1;
+    w.pitch = t.i_a == t.i_b ? w.cols : w.cols + (((pos_z - w.cols) % 32) + 32) % 32;
+    w.plane = w.rows * w.pitch;
+    return w;
+}
+
+DP_HD Window fwd_global_window(const Layout& L) {
+    Window w;
+    w.i_ref = w.j_ref = w.y_ref = w.z_ref = 0;
+    w.rows = L.n_y;
+    w.cols = L.n_z;
+    w.pitch = L.n_z;
+    w.plane = L.D * L.n_y * L.n_z;   // stride between residue planes r_y (X is [p][r_y][r_z][c_y][c_z])
+    return w;
+}
+
+// Upper bound of the staged window's floats (all D residue planes r_y) over every tile and plane of
+// a class whose boxes span at most sy_max x sz_max cells (q_hi - q_lo).
+DP_HD int64_t fwd_window_bound(int pos_y, int pos_z, int D, int sy_max, int sz_max) {
+    int rows_tile = (pos_z + kFwdLors - 2) / pos_z + 1;      // rows a run of kFwdLors positions can touch
+    if (rows_tile > pos_y) rows_tile = pos_y;
+    // a tile that wraps touches every column; +31: the pitch rounding
+    return int64_t(D) * (rows_tile + sy_max) * (pos_z + sz_max + 31);
+}
+
+// Tap offset within the window (r_y, q_y, q_z are the signed values).
+DP_HD int fwd_tap_offset(const Window& w, int ry, int qy, int qz) {
+    return ry * w.plane + (qy - w.y_ref) * w.pitch + (qz - w.z_ref);
+}
+
+DP_HD int fwd_lor_base(const Window& w, int i, int j) { return (i - w.i_ref) * w.pitch + (j - w.j_ref); }
+
+// --- back projection -------------------------------------------------------------------------------
+// The image plane's cells are cut into 4 x 8 warp tiles (row-major over the tile grid); a block owns
+// kBackWarpTiles consecutive ones: warp w, round r has tile wt0 + w + kWarps r. Cells of the tiles
+// that fall outside the image are idle.
+struct BackGrid {
+    int n_wy, n_wz, n_tiles, n_blocks;
+};
+
+DP_HD BackGrid back_grid(int n_y, int n_z) {
+    BackGrid g;
+    g.n_wy = (n_y + kTileY - 1) / kTileY;
+    g.n_wz = (n_z + kTileZ - 1) / kTileZ;
+    g.n_tiles = g.n_wy * g.n_wz;
+    g.n_blocks = (g.n_tiles + kBackWarpTiles - 1) / kBackWarpTiles;
+    return g;
+}
+
+// A block's warp tiles [wt0, wt1) and the image cells they cover (bounding box, clipped).
+struct BackBlock {
+    int wt0, wt1, cy_a, cy_b, cz_a, cz_b;
+};
+
+DP_HD BackBlock back_block(const BackGrid& g, int n_y, int n_z, int b) {
+    BackBlock B;
+    B.wt0 = b * kBackWarpTiles;
+    B.wt1 = B.wt0 + kBackWarpTiles < g.n_tiles ? B.wt0 + kBackWarpTiles : g.n_tiles;
+    const int wy_a = B.wt0 / g.n_wz, wy_b = (B.wt1 - 1) / g.n_wz;
+    B.cy_a = kTileY * wy_a;
+    B.cy_b = kTileY * wy_b + kTileY - 1 < n_y - 1 ? kTileY * wy_b + kTileY - 1 : n_y - 1;
+    if (wy_a == wy_b) {
+        B.cz_a = kTileZ * (B.wt0 % g.n_wz);
+        const int hi = kTileZ * ((B.wt1 - 1) % g.n_wz) + kTileZ - 1;
+        B.cz_b = hi < n_z - 1 ? hi : n_z - 1;
+    } else {
+        B.cz_a = 0;
+        B.cz_b = n_z - 1;
+    }
+    return B;
+}
+
+// The cells a signed orientation's LORs reach at one plane: c = (i, j) + q, i < pos_y, j < pos_z.
+DP_HD bool back_reaches(const Box& sb, int pos_y, int pos_z, int cy_a, int cy_b, int cz_a, int cz_b) {
+    return cy_b >= sb.y_lo && cy_a <= pos_y - 1 + sb.y_hi && cz_b >= sb.z_lo && cz_a <= pos_z - 1 + sb.z_hi;
+}
+
+// The LOR values one back step stages: LORs (i, j) = (i_org + row, j_org + col); zero outside the
+// orientation's positions. Cell (cy, cz) with tap q reads row (cy - cy_a) + (y_hi - q_y), column
+// (cz - cz_a) + (z_hi - q_z). pitch = 8 mod 16: the four rows of a warp tile (8 words each) fall in
+// four distinct bank octets.
+struct LorWindow {
+    int i_org, j_org, rows, cols, pitch;
+};
+
+DP_HD LorWindow back_window(const BackBlock& B, const Box& sb) {
+    LorWindow w;
+    w.i_org = B.cy_a - sb.y_hi;
+    w.j_org = B.cz_a - sb.z_hi;
+    w.rows = (B.cy_b - B.cy_a) + (sb.y_hi - sb.y_lo) + 1;
+    w.cols = (B.cz_b - B.cz_a) + (sb.z_hi - sb.z_lo) + 1;
+    w.pitch = w.cols + ((8 - w.cols % 16) + 16) % 16;
+    return w;
+}
+
+// Upper bound of a class's staged LOR window (floats) for any block and plane.
+DP_HD int64_t back_window_bound(const BackGrid& g, int n_y, int n_z, int sy_max, int sz_max) {
+    // a run of kBackWarpTiles tiles spans at most this many tile rows
+    int tile_rows = (g.n_wz + kBackWarpTiles - 2) / g.n_wz + 1;
+    if (tile_rows > g.n_wy) tile_rows = g.n_wy;
+    int rows = kTileY * tile_rows;
+    if (rows > n_y) rows = n_y;
+    // a block spanning two tile rows covers every column; +16: the pitch rounding
+    return int64_t(rows + sy_max) * (n_z + sz_max + 16);
+}
+
+DP_HD int back_tap_offset(const LorWindow& w, const Box& sb, int qy, int qz) {
+    return (sb.y_hi - qy) * w.pitch + (sb.z_hi - qz);
+}
+
+DP_HD int back_cell_base(const LorWindow& w, const BackBlock& B, int cy, int cz) {
+    return (cy - B.cy_a) * w.pitch + (cz - B.cz_a);
+}
+
+}  // namespace dp::dualhead::tiles
