@@ -87,10 +87,10 @@ if [ "$WHAT" = all ] || [ "$WHAT" = dualhead ]; then
   fi
   if [ "$MODE" = quick ]; then DSIZE=small; else DSIZE=full; fi
   echo "== dual-head model build ($DSIZE)"
-  $PY scripts/build_dualhead_model.py --size $DSIZE --out /tmp/dualhead_model_$DSIZE.npz > "$OUTDIR/dualhead_model.log" 2>&1
+  $PY scripts/build_dualhead_model.py /tmp/dualhead_model_$DSIZE.npz --size $DSIZE --backend cuda --json "$OUTDIR/dualhead_model.json" > "$OUTDIR/dualhead_model.log" 2>&1
   tail -20 "$OUTDIR/dualhead_model.log"
   echo "== dual-head projector benchmark"
-  $PY benchmarks/dualhead_projectors.py $QUICK --model /tmp/dualhead_model_$DSIZE.npz --json "$OUTDIR/dualhead_projectors.json" > "$OUTDIR/bench_dualhead.log" 2>&1
+  $PY benchmarks/dualhead_projectors.py --model /tmp/dualhead_model_$DSIZE.npz --json "$OUTDIR/dualhead_projectors.json" > "$OUTDIR/bench_dualhead.log" 2>&1
   tail -30 "$OUTDIR/bench_dualhead.log"
   echo "== dual-head experiment (Derenzo + point sources, Monte Carlo data, OSEM)"
   $PY -m directpet.cli demo dualhead --size $DSIZE --quiet --out "$OUTDIR/dualhead_experiment" > "$OUTDIR/dualhead_experiment.log" 2>&1

@@ -23,6 +23,7 @@ void register_first_cuda(py::module_& m);
 void register_first_monte_carlo_cuda(py::module_& m);
 void register_dualhead_monte_carlo_cuda(py::module_& m);
 void register_dualhead_model_cuda(py::module_& m);
+void register_dualhead_cuda(py::module_& m);
 #endif
 }  // namespace dp::bind
 
@@ -58,5 +59,6 @@ PYBIND11_MODULE(_core, m) {
     dp::bind::register_first_monte_carlo_cuda(m);
     dp::bind::register_dualhead_monte_carlo_cuda(m);
     dp::bind::register_dualhead_model_cuda(m);
+    dp::bind::register_dualhead_cuda(m);
 #endif
 }
