@@ -135,11 +135,9 @@ def _point_image(scanner: DualHeadScanner, positions: np.ndarray) -> np.ndarray:
 
 
 def _simulate(scanner, activity, trues, seed, backend, progress):
-    """Monte Carlo LOR counts with about ``trues`` detected coincidences (decays from a pilot run)."""
-    _, pilot = simulate_events(scanner, activity, 2_000_000, seed=seed + 1, backend=backend)
-    eff = max(pilot.n_trues, 1) / pilot.n_decays
-    counts, stats = simulate_events(scanner, activity, int(round(trues / eff)), seed=seed, backend=backend)
-    return counts, stats
+    """Monte Carlo LOR counts with exactly ``trues`` detected coincidences."""
+    return simulate_events(scanner, activity, seed=seed, n_trues=int(round(trues)), backend=backend,
+                           progress=progress)
 
 
 def run_dualhead_experiment(cfg: DualHeadExperimentConfig = DualHeadExperimentConfig()) -> DualHeadExperimentResult:
