@@ -61,7 +61,7 @@ from ..sim.random import check_seed
 from .geometry import DualHeadScanner
 
 # Decays per call (between progress updates and Ctrl-C checks): a fraction of a second each.
-DEFAULT_CHUNK_CPU = 1 << 22   # ~1 s at ~4e6 decays/s on two cores
+DEFAULT_CHUNK_CPU = 1 << 22   # ~1-2 s at 2-4e6 decays/s on two cores (full size)
 DEFAULT_CHUNK_CUDA = 1 << 28  # well under a second on an H100-class GPU
 MAX_CHUNK_CUDA = 1 << 31      # the kernel's per-warp counters are 32 bits
 MAX_DECAYS = 1 << 62          # decay numbers are 64-bit Philox counters; the binding takes int64
@@ -85,7 +85,7 @@ class MonteCarloStats:
     band_fraction: float   # share of isotropic pair axes inside the band
     backend: str
     seed: int
-    seconds: float
+    seconds: float         # the simulation, after the alias table of the activity was built
 
     @property
     def sensitivity(self) -> float:
@@ -122,7 +122,8 @@ def simulate_events(scanner: DualHeadScanner, activity, n_decays: Optional[int] 
     chunk : decays per compiled call, between progress updates / Ctrl-C checks (None: 2**22 on the
         CPU, 2**28 on the GPU, at most 2**31 there); does not change the result.
     threads : CPU threads (None: OpenMP's default); does not change the result.
-    progress : False (quiet), True (a tqdm bar) or a callable called with the decays done so far.
+    progress : False (quiet), True (a tqdm bar) or a callable called after every chunk with the decays
+        done so far (with ``n_trues``: the trues so far).
     xp : the array module of the result: None (NumPy on the CPU; on CUDA, CuPy when importable, else
         NumPy), ``numpy`` or ``cupy``.
 
