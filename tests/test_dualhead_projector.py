@@ -121,7 +121,9 @@ def test_out_arrays_are_filled_in_place(problems, volume):
 # --- zero-count skip -------------------------------------------------------------------------------
 def test_skip_zero_leaves_out_exactly_the_zero_lors(problems, volume, rng):
     """Per class and sign, masks with no counts, with fewer than 1/16 kept (projected LOR by LOR), and
-    mostly kept: the kept LORs get the bits of the full projection, the others 0."""
+    mostly kept: the kept LORs get the full projection's values, the others exactly 0. (Not bitwise:
+    the LOR-by-LOR path and the register-blocked path may contract multiply-adds differently under
+    -march=native, as on the H200 host; the sum order is the same, so they agree to float rounding.)"""
     model, _ = problems["small-D2"]
     s = model.scanner
     P = DualHeadProjector(model, backend="cpu")
@@ -135,18 +137,23 @@ def test_skip_zero_leaves_out_exactly_the_zero_lors(problems, volume, rng):
         where = offsets[k] + rng.choice(n, kept, replace=False)
         counts[where] = rng.integers(1, 5, kept)
     y = P.forward(x, skip_zero=counts)
-    assert np.array_equal(y, np.where(counts != 0, full, 0))
+    assert np.all(y[counts == 0] == 0)
+    np.testing.assert_allclose(y[counts != 0], full[counts != 0], rtol=2e-6, atol=0)
     assert np.count_nonzero(y) == np.count_nonzero(counts)
     # with a class list, the mask is the list's vector
     classes = [5, 2, 5]
     sub = np.concatenate([counts[offsets[k]:offsets[k + 1]] for k in classes])
-    assert np.array_equal(P.forward(x, classes, skip_zero=sub), np.where(sub != 0, P.forward(x, classes), 0))
+    y_sub, full_sub = P.forward(x, classes, skip_zero=sub), P.forward(x, classes)
+    assert np.all(y_sub[sub == 0] == 0)
+    np.testing.assert_allclose(y_sub[sub != 0], full_sub[sub != 0], rtol=2e-6, atol=0)
     # one kept LOR per sign (the LOR-by-LOR path), at every shift position in turn
     per_sign = np.repeat(sizes // [len(s.class_signs(k)) for k in range(s.n_classes)], sizes)
     pos = np.concatenate([np.arange(n) for n in sizes]) % per_sign      # position within its sign
     for r in range(s.n_y * s.n_z):
         one = (pos == r % per_sign).astype(np.float32)
-        assert np.array_equal(P.forward(x, skip_zero=one), np.where(one != 0, full, 0)), r
+        y_one = P.forward(x, skip_zero=one)
+        assert np.all(y_one[one == 0] == 0), r
+        np.testing.assert_allclose(y_one[one != 0], full[one != 0], rtol=2e-6, atol=0, err_msg=str(r))
 
 
 # --- determinism -----------------------------------------------------------------------------------
