@@ -92,6 +92,9 @@ if [ "$WHAT" = all ] || [ "$WHAT" = dualhead ]; then
   echo "== dual-head projector benchmark"
   $PY benchmarks/dualhead_projectors.py --model /tmp/dualhead_model_$DSIZE.npz --json "$OUTDIR/dualhead_projectors.json" > "$OUTDIR/bench_dualhead.log" 2>&1
   tail -30 "$OUTDIR/bench_dualhead.log"
+  echo "== dual-head Monte Carlo benchmark"
+  $PY benchmarks/dualhead_monte_carlo.py $QUICK --out "$OUTDIR/dualhead_monte_carlo.json" > "$OUTDIR/bench_dualhead_mc.log" 2>&1
+  tail -12 "$OUTDIR/bench_dualhead_mc.log"
   echo "== dual-head experiment (Derenzo + point sources, Monte Carlo data, OSEM)"
   $PY -m directpet.cli demo dualhead --size $DSIZE --quiet --out "$OUTDIR/dualhead_experiment" > "$OUTDIR/dualhead_experiment.log" 2>&1
   tail -30 "$OUTDIR/dualhead_experiment.log"
