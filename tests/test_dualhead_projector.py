@@ -355,3 +355,26 @@ def test_bad_input_at_the_binding(problems, volume):
         _core.dualhead_back_cpu(M, np.ones(n + 1, np.float32), k, np.empty(s.grid.shape, np.float32), 1)
     with pytest.raises(TypeError, match="^out:"):
         _core.dualhead_back_cpu(M, y, k, np.empty(s.grid.shape, np.float64), 1)
+
+
+def test_patch_model_rejects_taps_that_break_its_invariants(problems):
+    """Offsets outside the cells between c_u and c_l, non-positive weights and unsorted or repeated
+    taps are refused with a ValueError naming the array (the one compiled check of the taps)."""
+    model, _ = problems["small-D2"]
+    s = model.scanner
+    row = int(np.flatnonzero(np.diff(model.tap_start) >= 2)[0])
+    a = int(model.tap_start[row])
+    k = row // s.n_planes
+    ay, az = s.class_of(k)
+    cases = {"tap_dy": ("tap_dy", s.D * (int(ay) + 1)), "tap_dz": ("tap_dz", s.D * (int(az) + 1)),
+             "tap_w": ("tap_w", 0.0)}
+    for name, (field, value) in cases.items():
+        arrays = {f: getattr(model, f).copy() for f in ("tap_dy", "tap_dz", "tap_w")}
+        arrays[field][a] = value
+        with pytest.raises(ValueError, match=name):
+            PatchModel(s, model.tap_start, **arrays)
+    swapped = {f: getattr(model, f).copy() for f in ("tap_dy", "tap_dz", "tap_w")}
+    for f in swapped:
+        swapped[f][[a, a + 1]] = swapped[f][[a + 1, a]]
+    with pytest.raises(ValueError, match="sorted by"):
+        PatchModel(s, model.tap_start, **swapped)

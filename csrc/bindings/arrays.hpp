@@ -26,6 +26,10 @@ template <>
 inline const char* dtype_name<float>() { return "float32"; }
 template <>
 inline const char* dtype_name<int32_t>() { return "int32"; }
+template <>
+inline const char* dtype_name<int16_t>() { return "int16"; }
+template <>
+inline const char* dtype_name<int64_t>() { return "int64"; }
 
 // Checks dtype, C-contiguity and rank; an expected extent of -1 accepts any length.
 template <typename T>
@@ -51,6 +55,26 @@ template <typename T>
 T* mutable_data_of(py::array& a, const char* name = "out") {
     if (!a.writeable()) throw ValueError(std::string(name) + ": array is read-only");
     return static_cast<T*>(a.mutable_data());
+}
+
+// A required entry of a parameter dict (e.g. a scanner's to_dict()): ValueError when missing,
+// TypeError when it does not convert to T; messages start with `what`.
+template <typename T>
+T dict_value(const py::dict& d, const char* key, const char* what = "scanner") {
+    if (!d.contains(key)) throw ValueError(std::string(what) + ": missing key '" + key + "'");
+    try {
+        return d[key].cast<T>();
+    } catch (const py::cast_error&) {
+        throw TypeError(std::string(what) + ": '" + key + "' has the wrong type (" +
+                        std::string(py::str(py::type::of(d[key]).attr("__name__"))) + ")");
+    }
+}
+
+// A device pointer passed from Python as an integer (0 allowed only when not required).
+template <typename T>
+T* device_pointer(uintptr_t p, const char* name, bool required = true) {
+    if (!p && required) throw ValueError(std::string(name) + ": null device pointer");
+    return reinterpret_cast<T*>(p);
 }
 
 }  // namespace dp::bind

@@ -12,12 +12,6 @@ namespace dp::bind {
 
 namespace {
 
-template <typename T>
-T* device_pointer(uintptr_t p, const char* name, bool required = true) {
-    if (!p && required) throw ValueError(std::string(name) + ": null device pointer");
-    return reinterpret_cast<T*>(p);
-}
-
 dualhead::ClassList checked_classes(const py::array& classes, const dualhead::Layout& L) {
     check_array<int32_t>(classes, "classes", {-1});
     return dualhead::make_class_list(L, data_of<int32_t>(classes), static_cast<int>(classes.shape(0)));

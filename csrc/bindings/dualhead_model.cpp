@@ -21,33 +21,18 @@ namespace py = pybind11;
 
 namespace dp::bind {
 
-namespace {
-
-template <typename T>
-T get(const py::dict& d, const char* key) {
-    if (!d.contains(key)) throw ValueError(std::string("scanner: missing key '") + key + "'");
-    try {
-        return d[key].cast<T>();
-    } catch (const py::cast_error&) {
-        throw TypeError(std::string("scanner: '") + key + "' has the wrong type (" +
-                        std::string(py::str(py::type::of(d[key]).attr("__name__"))) + ")");
-    }
-}
-
-}  // namespace
-
 dualhead::ScannerSpec dualhead_scanner(const py::dict& d) {
     dualhead::ScannerSpec s;
-    s.n_y = get<int>(d, "n_y");
-    s.n_z = get<int>(d, "n_z");
-    s.D = get<int>(d, "voxels_per_crystal");
-    s.n_planes = get<int>(d, "n_planes");
-    s.pitch_mm = get<double>(d, "pitch_mm");
-    s.crystal_mm = get<double>(d, "crystal_mm");
-    s.depth_mm = get<double>(d, "depth_mm");
-    s.gap_mm = get<double>(d, "gap_mm");
-    s.plane_mm = get<double>(d, "plane_mm");
-    s.mu_per_mm = get<double>(d, "mu_per_mm");
+    s.n_y = dict_value<int>(d, "n_y");
+    s.n_z = dict_value<int>(d, "n_z");
+    s.D = dict_value<int>(d, "voxels_per_crystal");
+    s.n_planes = dict_value<int>(d, "n_planes");
+    s.pitch_mm = dict_value<double>(d, "pitch_mm");
+    s.crystal_mm = dict_value<double>(d, "crystal_mm");
+    s.depth_mm = dict_value<double>(d, "depth_mm");
+    s.gap_mm = dict_value<double>(d, "gap_mm");
+    s.plane_mm = dict_value<double>(d, "plane_mm");
+    s.mu_per_mm = dict_value<double>(d, "mu_per_mm");
     return s;
 }
 
@@ -116,19 +101,58 @@ dualhead::BuildHook dualhead_hook(const py::object& progress) {
     };
 }
 
-namespace {
-
-py::array_t<double> response_cpu(const py::dict& scanner, const py::array& c_u, const py::array& c_l,
-                                 const py::array& voxel, int angle_samples, int voxel_samples, int threads) {
+py::array_t<double> dualhead_response(const py::dict& scanner, const py::array& c_u, const py::array& c_l,
+                                      const py::array& voxel, int angle_samples, int voxel_samples,
+                                      const EvaluatorFactory& backend) {
     const auto P = dualhead::make_response_params(dualhead_scanner(scanner), angle_samples, voxel_samples);
     const std::vector<dualhead::Query> q = dualhead_queries(P, c_u, c_l, voxel);
+    const dualhead::Evaluator eval = backend(P);
     py::array_t<double> out(static_cast<py::ssize_t>(q.size()));
     double* o = out.mutable_data();
     {
         py::gil_scoped_release release;
-        dualhead::evaluate_cpu(P, q.data(), static_cast<int64_t>(q.size()), o, threads);
+        eval(q.data(), static_cast<int64_t>(q.size()), o);
     }
     return out;
+}
+
+py::dict dualhead_build(const py::dict& scanner, int angle_samples, int voxel_samples, double threshold,
+                        const py::array& classes, long long chunk, const py::object& progress,
+                        const EvaluatorFactory& backend) {
+    const dualhead::ScannerSpec s = dualhead_scanner(scanner);
+    const auto P = dualhead::make_response_params(s, angle_samples, voxel_samples);
+    const std::vector<int32_t> k = dualhead_classes(classes);
+    const dualhead::BuildHook hook = dualhead_hook(progress);
+    const dualhead::Evaluator eval = backend(P);
+    dualhead::PatchBuild B;
+    {
+        py::gil_scoped_release release;
+        B = dualhead::build_patches(P, s.n_y, s.n_z, k.data(), static_cast<int>(k.size()), threshold, chunk, eval,
+                                    hook);
+    }
+    return dualhead_build_result(B);
+}
+
+namespace {
+
+// The OpenMP evaluator with `threads` threads (0: OpenMP's default).
+EvaluatorFactory cpu_backend(int threads) {
+    return [threads](const dualhead::ResponseParams& P) -> dualhead::Evaluator {
+        return [P, threads](const dualhead::Query* q, int64_t n, double* out) {
+            dualhead::evaluate_cpu(P, q, n, out, threads);
+        };
+    };
+}
+
+py::array_t<double> response_cpu(const py::dict& scanner, const py::array& c_u, const py::array& c_l,
+                                 const py::array& voxel, int angle_samples, int voxel_samples, int threads) {
+    return dualhead_response(scanner, c_u, c_l, voxel, angle_samples, voxel_samples, cpu_backend(threads));
+}
+
+py::dict build_cpu(const py::dict& scanner, int angle_samples, int voxel_samples, double threshold,
+                   const py::array& classes, long long chunk, int threads, const py::object& progress) {
+    return dualhead_build(scanner, angle_samples, voxel_samples, threshold, classes, chunk, progress,
+                          cpu_backend(threads));
 }
 
 py::tuple candidates(const py::dict& scanner, const py::array& classes) {
@@ -145,24 +169,6 @@ py::tuple candidates(const py::dict& scanner, const py::array& classes) {
         dualhead::patch_candidates(P, k.data(), static_cast<int>(k.size()), s.n_z, e, a);
     }
     return py::make_tuple(ev, all);
-}
-
-py::dict build_cpu(const py::dict& scanner, int angle_samples, int voxel_samples, double threshold,
-                   const py::array& classes, long long chunk, int threads, const py::object& progress) {
-    const dualhead::ScannerSpec s = dualhead_scanner(scanner);
-    const auto P = dualhead::make_response_params(s, angle_samples, voxel_samples);
-    const std::vector<int32_t> k = dualhead_classes(classes);
-    const dualhead::BuildHook hook = dualhead_hook(progress);
-    const dualhead::Evaluator eval = [P, threads](const dualhead::Query* q, int64_t n, double* out) {
-        dualhead::evaluate_cpu(P, q, n, out, threads);
-    };
-    dualhead::PatchBuild B;
-    {
-        py::gil_scoped_release release;
-        B = dualhead::build_patches(P, s.n_y, s.n_z, k.data(), static_cast<int>(k.size()), threshold, chunk, eval,
-                                    hook);
-    }
-    return dualhead_build_result(B);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <functional>
 #include <vector>
 
 #include "../dualhead/response_api.hpp"
@@ -23,5 +24,16 @@ std::vector<int32_t> dualhead_classes(const py::array& classes);
 dualhead::BuildHook dualhead_hook(const py::object& progress);
 // The builder's arrays and statistics as a dict.
 py::dict dualhead_build_result(const dualhead::PatchBuild& B);
+
+// A backend's evaluation of h for given parameters (CPU: OpenMP; CUDA: the current device).
+using EvaluatorFactory = std::function<dualhead::Evaluator(const dualhead::ResponseParams&)>;
+// h (float64, (n,)) of the checked (c_u, c_l, voxel) queries, evaluated by the backend (GIL released).
+py::array_t<double> dualhead_response(const py::dict& scanner, const py::array& c_u, const py::array& c_l,
+                                      const py::array& voxel, int angle_samples, int voxel_samples,
+                                      const EvaluatorFactory& backend);
+// The patch build of the listed classes, its response evaluated by the backend (GIL released).
+py::dict dualhead_build(const py::dict& scanner, int angle_samples, int voxel_samples, double threshold,
+                        const py::array& classes, long long chunk, const py::object& progress,
+                        const EvaluatorFactory& backend);
 
 }  // namespace dp::bind

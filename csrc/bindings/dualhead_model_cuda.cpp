@@ -14,35 +14,19 @@ namespace dp::bind {
 
 namespace {
 
+// h evaluated on the current CUDA device.
+dualhead::Evaluator gpu_evaluator(const dualhead::ResponseParams& P) {
+    return [P](const dualhead::Query* q, int64_t n, double* out) { dualhead::gpu::evaluate(P, q, n, out); };
+}
+
 py::array_t<double> response_cuda(const py::dict& scanner, const py::array& c_u, const py::array& c_l,
                                   const py::array& voxel, int angle_samples, int voxel_samples) {
-    const auto P = dualhead::make_response_params(dualhead_scanner(scanner), angle_samples, voxel_samples);
-    const std::vector<dualhead::Query> q = dualhead_queries(P, c_u, c_l, voxel);
-    py::array_t<double> out(static_cast<py::ssize_t>(q.size()));
-    double* o = out.mutable_data();
-    {
-        py::gil_scoped_release release;
-        dualhead::gpu::evaluate(P, q.data(), static_cast<int64_t>(q.size()), o);
-    }
-    return out;
+    return dualhead_response(scanner, c_u, c_l, voxel, angle_samples, voxel_samples, gpu_evaluator);
 }
 
 py::dict build_cuda(const py::dict& scanner, int angle_samples, int voxel_samples, double threshold,
                     const py::array& classes, long long chunk, const py::object& progress) {
-    const dualhead::ScannerSpec s = dualhead_scanner(scanner);
-    const auto P = dualhead::make_response_params(s, angle_samples, voxel_samples);
-    const std::vector<int32_t> k = dualhead_classes(classes);
-    const dualhead::BuildHook hook = dualhead_hook(progress);
-    const dualhead::Evaluator eval = [P](const dualhead::Query* q, int64_t n, double* out) {
-        dualhead::gpu::evaluate(P, q, n, out);
-    };
-    dualhead::PatchBuild B;
-    {
-        py::gil_scoped_release release;
-        B = dualhead::build_patches(P, s.n_y, s.n_z, k.data(), static_cast<int>(k.size()), threshold, chunk, eval,
-                                    hook);
-    }
-    return dualhead_build_result(B);
+    return dualhead_build(scanner, angle_samples, voxel_samples, threshold, classes, chunk, progress, gpu_evaluator);
 }
 
 }  // namespace

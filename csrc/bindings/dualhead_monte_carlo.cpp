@@ -27,31 +27,20 @@ namespace {
 
 namespace mc = dualhead::mc;
 
-template <typename T>
-T get(const py::dict& d, const char* key) {
-    if (!d.contains(key)) throw ValueError(std::string("scanner: missing key '") + key + "'");
-    try {
-        return d[key].cast<T>();
-    } catch (const py::cast_error&) {
-        throw TypeError(std::string("scanner: '") + key + "' has the wrong type (" +
-                        std::string(py::str(py::type::of(d[key]).attr("__name__"))) + ")");
-    }
-}
-
 mc::ScannerSpec make_scanner(const py::dict& d) {
     mc::ScannerSpec s{};
-    s.n_y = get<int>(d, "n_y");
-    s.n_z = get<int>(d, "n_z");
-    s.voxels_per_crystal = get<int>(d, "voxels_per_crystal");
-    s.n_planes = get<int>(d, "n_planes");
-    s.pitch_mm = get<double>(d, "pitch_mm");
-    s.crystal_mm = get<double>(d, "crystal_mm");
-    s.depth_mm = get<double>(d, "depth_mm");
-    s.gap_mm = get<double>(d, "gap_mm");
-    s.plane_mm = get<double>(d, "plane_mm");
-    s.mu_per_mm = get<double>(d, "mu_per_mm");
-    s.positron_range_fwhm_mm = get<double>(d, "positron_range_fwhm_mm");
-    s.acollinearity_fwhm_deg = get<double>(d, "acollinearity_fwhm_deg");
+    s.n_y = dict_value<int>(d, "n_y");
+    s.n_z = dict_value<int>(d, "n_z");
+    s.voxels_per_crystal = dict_value<int>(d, "voxels_per_crystal");
+    s.n_planes = dict_value<int>(d, "n_planes");
+    s.pitch_mm = dict_value<double>(d, "pitch_mm");
+    s.crystal_mm = dict_value<double>(d, "crystal_mm");
+    s.depth_mm = dict_value<double>(d, "depth_mm");
+    s.gap_mm = dict_value<double>(d, "gap_mm");
+    s.plane_mm = dict_value<double>(d, "plane_mm");
+    s.mu_per_mm = dict_value<double>(d, "mu_per_mm");
+    s.positron_range_fwhm_mm = dict_value<double>(d, "positron_range_fwhm_mm");
+    s.acollinearity_fwhm_deg = dict_value<double>(d, "acollinearity_fwhm_deg");
     return s;
 }
 

@@ -11,16 +11,6 @@ namespace py = pybind11;
 
 namespace dp::bind {
 
-namespace {
-
-template <typename T>
-T* pointer(uintptr_t p, const char* name, bool required = true) {
-    if (!p && required) throw ValueError(std::string(name) + ": null device pointer");
-    return reinterpret_cast<T*>(p);
-}
-
-}  // namespace
-
 void register_first_cuda(py::module_& m) {
     using first::gpu::DeviceModel;
     py::class_<DeviceModel>(m, "FirstDeviceModel", "The FIRST projector model resident on the GPU.")
@@ -39,7 +29,7 @@ void register_first_cuda(py::module_& m) {
               const auto mth = first::parse_method(method);
               const first::AngleList A = checked_angles(angles, model.host());
               py::gil_scoped_release release;
-              first::gpu::forward(mth, model, A, pointer<const float>(image, "image"), pointer<float>(out, "out"),
+              first::gpu::forward(mth, model, A, device_pointer<const float>(image, "image"), device_pointer<float>(out, "out"),
                                   reinterpret_cast<void*>(stream));
           },
           py::arg("method"), py::arg("model"), py::arg("image"), py::arg("angles"), py::arg("out"),
@@ -51,7 +41,7 @@ void register_first_cuda(py::module_& m) {
               const auto mth = first::parse_method(method);
               const first::AngleList A = checked_angles(angles, model.host());
               py::gil_scoped_release release;
-              first::gpu::back(mth, model, A, pointer<const float>(sino, "sinogram"), pointer<float>(out, "out"),
+              first::gpu::back(mth, model, A, device_pointer<const float>(sino, "sinogram"), device_pointer<float>(out, "out"),
                                reinterpret_cast<void*>(stream));
           },
           py::arg("method"), py::arg("model"), py::arg("sinogram"), py::arg("angles"), py::arg("out"),
@@ -61,9 +51,9 @@ void register_first_cuda(py::module_& m) {
              uintptr_t sens, uintptr_t stream) {
               const first::AngleList A = checked_angles(angles, model.host());
               py::gil_scoped_release release;
-              first::gpu::back_faithful(model, A, pointer<const float>(sino, "sinogram"),
-                                        pointer<const float>(factors, "factors", false), pointer<float>(out, "out"),
-                                        pointer<float>(sens, "sens", false), reinterpret_cast<void*>(stream));
+              first::gpu::back_faithful(model, A, device_pointer<const float>(sino, "sinogram"),
+                                        device_pointer<const float>(factors, "factors", false), device_pointer<float>(out, "out"),
+                                        device_pointer<float>(sens, "sens", false), reinterpret_cast<void*>(stream));
           },
           py::arg("model"), py::arg("sinogram"), py::arg("factors"), py::arg("angles"), py::arg("out"),
           py::arg("sens"), py::arg("stream") = 0,

@@ -25,33 +25,22 @@ namespace {
 using first::mc::Counters;
 using first::mc::Plan;
 
-template <typename T>
-T get(const py::dict& d, const char* key) {
-    if (!d.contains(key)) throw ValueError(std::string("scanner: missing key '") + key + "'");
-    try {
-        return d[key].cast<T>();
-    } catch (const py::cast_error&) {
-        throw TypeError(std::string("scanner: '") + key + "' has the wrong type (" +
-                        std::string(py::str(py::type::of(d[key]).attr("__name__"))) + ")");
-    }
-}
-
 first::mc::ScannerSpec make_scanner(const py::dict& d) {
     first::mc::ScannerSpec s{};
-    s.n_rows = get<int>(d, "n_rows");
-    s.n_columns = get<int>(d, "n_columns");
-    s.n_angles = get<int>(d, "n_angles");
-    s.n_radial = get<int>(d, "n_radial");
-    s.pitch_mm = get<double>(d, "pitch_mm");
-    s.crystal_mm = get<double>(d, "crystal_mm");
-    s.depth_mm = get<double>(d, "depth_mm");
-    s.mu_per_mm = get<double>(d, "mu_per_mm");
-    s.head_distance_mm = get<double>(d, "head_distance_mm");
-    s.radial_bin_mm = get<double>(d, "radial_bin_mm");
-    s.mean_depth_mm = get<double>(d, "mean_depth_mm");
-    s.positron_range_fwhm_mm = get<double>(d, "positron_range_fwhm_mm");
-    s.noncollinearity_fwhm_deg = get<double>(d, "noncollinearity_fwhm_deg");
-    s.intrinsic_fwhm_mm = get<double>(d, "intrinsic_fwhm_mm");
+    s.n_rows = dict_value<int>(d, "n_rows");
+    s.n_columns = dict_value<int>(d, "n_columns");
+    s.n_angles = dict_value<int>(d, "n_angles");
+    s.n_radial = dict_value<int>(d, "n_radial");
+    s.pitch_mm = dict_value<double>(d, "pitch_mm");
+    s.crystal_mm = dict_value<double>(d, "crystal_mm");
+    s.depth_mm = dict_value<double>(d, "depth_mm");
+    s.mu_per_mm = dict_value<double>(d, "mu_per_mm");
+    s.head_distance_mm = dict_value<double>(d, "head_distance_mm");
+    s.radial_bin_mm = dict_value<double>(d, "radial_bin_mm");
+    s.mean_depth_mm = dict_value<double>(d, "mean_depth_mm");
+    s.positron_range_fwhm_mm = dict_value<double>(d, "positron_range_fwhm_mm");
+    s.noncollinearity_fwhm_deg = dict_value<double>(d, "noncollinearity_fwhm_deg");
+    s.intrinsic_fwhm_mm = dict_value<double>(d, "intrinsic_fwhm_mm");
     return s;
 }
 

@@ -26,6 +26,9 @@ HostModel make_model(const Layout& L, const int64_t* tap_start, const int16_t* d
                 throw ValueError("tap_dz: offset outside the crystal cells between c_u and c_l");
             if (!(M.tap_w[t] > 0.0f) || !(M.tap_w[t] < 3.0e38f))
                 throw ValueError("tap_w: expected finite positive weights");
+            if (t > M.tap_start[r] && (M.tap_dz[t] < M.tap_dz[t - 1] ||
+                                       (M.tap_dz[t] == M.tap_dz[t - 1] && M.tap_dy[t] <= M.tap_dy[t - 1])))
+                throw ValueError("tap_dy/tap_dz: taps of one (class, plane) must be sorted by (dz, dy) and unique");
         }
     }
     return M;

@@ -46,7 +46,8 @@ inline ClassList make_class_list(const Layout& L, const int32_t* classes, int n)
     return C;
 }
 
-// Validates the arrays (lengths, offsets inside the crystal cells of each class) and copies them.
+// Validates the arrays (lengths, offsets inside the crystal cells of each class, finite positive
+// weights, taps of a row sorted by (dz, dy) and unique) and copies them.
 HostModel make_model(const Layout& L, const int64_t* tap_start, const int16_t* dy, const int16_t* dz,
                      const float* w, int64_t n_taps);
 

@@ -14,19 +14,9 @@ using dp::emission::kFwhmPerSigma;
 using dp::emission::kMaxNormal;
 constexpr double kPiD = 3.14159265358979323846;
 
-void positive_int(int v, const char* name) {
-    if (v < 1) throw ValueError(std::string("scanner ") + name + ": expected a positive integer, got " + std::to_string(v));
-}
-
-void positive(double v, const char* name) {
-    if (!(std::isfinite(v) && v > 0))
-        throw ValueError(std::string("scanner ") + name + ": expected a positive finite value, got " + std::to_string(v));
-}
-
-void non_negative(double v, const char* name) {
-    if (!(std::isfinite(v) && v >= 0))
-        throw ValueError(std::string("scanner ") + name + ": expected a finite value >= 0, got " + std::to_string(v));
-}
+void positive_int(int v, const char* name) { require_positive_int(v, std::string("scanner ") + name); }
+void positive(double v, const char* name) { require_positive(v, std::string("scanner ") + name); }
+void non_negative(double v, const char* name) { require_non_negative(v, std::string("scanner ") + name); }
 
 void check_scanner(const ScannerSpec& s) {
     positive_int(s.n_y, "n_y");

@@ -12,10 +12,7 @@ namespace dp::dualhead {
 
 namespace {
 
-void positive(double v, const char* name) {
-    if (!(v > 0.0) || !std::isfinite(v))
-        throw ValueError(std::string("scanner: ") + name + " must be a positive finite value, got " + std::to_string(v));
-}
+void positive(double v, const char* name) { require_positive(v, std::string("scanner ") + name); }
 
 }  // namespace
 

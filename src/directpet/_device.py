@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
-from ._checks import _is_cupy, _is_torch_cuda, device_pointer, is_device_array
+from ._checks import _is_cupy, _is_torch_cuda, check_volume, device_pointer, is_device_array
 
 
 class Staging:
@@ -90,3 +90,34 @@ def run_on_device_arrays(kernel, inputs, outputs, staging: Staging):
         if a is not None:
             b.download(a)    # synchronous copy on the legacy stream: waits for the kernels
     return outputs
+
+def host_volume(a, name: str, shape) -> np.ndarray:
+    """A float32 C-contiguous NumPy copy (CuPy) or view (NumPy) of ``a`` with ``shape``, for code that
+    reads it on the host (the Monte Carlos' alias tables); values are not checked here."""
+    if _is_cupy(a):
+        check_volume(a, name, shape, check_finite=False)
+        return a.get()
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy.ndarray (or a CuPy array), got {type(a).__name__}")
+    return check_volume(a, name, shape, check_finite=False)
+
+
+def wants_cupy(xp, backend: str) -> bool:
+    """Whether a result should come back as CuPy: ``xp`` None means 'when the backend is CUDA and CuPy
+    is importable'; numpy / cupy say it explicitly."""
+    if xp is None:
+        return backend == "cuda" and _cupy_importable()
+    if xp is np:
+        return False
+    if getattr(xp, "__name__", None) == "cupy":
+        return True
+    raise TypeError(f"xp: expected None, numpy or cupy, got {xp!r}")
+
+
+def _cupy_importable() -> bool:
+    try:
+        import cupy  # noqa: F401  (optional: results stay on the GPU when CuPy is there)
+    except ImportError:
+        return False
+    return True
+

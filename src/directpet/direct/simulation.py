@@ -33,6 +33,7 @@ import numpy as np
 from .. import _core
 from .._backend import resolve_backend
 from .._checks import check_volume, device_pointer, expect_instance, is_device_array, positive_int
+from .._progress import progress_callback
 from ..geometry import ImageGrid
 from ..sim.phantoms import AnalyticPhantom, CylinderSource, PhantomInfo, PointSource, SphereSource
 from ..sim.random import check_seed
@@ -126,7 +127,7 @@ def simulate_deposit(phantom_info, scanner: CylindricalScanner, grid: ImageGrid,
     geometry = (list(grid.shape), list(grid.voxel_size), viewset.n_phi, viewset.n_theta,
                 float(viewset.theta_max))
 
-    bar, callback = _progress(progress, n_events)
+    bar, callback = progress_callback(progress, n_events, unit="ev", desc="simulating + depositing")
     t0 = time.perf_counter()
     try:
         if backend == "cpu":
@@ -182,23 +183,6 @@ def _backend_for(backend: str, out) -> str:
         raise TypeError(f"out: expected a numpy.ndarray or a CUDA array, got {type(out).__name__}")
     return chosen
 
-
-def _progress(progress, total):
-    """(tqdm bar or None, callback(n_accepted) or None)."""
-    if progress is None or progress is False:
-        return None, None
-    if callable(progress):
-        return None, lambda n: progress(int(n))
-    if progress is True:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=total, unit="ev", unit_scale=True, desc="simulating + depositing")
-
-        def update(n):
-            bar.update(int(n) - bar.n)
-
-        return bar, update
-    raise TypeError(f"progress: expected a bool or a callable, got {type(progress).__name__}")
 
 
 def _analytic(phantom) -> AnalyticPhantom:

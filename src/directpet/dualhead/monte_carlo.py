@@ -56,7 +56,9 @@ import numpy as np
 
 from .. import _core
 from .._backend import resolve_backend
-from .._checks import _is_cupy, check_volume, expect_instance, positive_int
+from .._checks import expect_instance, positive_int
+from .._device import host_volume, wants_cupy
+from .._progress import progress_callback
 from ..sim.random import check_seed
 from .geometry import DualHeadScanner
 
@@ -133,7 +135,7 @@ def simulate_events(scanner: DualHeadScanner, activity, n_decays: Optional[int] 
     :mod:`directpet.dualhead.geometry`, and a :class:`MonteCarloStats`.
     """
     expect_instance(scanner, DualHeadScanner, "scanner")
-    host_activity = _host_activity(activity, scanner)
+    host_activity = host_volume(activity, "activity", scanner.grid.shape)
     if (n_decays is None) == (n_trues is None):
         raise ValueError("n_decays, n_trues: give exactly one of them")
     if n_decays is not None:
@@ -145,7 +147,7 @@ def simulate_events(scanner: DualHeadScanner, activity, n_decays: Optional[int] 
     if not isinstance(backend, str):
         raise TypeError(f"backend: expected 'auto', 'cpu' or 'cuda', got {type(backend).__name__}")
     chosen = resolve_backend(backend)
-    want_cupy = _wants_cupy(xp, chosen)
+    want_cupy = wants_cupy(xp, chosen)
     if chunk is None:
         chunk = DEFAULT_CHUNK_CPU if chosen == "cpu" else DEFAULT_CHUNK_CUDA
     else:
@@ -156,8 +158,8 @@ def simulate_events(scanner: DualHeadScanner, activity, n_decays: Optional[int] 
     engine = _core.DualHeadMonteCarlo(scanner_parameters(scanner), host_activity)
     t0 = time.perf_counter()
     runner, finish = _backend_runner(engine, chosen, seed, nthreads, scanner.n_lors, want_cupy)
-    bar, callback = _progress(progress, n_decays if n_decays is not None else n_trues,
-                              "decay" if n_decays is not None else "true")
+    bar, callback = progress_callback(progress, n_decays if n_decays is not None else n_trues,
+                                      unit="decay" if n_decays is not None else "true", desc="dual-head Monte Carlo")
     try:
         driver = _Driver(runner, chunk, callback, counting_trues=n_decays is None)
         if n_decays is not None:
@@ -191,7 +193,7 @@ def trace_events(scanner: DualHeadScanner, activity, n_decays: int, *, seed: int
     Decays out of the band have only their outcome (zeros elsewhere).
     """
     expect_instance(scanner, DualHeadScanner, "scanner")
-    host_activity = _host_activity(activity, scanner)
+    host_activity = host_volume(activity, "activity", scanner.grid.shape)
     n_decays = _decay_count("n_decays", n_decays)
     if isinstance(first, (bool, np.bool_)) or not isinstance(first, (int, np.integer)) or first < 0:
         raise ValueError(f"first: expected an integer >= 0, got {first!r}")
@@ -204,7 +206,7 @@ def direction_band(scanner: DualHeadScanner, activity) -> dict:
     ``psi_max_rad``, ``reach_mm`` (gap / 2 minus the source box's largest x, positron range
     included) and ``full_hemisphere`` (the box reaches a front face: no restriction)."""
     expect_instance(scanner, DualHeadScanner, "scanner")
-    return dict(_core.DualHeadMonteCarlo(scanner_parameters(scanner), _host_activity(activity, scanner)).band)
+    return dict(_core.DualHeadMonteCarlo(scanner_parameters(scanner), host_volume(activity, "activity", scanner.grid.shape)).band)
 
 
 # --- running ranges of decays ------------------------------------------------------------------
@@ -307,7 +309,7 @@ def _backend_runner(engine, backend, seed, threads, n_lors, want_cupy):
 
         return run_cpu, finish_cpu
     if want_cupy:
-        import cupy  # importable: checked by _wants_cupy
+        import cupy  # importable: checked by wants_cupy
 
         from .._device import stream_of
 
@@ -341,51 +343,8 @@ def _decay_count(name, value):
     return value
 
 
-def _host_activity(activity, scanner):
-    """The activity as a NumPy float32 array of scanner.grid.shape (values are checked in the compiled plan)."""
-    shape = scanner.grid.shape
-    if _is_cupy(activity):
-        check_volume(activity, "activity", shape, check_finite=False)
-        return activity.get()
-    if not isinstance(activity, np.ndarray):
-        raise TypeError(f"activity: expected a numpy.ndarray (or a CuPy array), got {type(activity).__name__}")
-    return check_volume(activity, "activity", shape, check_finite=False)
 
 
-def _wants_cupy(xp, backend):
-    if xp is None:
-        return backend == "cuda" and _cupy_importable()
-    if xp is np:
-        return False
-    if getattr(xp, "__name__", None) == "cupy":
-        return True
-    raise TypeError(f"xp: expected None, numpy or cupy, got {xp!r}")
-
-
-def _cupy_importable():
-    try:
-        import cupy  # noqa: F401  (optional: results stay on the GPU when CuPy is there)
-    except ImportError:
-        return False
-    return True
-
-
-def _progress(progress, total, unit):
-    """(tqdm bar or None, callback(done) or None)."""
-    if progress is None or progress is False:
-        return None, None
-    if progress is True:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=total, unit=unit, unit_scale=True, desc="dual-head Monte Carlo")
-
-        def update(n):
-            bar.update(min(int(n), total) - bar.n)
-
-        return bar, update
-    if callable(progress):
-        return None, lambda n: progress(int(n))
-    raise TypeError(f"progress: expected a bool or a callable, got {type(progress).__name__}")
 
 
 __all__ = ["FATES", "MonteCarloStats", "OUTCOMES", "direction_band", "scanner_parameters", "simulate_events",

@@ -74,9 +74,7 @@ class DualHeadProjector(LinearOperator):
                              f"(this projector runs on {self.backend!r}); use method='default' on the CPU")
         self.in_shape = self.grid.shape
         self.out_shape = (self.scanner.n_lors,)
-        s = self.scanner
-        self._model = _core.DualHeadModel(s.n_y, s.n_z, s.voxels_per_crystal, s.n_planes, model.tap_start,
-                                          model.tap_dy, model.tap_dz, model.tap_w)
+        self._model = model.host_model
         if self.backend == "cuda":
             from .cuda_engine import CudaEngine
 

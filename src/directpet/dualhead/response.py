@@ -41,6 +41,7 @@ import numpy as np
 from .. import _core
 from .._backend import resolve_backend
 from .._checks import expect_instance, positive_int, real_number
+from .._progress import progress_callback
 from .geometry import DualHeadScanner
 from .model import PatchModel
 
@@ -180,7 +181,11 @@ def build_patch_model(scanner: DualHeadScanner, *, angle_samples: int = 4, voxel
         chunk = DEFAULT_CHUNK_CPU if chosen == "cpu" else DEFAULT_CHUNK_CUDA
     chunk = positive_int("chunk", chunk)
     params = scanner_parameters(scanner)
-    bar, callback = _progress(progress, int(k.size))
+    # the builder reports (classes done, classes total); a user callable gets both, the bar the first
+    user = progress if callable(progress) else None
+    bar, update = progress_callback(None if user else progress, int(k.size), unit="class", desc="dual-head patches")
+    callback = ((lambda done, tot: user(int(done), int(tot))) if user else
+                None if update is None else (lambda done, _tot: update(done)))
     t0 = time.perf_counter()
     try:
         if chosen == "cpu":
@@ -304,23 +309,6 @@ def voxel_sensitivity(scanner: DualHeadScanner, voxel, *, angle_samples: int = 4
                      voxel_samples=voxel_samples, backend=backend, threads=threads)
     return float(h.sum())
 
-
-def _progress(progress, total):
-    """(tqdm bar or None, callback(done, total) or None)."""
-    if progress is None or progress is False:
-        return None, None
-    if progress is True:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=total, unit="class", desc="dual-head patches")
-
-        def update(done, _total):
-            bar.update(int(done) - bar.n)
-
-        return bar, update
-    if callable(progress):
-        return None, lambda done, tot: progress(int(done), int(tot))
-    raise TypeError(f"progress: expected a bool or a callable, got {type(progress).__name__}")
 
 
 __all__ = ["build_patch_model", "lor_response", "patch_candidate_counts", "scanner_parameters", "support_count",

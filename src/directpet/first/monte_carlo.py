@@ -46,7 +46,9 @@ import numpy as np
 
 from .. import _core
 from .._backend import resolve_backend
-from .._checks import _is_cupy, check_volume, expect_instance, positive_int
+from .._checks import expect_instance, positive_int
+from .._device import host_volume, wants_cupy
+from .._progress import progress_callback
 from ..geometry import ImageGrid
 from ..sim.random import check_seed
 from .geometry import RotatingScanner
@@ -122,14 +124,14 @@ def simulate_sinogram(scanner: RotatingScanner, activity, grid: ImageGrid, n_dec
     """
     expect_instance(scanner, RotatingScanner, "scanner")
     expect_instance(grid, ImageGrid, "grid")
-    host_activity = _host_activity(activity, grid)
+    host_activity = host_volume(activity, "activity", grid.shape)
     n_decays = _decay_count("n_decays", n_decays)
     seed = check_seed("seed", seed)
     nthreads = 0 if threads is None else positive_int("threads", threads)
     if not isinstance(backend, str):
         raise TypeError(f"backend: expected 'auto', 'cpu' or 'cuda', got {type(backend).__name__}")
     chosen = resolve_backend(backend)
-    want_cupy = _wants_cupy(xp, chosen)
+    want_cupy = wants_cupy(xp, chosen)
     if chunk_decays is None:
         chunk = DEFAULT_CHUNK_CPU if chosen == "cpu" else DEFAULT_CHUNK_CUDA
     else:
@@ -139,7 +141,7 @@ def simulate_sinogram(scanner: RotatingScanner, activity, grid: ImageGrid, n_dec
     params = scanner_parameters(scanner)
     voxel = list(grid.voxel_size)
 
-    bar, callback = _progress(progress, n_decays)
+    bar, callback = progress_callback(progress, n_decays, unit="decay", desc="FIRST Monte Carlo")
     t0 = time.perf_counter()
     try:
         if chosen == "cpu":
@@ -183,7 +185,7 @@ def trace_decays(scanner: RotatingScanner, activity, grid: ImageGrid, n_decays: 
     """
     expect_instance(scanner, RotatingScanner, "scanner")
     expect_instance(grid, ImageGrid, "grid")
-    host_activity = _host_activity(activity, grid)
+    host_activity = host_volume(activity, "activity", grid.shape)
     n_decays = _decay_count("n_decays", n_decays)
     return _core.first_mc_trace_cpu(scanner_parameters(scanner), host_activity, list(grid.voxel_size), n_decays,
                                     check_seed("seed", seed))
@@ -196,37 +198,12 @@ def _decay_count(name, value):
     return value
 
 
-def _host_activity(activity, grid):
-    """The activity as a NumPy float32 array of grid.shape (values are checked in the compiled plan)."""
-    if _is_cupy(activity):
-        check_volume(activity, "activity", grid.shape, check_finite=False)
-        return activity.get()
-    if not isinstance(activity, np.ndarray):
-        raise TypeError(f"activity: expected a numpy.ndarray (or a CuPy array), got {type(activity).__name__}")
-    return check_volume(activity, "activity", grid.shape, check_finite=False)
 
-
-def _wants_cupy(xp, backend):
-    if xp is None:
-        return backend == "cuda" and _cupy_importable()
-    if xp is np:
-        return False
-    if getattr(xp, "__name__", None) == "cupy":
-        return True
-    raise TypeError(f"xp: expected None, numpy or cupy, got {xp!r}")
-
-
-def _cupy_importable():
-    try:
-        import cupy  # noqa: F401  (optional: results stay on the GPU when CuPy is there)
-    except ImportError:
-        return False
-    return True
 
 
 def _simulate_cuda(params, activity, voxel, n_decays, seed, chunk, callback, shape, want_cupy):
     if want_cupy:
-        import cupy  # importable: checked by _wants_cupy
+        import cupy  # importable: checked by wants_cupy
 
         from .._device import stream_of
 
@@ -242,23 +219,6 @@ def _simulate_cuda(params, activity, voxel, n_decays, seed, chunk, callback, sha
     buf.download(sino)
     return sino, counts
 
-
-def _progress(progress, total):
-    """(tqdm bar or None, callback(decays done) or None)."""
-    if progress is None or progress is False:
-        return None, None
-    if progress is True:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=total, unit="decay", unit_scale=True, desc="FIRST Monte Carlo")
-
-        def update(n):
-            bar.update(int(n) - bar.n)
-
-        return bar, update
-    if callable(progress):
-        return None, lambda n: progress(int(n))
-    raise TypeError(f"progress: expected a bool or a callable, got {type(progress).__name__}")
 
 
 __all__ = ["MonteCarloStats", "scanner_parameters", "simulate_sinogram", "trace_decays"]
