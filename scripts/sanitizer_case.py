@@ -7,7 +7,9 @@ import numpy as np
 
 import directpet as dp
 from directpet.direct import FFTProjector, HistoImageProjector, LowRankProjector, SRKernel, View
+from directpet.dualhead import DualHeadProjector, DualHeadScanner, build_patch_model, simulate_events
 from directpet.first import RotatingScanner, SuperLORProjector, build_super_lor_table, simulate_sinogram
+from directpet.reference.dualhead import random_model
 
 
 def run():
@@ -50,8 +52,37 @@ def run_first():
     dp._core.cuda_synchronize()
 
 
+def run_dualhead():
+    """Dual-head: every method forward / back on a random model (classes of every width, with the
+    zero-count skip), the default under a tiny window limit (global-memory kernels), the GPU model
+    build and the Monte Carlo."""
+    rng = np.random.default_rng(3)
+    scanner = DualHeadScanner.small(n_y=12, n_z=10, voxels_per_crystal=3, n_planes=5)
+    model = random_model(scanner, rng, taps=(0, 40))
+    x = rng.random(scanner.grid.shape, dtype=np.float32)
+    classes = np.array([0, 1, scanner.n_classes - 1, 37, 0], np.int32)
+    y = rng.random(scanner.lor_count(classes), dtype=np.float32)
+    counts = rng.poisson(0.7, y.size).astype(np.float32)
+    for method in ("default", "alg1", "alg2", "alg3"):
+        op = DualHeadProjector(model, method, backend="cuda")
+        op.forward(x, classes, skip_zero=counts)
+        op.adjoint(y, classes)
+    from directpet.dualhead.cuda_engine import CudaEngine
+    op = DualHeadProjector(model, "default", backend="cuda")
+    op._engine = CudaEngine(op, window_limit=1)
+    op.forward(x, classes)
+    op.adjoint(y, classes)
+    op._engine = CudaEngine(op, window_limit=12000)
+    op._engine.model.narrow_blocks = True
+    op.forward(x, classes)
+    build_patch_model(scanner, backend="cuda", classes=np.arange(6))
+    simulate_events(scanner, x, 200_000, seed=1, backend="cuda")
+    dp._core.cuda_synchronize()
+
+
 run()
 run_first()
+run_dualhead()
 gc.collect()
 dp._core.cuda_synchronize()
 print("sanitizer case done")

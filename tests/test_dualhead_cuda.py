@@ -141,24 +141,41 @@ def test_gpu_adjointness(models, method, rng):
     assert abs(lhs - rhs) / abs(rhs) < 1e-5
 
 
-def _engine(model, method, window_limit=0):
+def _engine(model, method, window_limit=0, narrow_blocks=False):
     from directpet.dualhead.cuda_engine import CudaEngine
 
     s = model.scanner
     host = directpet._core.DualHeadModel(s.n_y, s.n_z, s.D, s.n_planes, model.tap_start, model.tap_dy, model.tap_dz,
                                          model.tap_w)
-    return CudaEngine(SimpleNamespace(_model=host, method=method), window_limit=window_limit)
+    eng = CudaEngine(SimpleNamespace(_model=host, method=method), window_limit=window_limit)
+    eng.model.narrow_blocks = narrow_blocks
+    return eng
 
 
 @pytest.mark.parametrize("case", ["small_D2", "D4", "D5_two_residue_chunks"])
 def test_gpu_default_global_memory_fallback(models, case, rng):
     """With no shared memory allowed for windows, every class takes the global-memory kernels: same operator."""
-    model = models[case]
+    _check_window_limit(models[case], 1, rng)
+
+
+@pytest.mark.parametrize("narrow", [False, True])
+@pytest.mark.parametrize("limit", [32768, 12000, 1])
+def test_gpu_default_window_limits(limit, narrow, rng):
+    """A 24 x 20 head, D = 4, under window limits that send its classes to the large-window launches
+    or (narrow blocks) to blocks of 1024, 512 or 256 LORs (narrow classes have tall windows), and to
+    the global-memory kernels: always the same operator."""
+    s = DualHeadScanner.small(n_y=24, n_z=20, voxels_per_crystal=4, n_planes=5)
+    _check_window_limit(compact_model(s, rng, taps_per_row=40), limit, rng,
+                        classes=np.array([0, 1, 20, 21, s.n_classes - 1, 100, 0], np.int32), narrow=narrow)
+
+
+def _check_window_limit(model, limit, rng, classes=None, narrow=False):
     s = model.scanner
     cpu = DualHeadProjector(model, "default", backend="cpu")
-    eng = _engine(model, "default", window_limit=1)
+    eng = _engine(model, "default", window_limit=limit, narrow_blocks=narrow)
     x = rng.uniform(0.1, 1.0, s.grid.shape).astype(np.float32)
-    classes = np.array([3, 0, s.n_classes - 1, 3, 1], np.int32)
+    if classes is None:
+        classes = np.array([3, 0, s.n_classes - 1, 3, 1], np.int32)
     n = s.lor_count(classes)
     y = rng.uniform(0.1, 1.0, n).astype(np.float32)
     counts = rng.poisson(1.0, n).astype(np.float32)
@@ -205,6 +222,23 @@ def test_gpu_large_head(rng):
     yy = rng.uniform(0.1, 1.0, s.n_lors).astype(np.float32)
     assert rel(gpu.forward(x), cpu.forward(x)) < TOL
     assert rel(gpu.adjoint(yy), cpu.adjoint(yy)) < TOL
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_gpu_dense_rows(method, rng):
+    """Rows far denser than physical patches: class (25, 25) of a 30 x 30 head with D = 2 has up to 2704
+    taps per (class, plane) and 676 distinct cell offsets, more than one step of the default kernels
+    takes (512 taps per (plane, r_z) forward, 256 cell offsets per back step), so they run in chunks."""
+    s = DualHeadScanner.small(n_y=30, n_z=30, voxels_per_crystal=2, n_planes=3)
+    model = random_model(s, rng, taps=(2000, 4000))   # >= 2000 draws: >= ~1400 distinct taps in (25, 25)
+    assert model.taps_per_row()[25 * 30 + 25].max() > 2 * 512 + 64   # one of the 2 r_z groups > 512
+    cpu = DualHeadProjector(model, "default", backend="cpu")
+    gpu = DualHeadProjector(model, method, backend="cuda")
+    classes = np.array([775, 0, 899, 303, 775], np.int32)
+    x = rng.uniform(0.1, 1.0, s.grid.shape).astype(np.float32)
+    y = rng.uniform(0.1, 1.0, s.lor_count(classes)).astype(np.float32)
+    assert rel(gpu.forward(x, classes), cpu.forward(x, classes)) < TOL
+    assert rel(gpu.adjoint(y, classes), cpu.adjoint(y, classes)) < TOL
 
 
 def test_gpu_cupy_arrays_in_place(models, rng):

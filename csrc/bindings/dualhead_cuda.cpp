@@ -36,7 +36,10 @@ void register_dualhead_cuda(py::module_& m) {
         .def_property_readonly("n_taps", &DeviceModel::n_taps)
         .def_property_readonly("n_classes", [](const DeviceModel& d) { return d.layout().n_classes(); })
         .def_property("plane_groups", &DeviceModel::plane_groups, &DeviceModel::set_plane_groups,
-                      "Plane-range launches of the default forward (accumulating into y); 0: automatic.");
+                      "Plane-range launches of the default forward (accumulating into y); 0: automatic.")
+        .def_property("narrow_blocks", &DeviceModel::narrow_blocks, &DeviceModel::set_narrow_blocks,
+                      "Default forward: give classes with wide windows blocks of fewer LORs (two blocks per SM) "
+                      "instead of larger-shared-memory launches.");
     m.def("dualhead_forward_cuda",
           [](const std::string& method, DeviceModel& model, uintptr_t image, const py::array& classes, uintptr_t skip,
              uintptr_t out, uintptr_t stream) {

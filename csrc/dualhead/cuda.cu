@@ -26,22 +26,26 @@
 //     32 distinct banks even across a row wrap. LORs whose skip value is 0 get 0; warps (and
 //     blocks) whose LORs are all skipped do no work. Plane-group launches (accumulating into y) keep
 //     the image slice that the running blocks read in L2.
-//   back: a gather, no atomics: a block owns one plane and 16 warp tiles of 4 x 8 image cells (two
-//     per warp), each thread one cell per round with one accumulator per voxel of the cell (D x D,
-//     up to 16; larger D loops over residue chunks in the grid). Per step (class, sign) it stages the
-//     LOR values its cells reach (zero outside the orientation's positions) and decodes the taps,
-//     grouped by voxel residue, into window offsets; every (LOR, voxel) pair is visited once, as in
-//     the forward, except the zeros read at the edge of an orientation's reach. Warp tiles that the
-//     orientation does not reach skip the step. The polyphase result is rearranged into the image.
+//   back: a gather, no atomics: a block owns one plane and 32 warp tiles of 4 x 8 image cells (4 per
+//     warp), each thread one cell per round with one accumulator per voxel residue of the cell (D x D,
+//     up to 16; larger D loops over residue chunks in the grid: 64 accumulators). The model is used as
+//     per-row lists of distinct cell offsets q with the dense D x D weights of that cell: every tap of
+//     one q brings the same LOR value to the cell, so one shared load feeds up to 16 FMAs. Per step
+//     (class, sign) the block stages the LOR values its cells reach (zero outside the orientation's
+//     positions) and the q list (weights mirrored for the sign). Warp tiles the orientation does not
+//     reach skip the step; on tiles at the edge of its reach each q is skipped unless it brings a
+//     valid LOR to some cell of the tile. The polyphase result is rearranged into the image.
 //   Windows too large for shared memory (very wide patches on very large heads) fall back to kernels
 //   that read the polyphase image / the LOR values from global memory with the same offsets.
 //
-// Floor (per full forward or back, M multiply-adds = sum over LORs of their taps over all planes):
-//   FMA: M / (fp32 lanes * clock); the default kernels issue, per tap and warp, one 8-byte broadcast
-//   load, 4 (forward) or 2 (back) shared loads and as many FMAs, so shared-memory bandwidth (one
-//   warp-wide 4-byte load per SM and clock) bounds them at about 1.25 (forward) / 1.5 (back) loads
-//   per 32 MACs, i.e. a quarter of the FMA rate. The forward also moves the image windows from L2:
-//   about D^2 * halo floats per LOR and plane (halo ~1.3-1.6), against taps/LOR/plane MACs.
+// Floor (per full projection; M multiply-adds = sum over LORs of their taps over all planes):
+//   forward: per tap and warp one 16-byte broadcast load (two taps) + 4 shared loads (+4 IADD, 4 FMA)
+//     for 4 x 32 MACs: bound by shared-memory bandwidth (one warp-wide load per SM and clock) at
+//     4.5 / 128 loads per MAC, i.e. ~28% of the FMA rate; plus the image windows from L2: at least
+//     D^2 floats per LOR and plane with taps (halo 1.3-1.6x on top).
+//   back: 16 FMAs per shared LOR load (plus 5 broadcast loads per q for 4 cells): FMA-bound on
+//     M_dense = sum over LORs and planes of (distinct q) x D^2 = M / fill (fill = taps / (16 q), ~0.55
+//     for physical patches), times the edge work of tiles that a q only partly reaches (~1.3x).
 //   benchmarks/dualhead_projectors.py prints the counts and the fractions reached.
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
@@ -83,6 +87,7 @@ __host__ __device__ inline size_t align16(size_t x) { return (x + 15) & ~size_t(
 struct FwdLaunch {
     Layout L;
     int n_entries, p_begin, n_planes, accumulate, win_cap;
+    int lpb;   // LORs per block (<= kFwdLors)
     int k[kMaxEntries];
     int first_block[kMaxEntries + 1];
     long long out[kMaxEntries];   // start of the class's block in y
@@ -208,7 +213,7 @@ __device__ __forceinline__ void fwd_taps(const int2* __restrict__ dt, int nt, co
 template <bool kStaged>
 __global__ void __launch_bounds__(kThreads, 2)
 fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict__ X, const DTap* __restrict__ taps,
-                   const int64_t* __restrict__ row_start, const int* __restrict__ grp, const short4* __restrict__ boxes,
+                   const int64_t* __restrict__ row_start, const int* __restrict__ rzg, const short4* __restrict__ boxes,
                    const float* __restrict__ skip, float* __restrict__ y) {
     extern __shared__ __align__(16) unsigned char smem[];
     const Layout L = P.L;
@@ -221,10 +226,10 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
     const int k = P.k[e];
     const ClassInfo c = class_info(L, k);
     const int npos = c.pos_y * c.pos_z;
-    const int ntiles = (npos + kFwdLors - 1) / kFwdLors;
+    const int ntiles = (npos + P.lpb - 1) / P.lpb;
     const int local = b - P.first_block[e];
     const int s = local / ntiles;
-    const FwdTile T = fwd_tile(c.pos_y, c.pos_z, local - s * ntiles);
+    const FwdTile T = fwd_tile(c.pos_y, c.pos_z, local - s * ntiles, P.lpb);
     int s_y, s_z;
     class_sign(c, s, s_y, s_z);
     const int Wy = D * (c.a_y + 1), Wz = D * (c.a_z + 1);
@@ -259,15 +264,11 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
     int2* dtap = reinterpret_cast<int2*>(smem + S.tap);
     float* win = reinterpret_cast<float*>(smem + S.win);
     const int64_t row0 = int64_t(k) * L.n_planes + P.p_begin;
-    const int gstride = D * D + 1;
     for (int pi = tid; pi < np; pi += kThreads) {
         m_row[pi] = row_start[row0 + pi];
         m_box[pi] = boxes[row0 + pi];
     }
-    for (int q = tid; q < np * (D + 1); q += kThreads) {
-        const int pi = q / (D + 1), rz = q - pi * (D + 1);
-        m_rzg[q] = grp[(row0 + pi) * gstride + rz * D];
-    }
+    for (int q = tid; q < np * (D + 1); q += kThreads) m_rzg[q] = rzg[row0 * (D + 1) + q];
     __syncthreads();
 
     // steps: (plane pi, signed residue rz, taps [t, t + nt) of the row), non-empty ones only
@@ -404,55 +405,34 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
 }
 
 // --- default back projection -------------------------------------------------------------------------
-// Shared memory: per class row start / tap count / box at this plane, group ranges [2][kGroups],
-// decoded taps [2][kTapCap], LOR windows [2][y_cap].
+// The model for the back projection: per row, its distinct cell offsets q = (d_y / D, d_z / D) with the
+// weights of all D^2 voxel residues of that cell (zero where the patch has no tap). Every tap of one q
+// brings the same LOR value to the cell, so one shared load of it feeds up to 16 FMAs.
+//
+// Shared memory: per class the row's first q / q count / box at this plane, decoded q's [2][kQCap]
+// (byte offset in the LOR window, packed signed q), their weights [2][kQCap][kGroups] (voxel residues
+// of the block's chunk, mirrored for the sign), LOR windows [2][y_cap].
 struct BackSmem {
-    size_t cnt, box, gm, tap, win, total;
+    size_t cnt, box, qd, qw, win, total;
 };
 
 __host__ __device__ inline BackSmem back_smem(int n_entries, int y_cap) {
     BackSmem s;
     s.cnt = size_t(8) * n_entries;
     s.box = align16(s.cnt + size_t(4) * n_entries);
-    s.gm = s.box + size_t(8) * n_entries;
-    s.tap = align16(s.gm + size_t(8) * 2 * kGroups);
-    s.win = s.tap + size_t(8) * 2 * kTapCap;
+    s.qd = s.box + size_t(8) * n_entries;
+    s.qw = align16(s.qd + size_t(8) * 2 * kQCap);
+    s.win = s.qw + size_t(4) * 2 * kQCap * kGroups;
     s.total = s.win + size_t(4) * 2 * y_cap;
     return s;
 }
 
-// The back projection's inner loop over one voxel residue's taps [t, end): (byte offset, weight)
-// pairs, two per 16-byte broadcast load, each added to the thread's cells of the active rounds.
-template <bool kAll>
-__device__ __forceinline__ void back_taps(const int2* __restrict__ dt, int t, int end,
-                                          const char* const (&yp)[kBackRounds], float (&acc)[kBackRounds],
-                                          const bool (&act)[kBackRounds]) {
-    auto one = [&](int off, float w) {
-#pragma unroll
-        for (int r = 0; r < kBackRounds; ++r)
-            if (kAll || act[r]) acc[r] = fmaf(w, *reinterpret_cast<const float*>(yp[r] + off), acc[r]);
-    };
-    if ((t & 1) && t < end) {
-        const int2 d = dt[t++];
-        one(d.x, __int_as_float(d.y));
-    }
-    const int4* d4 = reinterpret_cast<const int4*>(dt);
-    for (; t + 1 < end; t += 2) {
-        const int4 d = d4[t >> 1];
-        one(d.x, __int_as_float(d.y));
-        one(d.z, __int_as_float(d.w));
-    }
-    if (t < end) {
-        const int2 d = dt[t];
-        one(d.x, __int_as_float(d.y));
-    }
-}
-
-template <bool kStaged>
+// kFull: the block's chunk has all kGroups residues (D = 4, or the full chunks of larger D)
+template <bool kStaged, bool kFull>
 __global__ void __launch_bounds__(kThreads, 2)
-back_default_kernel(const __grid_constant__ BackLaunch P, const float* __restrict__ y, const DTap* __restrict__ taps,
-                    const int64_t* __restrict__ row_start, const int* __restrict__ grp,
-                    const short4* __restrict__ boxes, float* __restrict__ Xb) {
+back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const float* __restrict__ y,
+                    const int64_t* __restrict__ q_start, const int* __restrict__ q_pos, const float* __restrict__ q_w, const short4* __restrict__ boxes,
+                    float* __restrict__ Xb) {
     extern __shared__ __align__(16) unsigned char smem[];
     const Layout L = P.L;
     const int D = L.D, D2 = D * D;
@@ -460,38 +440,43 @@ back_default_kernel(const __grid_constant__ BackLaunch P, const float* __restric
     const BackGrid G = back_grid(L.n_y, L.n_z);
     const BackBlock B = back_block(G, L.n_y, L.n_z, blockIdx.x);
     const int p = blockIdx.y;
-    const int g0 = blockIdx.z * kGroups, ng = min(kGroups, D2 - g0);
+    const int g0 = (chunk0 + blockIdx.z) * kGroups, ng = kFull ? kGroups : min(kGroups, D2 - g0);
 
-    // this thread's cells, one per round (warp tile wt0 + warp + kWarps r)
-    int cy[kBackRounds], cz[kBackRounds], ty[kBackRounds], tz[kBackRounds];
-    bool has_tile[kBackRounds], cell_ok[kBackRounds];
-#pragma unroll
-    for (int r = 0; r < kBackRounds; ++r) {
+    // this thread's cells, one per round r: warp tile wt0 + warp + kWarps r (recomputed where needed,
+    // so that only the accumulators stay live through the loops)
+    struct Cell {
+        int ty, tz, cy, cz;
+        bool tile, ok;
+    };
+    auto cell_of = [&](int r) {
+        Cell c;
         const int wt = B.wt0 + warp + kWarps * r;
-        has_tile[r] = wt < B.wt1;
-        const int wy = has_tile[r] ? wt / G.n_wz : 0, wz = has_tile[r] ? wt - wy * G.n_wz : 0;
-        ty[r] = kTileY * wy;
-        tz[r] = kTileZ * wz;
-        cy[r] = ty[r] + lane / kTileZ;
-        cz[r] = tz[r] + lane % kTileZ;
-        cell_ok[r] = has_tile[r] && cy[r] < L.n_y && cz[r] < L.n_z;
-    }
+        c.tile = wt < B.wt1;
+        const int wy = c.tile ? wt / G.n_wz : 0, wz = c.tile ? wt - wy * G.n_wz : 0;
+        c.ty = kTileY * wy;
+        c.tz = kTileZ * wz;
+        c.cy = c.ty + lane / kTileZ;
+        c.cz = c.tz + lane % kTileZ;
+        c.ok = c.tile && c.cy < L.n_y && c.cz < L.n_z;
+        return c;
+    };
 
-    int64_t* m_row = reinterpret_cast<int64_t*>(smem);
+    int64_t* m_q0 = reinterpret_cast<int64_t*>(smem);
     const BackSmem S = back_smem(P.n_entries, P.y_cap);
     int* m_cnt = reinterpret_cast<int*>(smem + S.cnt);
     short4* m_box = reinterpret_cast<short4*>(smem + S.box);
-    int2* gmeta = reinterpret_cast<int2*>(smem + S.gm);   // [2][kGroups]: decoded-tap range per voxel residue
-    int2* dtap = reinterpret_cast<int2*>(smem + S.tap);
+    int2* qdec = reinterpret_cast<int2*>(smem + S.qd);       // [2][kQCap]: (byte offset, (q_y << 16) | q_z)
+    float* qwt = reinterpret_cast<float*>(smem + S.qw);      // [2][kQCap][kGroups]
     float* ywin = reinterpret_cast<float*>(smem + S.win);
     for (int e = tid; e < P.n_entries; e += kThreads) {
         const int64_t row = int64_t(P.k[e]) * L.n_planes + p;
-        m_row[e] = row_start[row];
-        m_cnt[e] = static_cast<int>(row_start[row + 1] - row_start[row]);
+        m_q0[e] = q_start[row];
+        m_cnt[e] = static_cast<int>(q_start[row + 1] - q_start[row]);
         m_box[e] = boxes[row];
     }
     __syncthreads();
 
+    // steps: (class e, sign s, cell offsets [t, t + nt) of the row), the block's cells reached only
     struct Step {
         int e, s, t, nt;
     };
@@ -508,7 +493,7 @@ back_default_kernel(const __grid_constant__ BackLaunch P, const float* __restric
         while (e < P.n_entries) {
             const ClassInfo c = class_info(L, P.k[e]);
             if (t < m_cnt[e] && back_reaches(sbox(e, s), c.pos_y, c.pos_z, B.cy_a, B.cy_b, B.cz_a, B.cz_b))
-                return Step{e, s, t, min(kTapCap, m_cnt[e] - t)};
+                return Step{e, s, t, min(kQCap, m_cnt[e] - t)};
             t = 0;
             if (++s == c.n_signs) {
                 s = 0;
@@ -521,9 +506,13 @@ back_default_kernel(const __grid_constant__ BackLaunch P, const float* __restric
         const ClassInfo c = class_info(L, P.k[st.e]);
         return y + P.in[st.e] + int64_t(st.s) * c.pos_y * c.pos_z;
     };
+    // LOR window (zero outside the orientation's positions) and the q weights of the chunk's voxel
+    // residues, mirrored for the sign (voxel residue (r_y, r_z) <- model residue of the mirrored cell)
     auto stage = [&](const Step& st, int buf) {
+        const ClassInfo c = class_info(L, P.k[st.e]);
+        int s_y, s_z;
+        class_sign(c, st.s, s_y, s_z);
         if constexpr (kStaged) {
-            const ClassInfo c = class_info(L, P.k[st.e]);
             const LorWindow w = back_window(B, sbox(st.e, st.s));
             const float* yso = y_of(st);
             float* dst = ywin + buf * P.y_cap;
@@ -539,45 +528,33 @@ back_default_kernel(const __grid_constant__ BackLaunch P, const float* __restric
                 }
             }
         }
+        const float* src = q_w + (m_q0[st.e] + st.t) * D2;
+        float* dst = qwt + buf * kQCap * kGroups;
+        for (int idx = tid; idx < st.nt * kGroups; idx += kThreads) {
+            const int q = idx / kGroups, g = idx - q * kGroups;
+            if (kFull || g < ng) {
+                const int gv = g0 + g, ryv = gv / D, rzv = gv - ryv * D;
+                const int gm = (s_y > 0 ? ryv : D - 1 - ryv) * D + (s_z > 0 ? rzv : D - 1 - rzv);
+                __pipeline_memcpy_async(dst + idx, src + int64_t(q) * D2 + gm, 4);
+            }
+        }
         __pipeline_commit();
     };
-    DTap pre[2];
-    int2 gpre = make_int2(0, 0);
+    int qpre = 0;
     auto prefetch = [&](const Step& st) {
-        const int64_t t0 = m_row[st.e] + st.t;
-#pragma unroll
-        for (int q = 0; q < 2; ++q)
-            if (tid + q * kThreads < st.nt) pre[q] = taps[t0 + tid + q * kThreads];
-        if (tid < ng) {   // the model group serving voxel residue g0 + tid under this sign
+        if (tid < st.nt) qpre = q_pos[m_q0[st.e] + st.t + tid];
+    };
+    auto decode = [&](const Step& st, int buf) {
+        if (tid < st.nt) {
             const ClassInfo c = class_info(L, P.k[st.e]);
             int s_y, s_z;
             class_sign(c, st.s, s_y, s_z);
-            const int gv = g0 + tid, ryv = gv / D, rzv = gv - ryv * D;
-            const int gm = (s_z > 0 ? rzv : D - 1 - rzv) * D + (s_y > 0 ? ryv : D - 1 - ryv);
-            const int* g = grp + (int64_t(P.k[st.e]) * L.n_planes + p) * (D2 + 1) + gm;
-            const int lo = max(g[0], st.t) - st.t, hi = min(g[1], st.t + st.nt) - st.t;
-            gpre = make_int2(lo, hi > lo ? hi : lo);
+            const int qy = s_y > 0 ? (qpre >> 16) : c.a_y - (qpre >> 16);
+            const int qz = s_z > 0 ? (qpre & 0xffff) : c.a_z - (qpre & 0xffff);
+            const Box sb = sbox(st.e, st.s);
+            const int off = kStaged ? back_tap_offset(back_window(B, sb), sb, qy, qz) * int(sizeof(float)) : 0;
+            qdec[buf * kQCap + tid] = make_int2(off, (qy << 16) | qz);
         }
-    };
-    auto decode = [&](const Step& st, int buf) {
-        const ClassInfo c = class_info(L, P.k[st.e]);
-        int s_y, s_z;
-        class_sign(c, st.s, s_y, s_z);
-        const Box sb = sbox(st.e, st.s);
-        const LorWindow w = back_window(B, sb);
-        const int Wy = D * (c.a_y + 1), Wz = D * (c.a_z + 1);
-        int2* dst = dtap + buf * kTapCap;
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-            const int t = tid + q * kThreads;
-            if (t < st.nt) {
-                const int qy = signed_offset(pre[q].dy, Wy, s_y) / D;
-                const int qz = signed_offset(pre[q].dz, Wz, s_z) / D;
-                const int off = kStaged ? back_tap_offset(w, sb, qy, qz) * int(sizeof(float)) : (qy << 16) | qz;
-                dst[t] = make_int2(off, __float_as_int(pre[q].w));
-            }
-        }
-        if (tid < ng) gmeta[buf * kGroups + tid] = gpre;
     };
 
     float acc[kGroups][kBackRounds];
@@ -603,56 +580,59 @@ back_default_kernel(const __grid_constant__ BackLaunch P, const float* __restric
             }
             const ClassInfo c = class_info(L, P.k[cur.e]);
             const Box sb = sbox(cur.e, cur.s);
-            // warp tiles this orientation reaches at this plane (warp-uniform)
-            bool act[kBackRounds];
-            int base[kBackRounds];
             const LorWindow w = back_window(B, sb);
+            // per round (warp-uniform): the tile reached at all (act), reached by every q from every cell
+            // (interior: no test); the q_y / q_z reaching a LOR from some cell of the tile start at ylo / zlo
+            unsigned act = 0, interior = 0;
+            int ybyte[kBackRounds], ylo[kBackRounds], zlo[kBackRounds];
+            int cyr[kBackRounds], czr[kBackRounds];   // (global-memory variant only)
 #pragma unroll
             for (int r = 0; r < kBackRounds; ++r) {
-                act[r] = has_tile[r] && back_reaches(sb, c.pos_y, c.pos_z, ty[r], ty[r] + kTileY - 1, tz[r],
-                                                     tz[r] + kTileZ - 1);
-                base[r] = cell_ok[r] ? back_cell_base(w, B, cy[r], cz[r]) : 0;
+                const Cell cl = cell_of(r);
+                if (cl.tile && back_reaches(sb, c.pos_y, c.pos_z, cl.ty, cl.ty + kTileY - 1, cl.tz, cl.tz + kTileZ - 1))
+                    act |= 1u << r;
+                if (back_tile_interior(sb, c.pos_y, c.pos_z, cl.ty, cl.tz)) interior |= 1u << r;
+                ybyte[r] = static_cast<int>(S.win) + (buf * P.y_cap + (cl.ok ? back_cell_base(w, B, cl.cy, cl.cz) : 0)) *
+                                                          int(sizeof(float));
+                ylo[r] = cl.ty - c.pos_y + 1;
+                zlo[r] = cl.tz - c.pos_z + 1;
+                cyr[r] = cl.ok ? cl.cy : -(1 << 20);   // an invalid cell reaches no LOR
+                czr[r] = cl.cz;
             }
-            const int2* dt = dtap + buf * kTapCap;
-            const int2* gm = gmeta + buf * kGroups;
-            bool any_act = false;
-#pragma unroll
-            for (int r = 0; r < kBackRounds; ++r) any_act = any_act || act[r];
-            if (!any_act) {
-                // this orientation does not reach the warp's tiles at this plane
-            } else if constexpr (kStaged) {
-                const char* yp[kBackRounds];   // byte offsets decoded: one add per tap and cell
-#pragma unroll
-                for (int r = 0; r < kBackRounds; ++r)
-                    yp[r] = reinterpret_cast<const char*>(ywin + buf * P.y_cap + base[r]);
-                bool all = true;
-#pragma unroll
-                for (int r = 0; r < kBackRounds; ++r) all = all && act[r];
-#pragma unroll
-                for (int g = 0; g < kGroups; ++g) {
-                    if (g < ng) {
-                        const int2 range = gm[g];
-                        if (all) back_taps<true>(dt, range.x, range.y, yp, acc[g], act);
-                        else back_taps<false>(dt, range.x, range.y, yp, acc[g], act);
-                    }
-                }
-            } else {
+            if (act) {
+                const unsigned yspan = c.pos_y + kTileY - 2, zspan = c.pos_z + kTileZ - 2;
+                const int2* qd = qdec + buf * kQCap;
+                const float4* qw = reinterpret_cast<const float4*>(qwt + buf * kQCap * kGroups);
                 const float* yso = y_of(cur);
+                for (int q = 0; q < cur.nt; ++q) {
+                    const int2 d = qd[q];
+                    const int qy = d.y >> 16, qz = d.y & 0xffff;
+                    float wq[kGroups];   // the q's weights, loaded once for all rounds
 #pragma unroll
-                for (int g = 0; g < kGroups; ++g) {
-                    if (g < ng) {
-                        const int2 range = gm[g];
-                        for (int t = range.x; t < range.y; ++t) {
-                            const int2 d = dt[t];
-                            const float wt = __int_as_float(d.y);
-                            const int qy = d.x >> 16, qz = d.x & 0xffff;
-#pragma unroll
-                            for (int r = 0; r < kBackRounds; ++r) {
-                                const int i = cy[r] - qy, j = cz[r] - qz;
-                                if (act[r] && cell_ok[r] && i >= 0 && i < c.pos_y && j >= 0 && j < c.pos_z)
-                                    acc[g][r] = fmaf(wt, __ldg(yso + int64_t(i) * c.pos_z + j), acc[g][r]);
-                            }
+                    for (int g4 = 0; g4 < kGroups / 4; ++g4) {
+                        if (kFull || 4 * g4 < ng) {
+                            const float4 w4 = qw[q * (kGroups / 4) + g4];
+                            wq[4 * g4] = w4.x, wq[4 * g4 + 1] = w4.y, wq[4 * g4 + 2] = w4.z, wq[4 * g4 + 3] = w4.w;
                         }
+                    }
+#pragma unroll
+                    for (int r = 0; r < kBackRounds; ++r) {
+                        // skip a q that reaches no valid LOR from this tile (border tiles only)
+                        if (!(act & (1u << r)) ||
+                            (!(interior & (1u << r)) &&
+                             (unsigned(qy - ylo[r]) > yspan || unsigned(qz - zlo[r]) > zspan)))
+                            continue;
+                        float v;
+                        if constexpr (kStaged) {
+                            v = *reinterpret_cast<const float*>(smem + ybyte[r] + d.x);
+                        } else {
+                            const int i = cyr[r] - qy, j = czr[r] - qz;
+                            v = (i >= 0 && i < c.pos_y && j >= 0 && j < c.pos_z) ? __ldg(yso + int64_t(i) * c.pos_z + j)
+                                                                                 : 0.0f;
+                        }
+#pragma unroll
+                        for (int g = 0; g < kGroups; ++g)
+                            if (kFull || g < ng) acc[g][r] = fmaf(wq[g], v, acc[g][r]);
                     }
                 }
             }
@@ -666,16 +646,16 @@ back_default_kernel(const __grid_constant__ BackLaunch P, const float* __restric
     }
     const int64_t nyz = int64_t(L.n_y) * L.n_z;
 #pragma unroll
-    for (int g = 0; g < kGroups; ++g) {
-        if (g < ng) {
-            const int gv = g0 + g, ry = gv / D, rz = gv - ry * D;
-            float* out = Xb + ((int64_t(p) * D + ry) * D + rz) * nyz;
+    for (int r = 0; r < kBackRounds; ++r) {
+        const Cell cl = cell_of(r);
+        if (!cl.ok) continue;
 #pragma unroll
-            for (int r = 0; r < kBackRounds; ++r)
-                if (cell_ok[r]) {
-                    float* o = out + int64_t(cy[r]) * L.n_z + cz[r];
-                    *o = P.accumulate ? *o + acc[g][r] : acc[g][r];
-                }
+        for (int g = 0; g < kGroups; ++g) {
+            if (kFull || g < ng) {
+                const int gv = g0 + g, ry = gv / D, rz = gv - ry * D;
+                float* o = Xb + ((int64_t(p) * D + ry) * D + rz) * nyz + int64_t(cl.cy) * L.n_z + cl.cz;
+                *o = P.accumulate ? *o + acc[g][r] : acc[g][r];
+            }
         }
     }
 }
@@ -910,38 +890,76 @@ alg3_back_kernel(const __grid_constant__ AlgLaunch P, const float* __restrict__ 
 // --- the resident model ---------------------------------------------------------------------------------
 struct DeviceModel::Impl {
     Layout L;
-    int64_t n_taps = 0;
-    cuda::DeviceBuffer taps, row_start, grp, boxes;
+    int64_t n_taps = 0, n_offsets = 0;
+    // forward and alg1-3: the taps regrouped per row by residue g = (dz mod D) D + (dy mod D), the row
+    // starts and, per row, the start of the taps with dz mod D = 0 .. D (relative to the row start)
+    cuda::DeviceBuffer taps, row_start, rzg;
+    // back: per row its distinct cell offsets q (packed (q_y << 16) | q_z) with the D^2 residue weights
+    // (r_y D + r_z; zero where no tap) and their row starts
+    cuda::DeviceBuffer q_start, q_pos, q_w;
+    cuda::DeviceBuffer boxes;          // per row: q_y / q_z range of its taps (short4; empty: lo > hi)
     std::vector<int> sy_max, sz_max;   // per class: widest box over the planes (cells), for the window bounds
     cuda::DeviceBuffer fwd_work, back_work;   // polyphase image for the forward / the back projection
     cuda::DeviceBuffer partial;               // alg2 partial sums
     int max_smem = 0;                         // opt-in shared memory per block (bytes), read once
+    int smem_per_sm = 0;                      // shared memory per SM (bytes), read once
     size_t window_limit = 0;
     int plane_groups = 0;
+    bool narrow_blocks = false;
+
+    // Host arrays uploaded in chunks (the model can be several GB).
+    template <typename T>
+    struct Uploader {
+        cuda::DeviceBuffer& dst;
+        std::vector<T> chunk;
+        int64_t done = 0;
+        static constexpr size_t kCap = size_t(1) << 24;
+        void push(const T& v) {
+            chunk.push_back(v);
+            if (chunk.size() >= kCap) flush();
+        }
+        void flush() {
+            if (chunk.empty()) return;
+            DP_CUDA_CHECK(cudaMemcpy(dst.as<T>() + done, chunk.data(), chunk.size() * sizeof(T), cudaMemcpyHostToDevice));
+            done += int64_t(chunk.size());
+            chunk.clear();
+        }
+    };
 
     Impl(const HostModel& h, size_t limit) : L(h.L), n_taps(h.n_taps()), window_limit(limit) {
         const int D = L.D, D2 = D * D;
         const int64_t n_rows = int64_t(L.n_classes()) * L.n_planes;
         if (int64_t(h.tap_start.size()) != n_rows + 1) throw ValueError("model: inconsistent tap_start");
         if (L.image_ny() > 65535) throw ValueError("scanner: the CUDA projectors need n_y * voxels_per_crystal <= 65535");
-        // taps regrouped by residue, per-row group offsets and boxes; uploaded in chunks
+        // pass 1: distinct cell offsets per row (for the sizes of the back projection's arrays)
+        std::vector<int64_t> qs(n_rows + 1, 0);
+        std::vector<int64_t> keys;
+        auto row_keys = [&](int64_t r) {
+            keys.clear();
+            for (int64_t t = h.tap_start[r]; t < h.tap_start[r + 1]; ++t)
+                keys.push_back((int64_t(h.tap_dy[t] / D) << 16 | (h.tap_dz[t] / D)) << 32 | (t - h.tap_start[r]));
+            std::sort(keys.begin(), keys.end());
+        };
+        for (int64_t r = 0; r < n_rows; ++r) {
+            row_keys(r);
+            int64_t n = 0;
+            for (size_t a = 0; a < keys.size(); ++a) n += (a == 0 || (keys[a] >> 32) != (keys[a - 1] >> 32));
+            qs[r + 1] = qs[r] + n;
+        }
+        n_offsets = qs[n_rows];
         taps = cuda::DeviceBuffer(std::max<size_t>(8, size_t(n_taps) * sizeof(DTap)));
-        std::vector<int> g_host(size_t(n_rows) * (D2 + 1));
+        q_pos = cuda::DeviceBuffer(std::max<size_t>(4, size_t(n_offsets) * sizeof(int)));
+        q_w = cuda::DeviceBuffer(std::max<size_t>(4, size_t(n_offsets) * D2 * sizeof(float)));
+        std::vector<int> rz_host(size_t(n_rows) * (D + 1));
         std::vector<short4> box_host(n_rows);
         sy_max.assign(L.n_classes(), 0);
         sz_max.assign(L.n_classes(), 0);
-        std::vector<DTap> chunk;
-        const size_t chunk_cap = size_t(1) << 23;   // 64 MB of taps per upload
-        chunk.reserve(std::min<size_t>(chunk_cap, size_t(n_taps) + 1));
-        int64_t uploaded = 0;
-        auto flush = [&]() {
-            if (chunk.empty()) return;
-            DP_CUDA_CHECK(cudaMemcpy(taps.as<DTap>() + uploaded, chunk.data(), chunk.size() * sizeof(DTap),
-                                     cudaMemcpyHostToDevice));
-            uploaded += int64_t(chunk.size());
-            chunk.clear();
-        };
+        Uploader<DTap> up_taps{taps};
+        Uploader<int> up_pos{q_pos};
+        Uploader<float> up_w{q_w};
         std::vector<int> count(D2 + 1), next(D2);
+        std::vector<DTap> row_taps;
+        std::vector<float> wq(D2);
         for (int64_t r = 0; r < n_rows; ++r) {
             const int64_t a = h.tap_start[r], b = h.tap_start[r + 1];
             std::fill(count.begin(), count.end(), 0);
@@ -953,8 +971,7 @@ struct DeviceModel::Impl {
                 zlo = std::min(zlo, dz / D), zhi = std::max(zhi, dz / D);
             }
             for (int g = 0; g < D2; ++g) count[g + 1] += count[g];
-            int* gr = g_host.data() + r * (D2 + 1);
-            std::copy(count.begin(), count.end(), gr);
+            for (int rz = 0; rz <= D; ++rz) rz_host[size_t(r) * (D + 1) + rz] = count[rz * D];
             if (b > a) {
                 box_host[r] = make_short4(short(ylo), short(yhi), short(zlo), short(zhi));
                 const int k = static_cast<int>(r / L.n_planes);
@@ -963,33 +980,52 @@ struct DeviceModel::Impl {
             } else {
                 box_host[r] = make_short4(0, -1, 0, -1);
             }
-            if (chunk.size() + size_t(b - a) > chunk_cap) flush();
-            const size_t base = chunk.size();
-            chunk.resize(base + size_t(b - a));
+            // forward: taps in residue-group order
+            row_taps.resize(size_t(b - a));
             std::copy(count.begin(), count.end() - 1, next.begin());
             for (int64_t t = a; t < b; ++t) {
                 const int dy = h.tap_dy[t], dz = h.tap_dz[t];
-                DTap& d = chunk[base + next[(dz % D) * D + (dy % D)]++];
+                DTap& d = row_taps[next[(dz % D) * D + (dy % D)]++];
                 d.dy = int16_t(dy);
                 d.dz = int16_t(dz);
                 d.w = h.tap_w[t];
             }
+            for (const DTap& d : row_taps) up_taps.push(d);
+            // back: distinct cell offsets with their residue weights
+            row_keys(r);
+            for (size_t i = 0; i < keys.size();) {
+                const int64_t q = keys[i] >> 32;
+                std::fill(wq.begin(), wq.end(), 0.0f);
+                for (; i < keys.size() && (keys[i] >> 32) == q; ++i) {
+                    const int64_t t = a + (keys[i] & 0xffffffff);
+                    wq[(h.tap_dy[t] % D) * D + (h.tap_dz[t] % D)] += h.tap_w[t];
+                }
+                up_pos.push(static_cast<int>(q));
+                for (float v : wq) up_w.push(v);
+            }
         }
-        flush();
+        up_taps.flush();
+        up_pos.flush();
+        up_w.flush();
         row_start = cuda::DeviceBuffer(h.tap_start.size() * sizeof(int64_t));
         row_start.upload(h.tap_start.data(), h.tap_start.size() * sizeof(int64_t));
-        grp = cuda::DeviceBuffer(g_host.size() * sizeof(int));
-        grp.upload(g_host.data(), g_host.size() * sizeof(int));
+        q_start = cuda::DeviceBuffer(qs.size() * sizeof(int64_t));
+        q_start.upload(qs.data(), qs.size() * sizeof(int64_t));
+        rzg = cuda::DeviceBuffer(rz_host.size() * sizeof(int));
+        rzg.upload(rz_host.data(), rz_host.size() * sizeof(int));
         boxes = cuda::DeviceBuffer(box_host.size() * sizeof(short4));
         boxes.upload(box_host.data(), box_host.size() * sizeof(short4));
 
         int dev = 0;
         DP_CUDA_CHECK(cudaGetDevice(&dev));
         DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+        DP_CUDA_CHECK(cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
         for (const void* kern : {reinterpret_cast<const void*>(fwd_default_kernel<true>),
                                  reinterpret_cast<const void*>(fwd_default_kernel<false>),
-                                 reinterpret_cast<const void*>(back_default_kernel<true>),
-                                 reinterpret_cast<const void*>(back_default_kernel<false>)})
+                                 reinterpret_cast<const void*>(back_default_kernel<true, true>),
+                                 reinterpret_cast<const void*>(back_default_kernel<true, false>),
+                                 reinterpret_cast<const void*>(back_default_kernel<false, true>),
+                                 reinterpret_cast<const void*>(back_default_kernel<false, false>)})
             DP_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
     }
 
@@ -1002,7 +1038,10 @@ struct DeviceModel::Impl {
         return b.as<float>();
     }
 
-    size_t model_bytes() const { return taps.bytes() + row_start.bytes() + grp.bytes() + boxes.bytes(); }
+    size_t model_bytes() const {
+        return taps.bytes() + row_start.bytes() + rzg.bytes() + q_start.bytes() + q_pos.bytes() + q_w.bytes() +
+               boxes.bytes();
+    }
 };
 
 DeviceModel::DeviceModel(const HostModel& host, size_t window_limit) : impl_(std::make_unique<Impl>(host, window_limit)) {}
@@ -1019,6 +1058,8 @@ void DeviceModel::set_plane_groups(int groups) {
     if (groups < 0) throw ValueError("plane_groups: expected >= 0 (0: automatic), got " + std::to_string(groups));
     impl_->plane_groups = groups;
 }
+bool DeviceModel::narrow_blocks() const { return impl_->narrow_blocks; }
+void DeviceModel::set_narrow_blocks(bool on) { impl_->narrow_blocks = on; }
 
 Method parse_method(const std::string& name) {
     if (name == "default") return Method::Default;
@@ -1047,9 +1088,13 @@ void rearrange(const Layout& L, const float* src, float* dst, bool to_poly, cuda
 }
 
 // Window tiers of the default kernels: 'small' windows share launches whose blocks fit twice on an
-// SM; larger ones get launches of their own (larger shared memory); windows beyond the limit use
-// the global-memory kernels.
-constexpr size_t kSmallWindows = 88 * 1024;   // bytes of the two windows in the 'small' tier
+// SM (two blocks of fixed part + windows + 1 KB reserved); narrow classes get fewer LORs per block to
+// stay there; larger windows get launches of their own (larger shared memory); windows beyond the
+// limit use the global-memory kernels.
+size_t small_windows(const Impl& m, size_t fixed) {
+    const size_t half = size_t(m.smem_per_sm) / 2;
+    return half > fixed + 2048 ? half - fixed - 2048 : 0;
+}
 
 size_t window_budget(const Impl& m, size_t fixed) {
     const size_t device = m.max_smem > 0 && size_t(m.max_smem) > fixed ? size_t(m.max_smem) - fixed : 0;
@@ -1076,45 +1121,58 @@ void forward_default(Impl& m, const ClassList& C, const float* image, const floa
     const int per = planes_per_launch(m);
     const size_t fixed = fwd_smem(per, L.D, 0).total;
     const size_t budget = window_budget(m, fixed + 1024);
+    const size_t small = std::min(small_windows(m, fixed), budget);
     for_each_entry_chunk(C, [&](int a0, int n) {
-        // tiers: 0 small staged, 1 large staged, 2 global
-        std::vector<int> tier(n);
+        // launch groups: (tier 0 small / 1 large staged / 2 global, LORs per block)
+        std::vector<int> tier(n), lpb(n);
         std::vector<int64_t> need(n);
         for (int q = 0; q < n; ++q) {
             const int k = C.index[a0 + q];
             const ClassInfo c = class_info(L, k);
-            need[q] = fwd_window_bound(c.pos_y, c.pos_z, L.D, m.sy_max[k], m.sz_max[k]);
-            const size_t bytes = size_t(need[q]) * 8;
-            tier[q] = bytes <= std::min(kSmallWindows, budget) ? 0 : bytes <= budget ? 1 : 2;
+            auto bound = [&](int lors) {
+                return fwd_window_bound(c.pos_y, c.pos_z, L.D, m.sy_max[k], m.sz_max[k], lors);
+            };
+            tier[q] = -1;
+            const int min_lors = m.narrow_blocks ? kFwdLors / 4 : kFwdLors;
+            for (int lors = kFwdLors; lors >= min_lors && tier[q] < 0; lors /= 2)
+                if (size_t(bound(lors)) * 8 <= small) tier[q] = 0, lpb[q] = lors;
+            if (tier[q] < 0) {
+                lpb[q] = kFwdLors;
+                tier[q] = size_t(bound(kFwdLors)) * 8 <= budget ? 1 : 2;
+            }
+            need[q] = tier[q] == 2 ? 0 : bound(lpb[q]);
         }
         for (int t = 0; t < 3; ++t) {
-            FwdLaunch P{};
-            P.L = L;
-            int64_t cap = 0, blocks = 0;
-            for (int q = 0; q < n; ++q) {
-                if (tier[q] != t) continue;
-                const int k = C.index[a0 + q];
-                const ClassInfo c = class_info(L, k);
-                P.k[P.n_entries] = k;
-                P.out[P.n_entries] = C.offset[a0 + q];
+            for (int lors = kFwdLors; lors >= kFwdLors / 4; lors /= 2) {
+                FwdLaunch P{};
+                P.L = L;
+                P.lpb = lors;
+                int64_t cap = 0, blocks = 0;
+                for (int q = 0; q < n; ++q) {
+                    if (tier[q] != t || lpb[q] != lors) continue;
+                    const int k = C.index[a0 + q];
+                    const ClassInfo c = class_info(L, k);
+                    P.k[P.n_entries] = k;
+                    P.out[P.n_entries] = C.offset[a0 + q];
+                    P.first_block[P.n_entries] = static_cast<int>(blocks);
+                    blocks += int64_t(c.n_signs) * div_up(int64_t(c.pos_y) * c.pos_z, lors);
+                    cap = std::max(cap, need[q]);
+                    ++P.n_entries;
+                }
+                if (P.n_entries == 0) continue;
                 P.first_block[P.n_entries] = static_cast<int>(blocks);
-                blocks += int64_t(c.n_signs) * div_up(int64_t(c.pos_y) * c.pos_z, kFwdLors);
-                cap = std::max(cap, need[q]);
-                ++P.n_entries;
-            }
-            if (P.n_entries == 0) continue;
-            P.first_block[P.n_entries] = static_cast<int>(blocks);
-            P.win_cap = t == 2 ? 0 : static_cast<int>(cap);
-            for (int p0 = 0; p0 < L.n_planes; p0 += per) {
-                P.p_begin = p0;
-                P.n_planes = std::min(per, L.n_planes - p0);
-                P.accumulate = p0 > 0;
-                const size_t smem = fwd_smem(P.n_planes, L.D, P.win_cap).total;
-                if (t == 2) fwd_default_kernel<false><<<static_cast<unsigned>(blocks), kThreads, smem, s>>>(
-                    P, X, m.taps.as<DTap>(), m.row_start.as<int64_t>(), m.grp.as<int>(), m.boxes.as<short4>(), skip, y);
-                else fwd_default_kernel<true><<<static_cast<unsigned>(blocks), kThreads, smem, s>>>(
-                    P, X, m.taps.as<DTap>(), m.row_start.as<int64_t>(), m.grp.as<int>(), m.boxes.as<short4>(), skip, y);
-                DP_CUDA_CHECK_LAUNCH("fwd_default_kernel");
+                P.win_cap = static_cast<int>(cap);
+                for (int p0 = 0; p0 < L.n_planes; p0 += per) {
+                    P.p_begin = p0;
+                    P.n_planes = std::min(per, L.n_planes - p0);
+                    P.accumulate = p0 > 0;
+                    const size_t smem = fwd_smem(P.n_planes, L.D, P.win_cap).total;
+                    if (t == 2) fwd_default_kernel<false><<<static_cast<unsigned>(blocks), kThreads, smem, s>>>(
+                        P, X, m.taps.as<DTap>(), m.row_start.as<int64_t>(), m.rzg.as<int>(), m.boxes.as<short4>(), skip, y);
+                    else fwd_default_kernel<true><<<static_cast<unsigned>(blocks), kThreads, smem, s>>>(
+                        P, X, m.taps.as<DTap>(), m.row_start.as<int64_t>(), m.rzg.as<int>(), m.boxes.as<short4>(), skip, y);
+                    DP_CUDA_CHECK_LAUNCH("fwd_default_kernel");
+                }
             }
         }
     });
@@ -1153,12 +1211,22 @@ void back_default(Impl& m, const ClassList& C, const float* y, float* image, cud
             P.accumulate = first ? 0 : 1;
             first = false;
             const size_t smem = back_smem(P.n_entries, P.y_cap).total;
-            const dim3 grid(G.n_blocks, L.n_planes, chunks);
-            if (t == 1) back_default_kernel<false><<<grid, kThreads, smem, s>>>(
-                P, y, m.taps.as<DTap>(), m.row_start.as<int64_t>(), m.grp.as<int>(), m.boxes.as<short4>(), Xb);
-            else back_default_kernel<true><<<grid, kThreads, smem, s>>>(
-                P, y, m.taps.as<DTap>(), m.row_start.as<int64_t>(), m.grp.as<int>(), m.boxes.as<short4>(), Xb);
-            DP_CUDA_CHECK_LAUNCH("back_default_kernel");
+            // residue chunks of kGroups (all full for D = 4; a partial last chunk otherwise)
+            const int full = (L.D * L.D) / kGroups, part = chunks - full;
+            auto launch = [&](auto kernel, int n_chunks, int first_chunk) {
+                if (n_chunks == 0) return;
+                kernel<<<dim3(G.n_blocks, L.n_planes, n_chunks), kThreads, smem, s>>>(
+                    P, first_chunk, y, m.q_start.as<int64_t>(), m.q_pos.as<int>(), m.q_w.as<float>(),
+                    m.boxes.as<short4>(), Xb);
+                DP_CUDA_CHECK_LAUNCH("back_default_kernel");
+            };
+            if (t == 1) {
+                launch(back_default_kernel<false, true>, full, 0);
+                launch(back_default_kernel<false, false>, part, full);
+            } else {
+                launch(back_default_kernel<true, true>, full, 0);
+                launch(back_default_kernel<true, false>, part, full);
+            }
         }
     });
     rearrange(L, Xb, image, false, s);

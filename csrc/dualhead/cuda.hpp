@@ -17,8 +17,10 @@ enum class Method { Default, Alg1, Alg2, Alg3 };
 Method parse_method(const std::string& name);   // ValueError naming the argument
 
 // The model resident on the GPU: the taps regrouped by sub-position residue (8 bytes each), the
-// row starts, per-row residue-group offsets and patch boxes, plus the reusable workspaces (the
-// image in polyphase layout for the default forward and back, the partial sums of alg2).
+// row starts, per-row residue-group offsets and patch boxes (forward, alg1-3); for the default back
+// projection the distinct cell offsets of every row with dense D^2 residue weights (about twice the
+// tap storage at the analytic model's fill); plus the reusable workspaces (the image in polyphase
+// layout for the default forward and back, the partial sums of alg2).
 class DeviceModel {
 public:
     // window_limit: bytes of shared memory a default-method block may use for its two image/LOR
@@ -37,6 +39,11 @@ public:
     // that the part of the image the running blocks read stays in L2. 0: automatic.
     int plane_groups() const;
     void set_plane_groups(int groups);
+    // Narrow blocks of the default forward: classes whose windows for a full block of LORs would not
+    // fit two blocks per SM get blocks of 1/2 or 1/4 as many LORs (smaller windows, more halo) instead
+    // of a larger-shared-memory launch. Off by default (measured slower on the H200, see RESULTS.md).
+    bool narrow_blocks() const;
+    void set_narrow_blocks(bool on);
 
     struct Impl;
     Impl& impl() { return *impl_; }

@@ -23,12 +23,13 @@ namespace dp::dualhead::tiles {
 constexpr int kThreads = 256;                     // threads per block (both default kernels)
 constexpr int kWarps = kThreads / 32;
 constexpr int kFwdRounds = 4;                     // LORs per thread in the forward
-constexpr int kFwdLors = kThreads * kFwdRounds;   // LORs (flattened positions of one sign) per block
-constexpr int kBackRounds = 2;                    // 8 x 4-cell warp tiles per warp in the back projection
+constexpr int kFwdLors = kThreads * kFwdRounds;   // most LORs (flattened positions of one sign) per block
+constexpr int kBackRounds = 4;                    // 8 x 4-cell warp tiles per warp in the back projection
 constexpr int kTileY = 4, kTileZ = 8;             // a warp tile: 4 cell rows x 8 cell columns
-constexpr int kBackWarpTiles = kWarps * kBackRounds;   // 16 warp tiles (512 cells) per block
+constexpr int kBackWarpTiles = kWarps * kBackRounds;   // 32 warp tiles (1024 cells) per block
 constexpr int kGroups = 16;                       // voxel residues per back block (D <= 4: all of them)
-constexpr int kTapCap = 2 * kThreads;             // taps decoded per step (two per thread)
+constexpr int kTapCap = 2 * kThreads;             // forward: taps decoded per step (two per thread)
+constexpr int kQCap = kThreads;                   // back: cell offsets per step (one per thread)
 constexpr int kMaxEntries = 128;                  // classes per launch (kernel parameter block)
 constexpr int kMaxPlanes = 128;                   // planes per forward launch (plane metadata in shared memory)
 
@@ -49,17 +50,18 @@ DP_HD Box signed_box(const Box& b, int a_y, int a_z, int s_y, int s_z) {
 DP_HD int signed_offset(int d, int W, int s) { return s > 0 ? d : W - 1 - d; }
 
 // --- forward ---------------------------------------------------------------------------------------
-// A block owns the flattened positions f in [f0, f1) of one sign (f = i pos_z + j), rows i_a..i_b;
-// the columns it touches are j_lo..j_hi (all of them when it spans more than one row).
+// A block owns the flattened positions f in [f0, f1) of one sign (f = i pos_z + j), at most `lpb`
+// (LORs per block: kFwdLors, or fewer for narrow classes whose windows would be too tall), rows
+// i_a..i_b; the columns it touches are j_lo..j_hi (all of them when it spans more than one row).
 struct FwdTile {
     int f0, f1, i_a, i_b, j_lo, j_hi;
 };
 
-DP_HD FwdTile fwd_tile(int pos_y, int pos_z, int tile) {
+DP_HD FwdTile fwd_tile(int pos_y, int pos_z, int tile, int lpb) {
     FwdTile t;
     const int npos = pos_y * pos_z;
-    t.f0 = tile * kFwdLors;
-    t.f1 = t.f0 + kFwdLors < npos ? t.f0 + kFwdLors : npos;
+    t.f0 = tile * lpb;
+    t.f1 = t.f0 + lpb < npos ? t.f0 + lpb : npos;
     t.i_a = t.f0 / pos_z;
     t.i_b = (t.f1 - 1) / pos_z;
     if (t.i_a == t.i_b) {
@@ -106,16 +108,20 @@ DP_HD Window fwd_global_window(const Layout& L) {
     return w;
 }
 
-// Upper bound of the staged window's floats (all D residue planes r_y) over every tile and plane of
-// a class whose boxes span at most sy_max x sz_max cells (q_hi - q_lo).
-DP_HD int64_t fwd_window_bound(int pos_y, int pos_z, int D, int sy_max, int sz_max) {
-    int rows_tile = (pos_z + kFwdLors - 2) / pos_z + 1;      // rows a run of kFwdLors positions can touch
+// Upper bound of the staged window's floats (all D residue planes r_y) over every tile (of `lpb`
+// positions) and plane of a class whose boxes span at most sy_max x sz_max cells (q_hi - q_lo).
+DP_HD int64_t fwd_window_bound(int pos_y, int pos_z, int D, int sy_max, int sz_max, int lpb) {
+    int rows_tile = (pos_z + lpb - 2) / pos_z + 1;           // rows a run of lpb positions can touch
     if (rows_tile > pos_y) rows_tile = pos_y;
-    // a tile that wraps touches every column; +31: the pitch rounding
-    return int64_t(D) * (rows_tile + sy_max) * (pos_z + sz_max + 31);
+    // a tile that wraps touches every column, its pitch rounded up to pos_z mod 32; a one-row tile
+    // touches at most lpb columns and is not padded
+    const int pitch_wrap = pos_z + sz_max + (32 - sz_max % 32) % 32;
+    const int64_t wrap = rows_tile > 1 ? int64_t(rows_tile + sy_max) * pitch_wrap : 0;
+    const int64_t one_row = int64_t(1 + sy_max) * ((pos_z < lpb ? pos_z : lpb) + sz_max);
+    return int64_t(D) * (wrap > one_row ? wrap : one_row);
 }
 
-// Tap offset within the window (r_y, q_y, q_z are the signed values).
+// Offset of a tap within the window (r_y, q_y, q_z are the signed values).
 DP_HD int fwd_tap_offset(const Window& w, int ry, int qy, int qz) {
     return ry * w.plane + (qy - w.y_ref) * w.pitch + (qz - w.z_ref);
 }
@@ -196,8 +202,16 @@ DP_HD int64_t back_window_bound(const BackGrid& g, int n_y, int n_z, int sy_max,
     return int64_t(rows + sy_max) * (n_z + sz_max + 16);
 }
 
+// Offset of the LOR value that cell offset (q_y, q_z) (signed) brings to a cell, relative to the cell's base.
 DP_HD int back_tap_offset(const LorWindow& w, const Box& sb, int qy, int qz) {
     return (sb.y_hi - qy) * w.pitch + (sb.z_hi - qz);
+}
+
+// Cell offsets q that reach a valid LOR from at least one cell of the warp tile at (ty, tz): q_y in
+// [ty - pos_y + 1, ty + kTileY - 1], q_z in [tz - pos_z + 1, tz + kTileZ - 1]; interior when that holds
+// for every q of the box and every cell of the tile (no test needed).
+DP_HD bool back_tile_interior(const Box& sb, int pos_y, int pos_z, int ty, int tz) {
+    return sb.y_hi <= ty && sb.y_lo >= ty + kTileY - pos_y && sb.z_hi <= tz && sb.z_lo >= tz + kTileZ - pos_z;
 }
 
 DP_HD int back_cell_base(const LorWindow& w, const BackBlock& B, int cy, int cz) {
