@@ -107,6 +107,20 @@ class ViewSubsets(StoredSubsets):
             return self.projector.adjoint(y, views[0], out=out)
         return self.projector.adjoint_views(y, views, out=out)
 
+    # --- unit hooks: the views of a subset (StoredSubsets.share splits them across processes) -----
+    def subset_units(self, subset: int) -> list:
+        return list(self.subsets[subset])
+
+    def take_units(self, a, subset: int, positions):
+        """Rows of a multi-view subset's stack; a one-view subset's array as a 1-view stack."""
+        return super().take_units(a[None] if len(self.subsets[subset]) == 1 else a, subset, positions)
+
+    def forward_units(self, x, units, out=None, data=None):
+        """The stack ``(len(units), nz, ny, nx)`` of H_v x over the views in ``units``."""
+        return self.projector.forward_views(x, units, out=out)
+
+    def adjoint_units(self, y, units, out=None):
+        return self.projector.adjoint_views(y, units, out=out)
 
     @property
     def xp(self):

@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from .._checks import positive_int
+from .._checks import array_module, positive_int
 from ..recon.problem import StoredSubsets
 from .data import DualHeadData, _scanner_of
 from .geometry import DualHeadScanner
@@ -120,6 +120,25 @@ class DualHeadSubsets(StoredSubsets):
 
     def adjoint(self, y, subset: int, out=None):
         return self.projector.adjoint(y, self.classes[subset], out=out)
+
+    # --- unit hooks: the classes of a subset (StoredSubsets.share splits them across processes) ---
+    def subset_units(self, subset: int) -> list:
+        return [int(k) for k in self.classes[subset]]
+
+    def take_units(self, a, subset: int, positions):
+        """The LOR blocks of the classes at ``positions`` of the subset, in that order."""
+        offsets = self.scanner.class_offsets()
+        classes = self.classes[subset]
+        local = np.concatenate([[0], np.cumsum(offsets[classes + 1] - offsets[classes])])
+        xp = array_module(a)
+        return xp.ascontiguousarray(a[xp.asarray(_lor_indices(local, np.asarray(positions, np.int64)))])
+
+    def forward_units(self, x, units, out=None, data=None):
+        skip = data if self.skip_zero_counts else None
+        return self.projector.forward(x, np.asarray(units, np.int32), out=out, skip_zero=skip)
+
+    def adjoint_units(self, y, units, out=None):
+        return self.projector.adjoint(y, np.asarray(units, np.int32), out=out)
 
     def totals(self):
         """(sum of the data, sum of the background, number of LORs): one reduction per whole array."""

@@ -66,5 +66,15 @@ class AngleSubsets(StoredSubsets):
     def adjoint(self, y, subset: int, out=None):
         return self.projector.adjoint(y, self.angles[subset], out=out)
 
+    # --- unit hooks: the angles of a subset (StoredSubsets.share splits them across processes) ----
+    def subset_units(self, subset: int) -> list:
+        return [int(a) for a in self.angles[subset]]
+
+    def forward_units(self, x, units, out=None, data=None):
+        return self.projector.forward(x, np.asarray(units, np.int32), out=out)
+
+    def adjoint_units(self, y, units, out=None):
+        return self.projector.adjoint(y, np.asarray(units, np.int32), out=out)
+
 
 __all__ = ["AngleSubsets", "interleaved_angle_subsets"]

@@ -18,6 +18,11 @@ written against the array namespace of the data (NumPy or CuPy): with CuPy data 
 projector everything stays on the device. Work arrays are allocated once per call and reused,
 one pair per distinct subset shape (subsets may differ in shape).
 
+A problem shared by several processes (:class:`directpet.parallel.DistributedSubsets`, one process
+per GPU) runs MLEM and OSEM unchanged: its ``adjoint`` returns the back projection summed over the
+processes (an NCCL all-reduce) and its ``reduce_sum`` sums the likelihood terms, so every process
+computes the same updates. Block-RAMLA is sequential (one view per update) and is single-device.
+
 Every algorithm validates the problem once per call (:meth:`SubsetProblem.check`: data, factors
 and background finite and non-negative, errors naming the argument), not per iteration.
 
@@ -177,7 +182,7 @@ def _loglik(problem: SubsetProblem, xp, x, eps_y: float, work: _Work) -> float:
         hx = problem.forward(x, s, out=hx)
         ll += _subset_loglik(problem.data(s), _model(xp, hx, problem.factors(s), problem.background(s), r),
                              eps_y, xp)
-    return ll
+    return problem.reduce_sum(ll)
 
 
 def _backproject_residual(problem: SubsetProblem, xp, x, subsets, eps_y: float, c: float, work: _Work, out,
@@ -203,7 +208,7 @@ def _backproject_residual(problem: SubsetProblem, xp, x, subsets, eps_y: float, 
                 xp.copyto(out, bp)
         else:
             out += problem.adjoint(r, s, out=work.part)
-    return ll
+    return problem.reduce_sum(ll) if track else ll
 
 
 def _em_update(xp, x, bp, inv_S, good):
@@ -425,6 +430,9 @@ def block_ramla(problem: SubsetProblem, n_iter: int, lambda0: float = 0.03, gamm
     Other parameters as in :func:`mlem`; ``callback(iteration, subiteration, x)`` runs after
     every subset update, and the likelihood costs one extra forward pass per iteration.
     """
+    if problem.n_ranks > 1:
+        raise ValueError(f"problem: block-RAMLA is sequential (one view per update) and runs on one device; "
+                         f"this problem is shared by {problem.n_ranks} processes (use OSEM or MLEM)")
     xp, eps_y, totals = _checked(problem)
     order = _check_order(problem.order() if order is None else order, problem.n_subsets)
     S = _sensitivity(problem, xp, range(problem.n_subsets))

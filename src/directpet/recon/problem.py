@@ -64,6 +64,15 @@ class SubsetProblem(ABC):
         """The visiting order of the subsets in OSEM and block-RAMLA (each subset once)."""
         return list(range(self.n_subsets))
 
+    #: Processes that hold parts of every subset (``directpet.parallel.DistributedSubsets``); 1 here.
+    n_ranks: int = 1
+
+    def reduce_sum(self, value: float) -> float:
+        """The sum of a per-process float over the processes sharing this problem (the value itself
+        when one process holds the whole problem). The algorithms pass their log-likelihood sums
+        through it; ``adjoint`` of a shared problem already returns the summed image."""
+        return value
+
     # --- shared ---------------------------------------------------------------------------------
     @property
     def xp(self):
@@ -114,8 +123,13 @@ class StoredSubsets(SubsetProblem):
     """A SubsetProblem whose subsets' data, factors and background are held as lists of arrays.
 
     Families that cut their data into per-subset arrays once (DIRECT view blocks, FIRST angle
-    subsets) subclass it, call :meth:`store` in their constructor and implement only
-    :meth:`forward` and :meth:`adjoint`.
+    subsets, dual-head orientation subsets) subclass it, call :meth:`store` in their constructor
+    and implement :meth:`forward` and :meth:`adjoint`.
+
+    A subset is a list of *units* (DIRECT views, FIRST angles, dual-head orientation classes).
+    A family that implements the three unit hooks (:meth:`subset_units`, :meth:`forward_units`,
+    :meth:`adjoint_units`, and :meth:`take_units` where its subset arrays are not stacks over
+    units) can be split across processes with :meth:`share`.
     """
 
     def store(self, data: Sequence, factors: Sequence, background: Sequence, order: Sequence[int]):
@@ -135,6 +149,87 @@ class StoredSubsets(SubsetProblem):
 
     def order(self) -> List[int]:
         return list(self._order)
+
+    # --- splitting the subsets across processes (directpet.parallel) ------------------------------
+    def subset_units(self, subset: int) -> list:
+        """The units (views, angles, classes) of a subset, in the order of its arrays."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be shared across processes")
+
+    def forward_units(self, x, units, out=None, data=None):
+        """The forward projection of x for a list of this problem's units, laid out as
+        ``take_units`` lays out their data; ``data`` (their counts) for families that use them."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be shared across processes")
+
+    def adjoint_units(self, y, units, out=None):
+        """The back projection (an image) of y laid out as ``forward_units`` returns it."""
+        raise NotImplementedError(f"{type(self).__name__} cannot be shared across processes")
+
+    def take_units(self, a, subset: int, positions: Sequence[int]):
+        """The part of a subset array (data, factors or background) that belongs to the units at
+        ``positions`` of ``subset_units(subset)``. Default: rows of a stack over the units."""
+        xp = array_module(a)
+        return xp.ascontiguousarray(a[xp.asarray(np.asarray(positions, dtype=np.int64))])
+
+    def share(self, rank: int, n_ranks: int, xp=None) -> "SubsetShare":
+        """Process ``rank``'s share when every subset is split across ``n_ranks`` processes.
+
+        Each subset keeps its index; its units are dealt round-robin (unit positions ``rank``,
+        ``rank + n_ranks``, ... of ``subset_units(s)``), so every process holds about the same
+        work of every subset. The share copies its units' data, factors and background (to the
+        array namespace ``xp`` when given, e.g. ``cupy``: only the share is then resident on the
+        device) and projects through this problem's unit hooks. Raises ValueError when a subset
+        has fewer units than ``n_ranks`` (one-view block-RAMLA subsets cannot be split: block-RAMLA
+        is sequential and runs on one device).
+        """
+        return SubsetShare(self, rank, n_ranks, xp)
+
+
+class SubsetShare(StoredSubsets):
+    """One process's share of a :class:`StoredSubsets` (see :meth:`StoredSubsets.share`).
+
+    ``forward(x, s)`` is the projection onto the share's units of subset s only; ``adjoint(y, s)``
+    is the back projection of those units alone: summing it over the processes
+    (:class:`directpet.parallel.DistributedSubsets`) gives the whole subset's back projection.
+    Attributes: ``parent``, ``rank``, ``n_ranks``, ``units`` (per subset, the share's units),
+    ``positions`` (their positions in the parent's subsets).
+    """
+
+    def __init__(self, parent: StoredSubsets, rank: int, n_ranks: int, xp=None):
+        if not isinstance(parent, StoredSubsets):
+            raise TypeError(f"parent: expected a StoredSubsets, got {type(parent).__name__}")
+        for name, v in (("n_ranks", n_ranks), ("rank", rank)):
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{name}: expected an integer, got {type(v).__name__}")
+        if n_ranks < 1:
+            raise ValueError(f"n_ranks: expected >= 1, got {n_ranks}")
+        if not 0 <= rank < n_ranks:
+            raise ValueError(f"rank: expected an integer in [0, {n_ranks}), got {rank}")
+        self.parent, self.rank, self.n_ranks = parent, int(rank), int(n_ranks)
+        self.image_shape = tuple(parent.image_shape)
+        self.units, self.positions = [], []
+        for s in range(parent.n_subsets):
+            units = list(parent.subset_units(s))
+            if len(units) < n_ranks:
+                raise ValueError(f"n_ranks: subset {s} has {len(units)} unit(s), fewer than the {n_ranks} "
+                                 f"processes to share it (block-RAMLA's one-view subsets run on one device)")
+            pos = list(range(rank, len(units), n_ranks))
+            self.positions.append(pos)
+            self.units.append([units[p] for p in pos])
+        move = (lambda a: a) if xp is None else (lambda a: xp.asarray(a))
+
+        def part(getter, s):
+            a = getter(s)
+            return None if a is None else move(parent.take_units(a, s, self.positions[s]))
+
+        n = parent.n_subsets
+        self.store([part(parent.data, s) for s in range(n)], [part(parent.factors, s) for s in range(n)],
+                   [part(parent.background, s) for s in range(n)], parent.order())
+
+    def forward(self, x, subset: int, out=None):
+        return self.parent.forward_units(x, self.units[subset], out=out, data=self._data[subset])
+
+    def adjoint(self, y, subset: int, out=None):
+        return self.parent.adjoint_units(y, self.units[subset], out=out)
 
 
 def spread_order(n: int) -> List[int]:
@@ -182,4 +277,4 @@ def check_nonnegative(a, name: str, subset: Optional[int], xp, shape: Optional[S
     return a
 
 
-__all__ = ["StoredSubsets", "SubsetProblem", "check_nonnegative", "spread_order"]
+__all__ = ["StoredSubsets", "SubsetProblem", "SubsetShare", "check_nonnegative", "spread_order"]
