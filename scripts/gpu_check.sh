@@ -3,14 +3,16 @@
 # whole test suite (gpu-marked tests included), compute-sanitizer memcheck on a small case, and the
 # benchmarks. Logs and JSON records go to OUTDIR.
 #
-#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|all]
+#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|multigpu|all]
 #
 # tests: the whole pytest suite + compute-sanitizer memcheck; projectors: benchmarks/direct_projectors.py;
 # recon: benchmarks/direct_recon.py and the [HA] section 6 experiment (scripts/run_experiment.py);
 # first: the FIRST family's gpu-marked tests and benchmarks/first_projectors.py; dualhead: the dual-head
-# family's gpu-marked tests, the full-size model build, benchmarks/dualhead_projectors.py and its experiment.
+# family's gpu-marked tests, the full-size model build, benchmarks/dualhead_projectors.py and its experiment;
+# multigpu (a host with 2+ GPUs, not part of 'all'): the NCCL test, benchmarks/multi_gpu.py and the Dask sweep
+# benchmarks/sweep_ha.py on 1 and 2 GPU workers (dask wheels from .whl/dask when distributed is missing).
 set -uo pipefail
-OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|all]}
+OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|multigpu|all]}
 MODE=${2:-full}
 WHAT=${3:-all}
 mkdir -p "$OUTDIR"
@@ -98,4 +100,20 @@ if [ "$WHAT" = all ] || [ "$WHAT" = dualhead ]; then
   echo "== dual-head experiment (Derenzo + point sources, Monte Carlo data, OSEM)"
   $PY -m directpet.cli demo dualhead --size $DSIZE --quiet --out "$OUTDIR/dualhead_experiment" > "$OUTDIR/dualhead_experiment.log" 2>&1
   tail -30 "$OUTDIR/dualhead_experiment.log"
+fi
+
+if [ "$WHAT" = multigpu ]; then
+  export NCCL_NVLS_ENABLE=0          # NVLink multicast stays off on the lent machines
+  $PY -c "import distributed" 2>/dev/null || $PY -m pip install -q --no-index --find-links .whl/dask distributed > "$OUTDIR/dask_install.log" 2>&1
+  $PY -c "import cupy.cuda.nccl as n; print('cupy nccl available', n.available)" || true
+  echo "== multi-GPU tests"
+  $PY -m pytest tests/test_parallel.py tests/test_sweep.py -q -rs -p no:cacheprovider > "$OUTDIR/tests_multigpu.log" 2>&1
+  tail -6 "$OUTDIR/tests_multigpu.log"
+  echo "== multi-GPU OSEM benchmark"
+  $PY benchmarks/multi_gpu.py --json "$OUTDIR/multi_gpu.json" > "$OUTDIR/bench_multi_gpu.log" 2>&1
+  tail -12 "$OUTDIR/bench_multi_gpu.log"
+  echo "== Dask sweep ([HA] section 6, 5 kernels x 20 noise realisations) on 1 and 2 GPU workers"
+  if [ "$MODE" = quick ]; then SWEEP="--quick"; else SWEEP=""; fi
+  $PY benchmarks/sweep_ha.py $SWEEP --gpus 1,2 --out "$OUTDIR/sweep" --json "$OUTDIR/multi_gpu.json" > "$OUTDIR/sweep.log" 2>&1
+  tail -20 "$OUTDIR/sweep.log"
 fi
