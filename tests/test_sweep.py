@@ -218,3 +218,20 @@ def test_ha_noise_jobs_pair_the_kernels_on_each_realisation(rng):
         ha_noise_jobs(["invariant", "nope"], 1, "tiny")
     with pytest.raises(ValueError, match="params"):
         noise_realisation_job({**_direct_job("invariant", 1), "n_iters": 3})
+
+
+def test_errorbar_figure_has_one_curve_per_kernel(tmp_path, rng):
+    from directpet.analysis import plot_contrast_noise_errorbars
+
+    rows = [{"kernel": k, "iteration": it, "n": 3, "crc_mean": float(rng.uniform(0.2, 0.9)),
+             "crc_std": float(rng.uniform(0, 0.05)), "noise_mean": float(rng.uniform(0.02, 0.2)),
+             "noise_std": float(rng.uniform(0, 0.01))} for k in ("a", "b") for it in rng.permutation(5) + 1]
+    fig = plot_contrast_noise_errorbars(rows, tmp_path / "cn.png")
+    ax = fig.axes[0]
+    assert len(ax.containers) == 2 and os.path.getsize(tmp_path / "cn.png") > 0
+    line = ax.containers[0].lines[0]                      # joined in iteration order
+    a = sorted((r for r in rows if r["kernel"] == "a"), key=lambda r: r["iteration"])
+    np.testing.assert_allclose(line.get_xdata(), [100 * r["noise_mean"] for r in a])
+    np.testing.assert_allclose(line.get_ydata(), [r["crc_mean"] for r in a])
+    with pytest.raises(ValueError, match="aggregated_rows"):
+        plot_contrast_noise_errorbars([{"kernel": "a"}], None)
