@@ -235,3 +235,28 @@ def test_errorbar_figure_has_one_curve_per_kernel(tmp_path, rng):
     np.testing.assert_allclose(line.get_ydata(), [r["crc_mean"] for r in a])
     with pytest.raises(ValueError, match="aggregated_rows"):
         plot_contrast_noise_errorbars([{"kernel": "a"}], None)
+
+
+@pytest.mark.gpu
+def test_gpu_cluster_runs_direct_jobs_one_gpu_per_worker():
+    """On a GPU machine: make_cluster('gpu') (dask-cuda or the Nanny fallback) gives one worker per
+    GPU, each seeing its own GPU first, and the CUDA jobs agree with a direct call in this process.
+    The tolerance allows float32 reductions that a GPU may order differently from run to run."""
+    n = directpet.cuda_device_count()
+    cluster = make_cluster("gpu")
+    try:
+        with distributed.Client(cluster) as c:
+            c.wait_for_workers(n)
+            first = [v.split(",")[0] for v in c.run(os.getenv, "CUDA_VISIBLE_DEVICES").values()]
+            assert len(first) == n and len(set(first)) == n
+            jobs = [{**_direct_job("invariant", s), "backend": "cuda"} for s in (11, 12)]
+            res = run_sweep(noise_realisation_job, jobs, client=c, progress=False)
+    finally:
+        cluster.close()
+    assert not res.failed, [f.error for f in res.failed]
+    for i, job in enumerate(jobs):
+        got = [r for r in res.rows if r["job"] == i]
+        want = noise_realisation_job(dict(job))
+        assert [r["backend_used"] for r in got] == ["cuda"] * len(want)
+        np.testing.assert_allclose([r["crc"] for r in got], [w["crc"] for w in want], rtol=1e-5)
+        np.testing.assert_allclose([r["noise"] for r in got], [w["noise"] for w in want], rtol=1e-5)
