@@ -117,9 +117,9 @@ def aggregate(rows: Sequence[dict], by: Sequence[str], values: Sequence[str], dd
     (how many finite values entered: missing, None and NaN values are skipped), and ``n``, the
     number of rows in the group.
     """
-    by, values = tuple(by), tuple(values)
     if isinstance(by, str) or isinstance(values, str):
-        raise TypeError("by, values: expected sequences of column names, not one string")
+        raise TypeError("by, values: expected sequences of column names (e.g. ('kernel',)), not one string")
+    by, values = tuple(by), tuple(values)
     groups = {}
     for i, r in enumerate(rows):
         try:
