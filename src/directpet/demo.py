@@ -8,13 +8,18 @@ variant kernels through the spatial projector. Contrast recovery and noise are c
 the paper does, compared at matched noise, and plotted.
 
 ``run_experiment`` is used by ``directpet demo`` (small size on a CPU, paper size on a GPU) and by
-the notebook ``notebooks/direct_reconstruction.ipynb``.
+the notebook ``notebooks/direct_reconstruction.ipynb``. ``noise_realisation_job`` and
+``ha_noise_jobs`` are the same experiment as a sweep over noise realisations (one job = one seed and
+one kernel model) for :func:`directpet.parallel.run_sweep` (``benchmarks/sweep_ha.py``). Both go
+through ``simulate_study`` and ``reconstruct_kernel``.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -101,39 +106,227 @@ def make_projector(kind: str, grid, viewset, kernel, backend: str):
     return HistoImageProjector(grid, viewset, kernel, backend=backend, check_finite=False)
 
 
-def run_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResult:
-    """Simulate the sphere phantom, reconstruct it with each kernel model, and analyse."""
-    if cfg.size not in SIZES:
-        raise ValueError(f"size: expected one of {sorted(SIZES)}, got {cfg.size!r}")
-    unknown = [k for k in cfg.kernels if k not in KERNEL_MODELS]
-    if unknown:
-        raise ValueError(f"kernels: unknown models {unknown}; expected some of {sorted(KERNEL_MODELS)}")
-    backend = resolve_backend(cfg.backend)
+def _check_size(size: str, name: str = "size") -> None:
+    if size not in SIZES:
+        raise ValueError(f"{name}: expected one of {sorted(SIZES)}, got {size!r}")
+
+
+def _check_kernel(label: str, name: str = "kernel") -> None:
+    if label not in KERNEL_MODELS:
+        raise ValueError(f"{name}: unknown model {label!r}; expected one of {sorted(KERNEL_MODELS)}")
+
+
+@dataclass
+class SimulatedStudy:
+    """One noise realisation of the sphere-phantom data and the geometry it was simulated on.
+
+    ``truth`` is the (nz, ny, nx) activity image, ``info`` the phantom's ROI description, ``data``
+    the 40 x 3 view :class:`~directpet.direct.HistoImageData` (NumPy, or CuPy on the ``'cuda'``
+    backend), ``seconds`` the wall time of the simulation (events, deposition, corrections).
+    """
+
+    size: str
+    grid: ImageGrid
+    truth: np.ndarray
+    info: object
+    scanner: CylindricalScanner
+    viewset: object
+    data: object
+    backend: str
+    seed: int
+    seconds: float
+
+
+def simulate_study(size: str = "small", n_events: Optional[int] = None, seed: int = 2026, backend: str = "auto",
+                   progress: bool = True) -> SimulatedStudy:
+    """Simulate the [HA] sphere phantom at one of :data:`SIZES` as TOF list-mode events deposited
+    into 40 x 3 view histo-images, with sensitivity x attenuation (science.md 1.12).
+
+    ``n_events`` prompts (default: the size's, about the paper's counts per slice); ``seed`` picks
+    the noise realisation (the same seed gives the same histo-images on the same backend);
+    ``backend`` 'auto' | 'cpu' | 'cuda' (resolved here; the data live on that backend's arrays).
+    """
+    _check_size(size)
+    backend = resolve_backend(backend)
     xp = _array_namespace(backend)
-    shape, voxel, default_events = SIZES[cfg.size]
+    shape, voxel, default_events = SIZES[size]
     grid = ImageGrid(shape, voxel)
-    length = min(250.0, grid.nz * voxel)
+    length = min(250.0, grid.nz * voxel)        # the whole phantom inside the axial field (see SIZES)
     truth, info = sim.sphere_phantom(grid, length_mm=length)
     scanner = CylindricalScanner()
     viewset = scanner.viewset(40, 3)
-    n_events = default_events if cfg.n_events is None else int(cfg.n_events)
-
+    n_events = default_events if n_events is None else int(n_events)
     t0 = time.perf_counter()
     data = simulate_histo_images(info, scanner, grid, viewset, n_events, kernel=scanner.kernel(),
-                                 rng=cfg.seed, xp=xp, progress=cfg.progress)
-    timings = {"simulation_s": time.perf_counter() - t0}
-    out = ExperimentResult(cfg, grid, info, truth, data, timings=timings, backend=backend)
+                                 rng=seed, xp=xp, progress=progress)
+    return SimulatedStudy(size, grid, truth, info, scanner, viewset, data, backend, seed,
+                          time.perf_counter() - t0)
+
+
+#: Projectors kept between calls of :func:`reconstruct_kernel` with ``cache_projector=True``, in
+#: this process, keyed by (projector kind, kernel label, size, backend). A sweep worker runs many
+#: jobs of the same few models, and building the LUTs (on the GPU) or the FFT plans costs more
+#: than a small job's reconstruction. At most ``_PROJECTOR_CACHE_SIZE`` entries, the least
+#: recently used evicted first; :func:`clear_projector_cache` empties it. A cached projector is
+#: shared by the threads of a process: run one job per process at a time (``make_cluster`` gives
+#: its workers one thread each) unless the projector is known to be thread safe.
+_PROJECTOR_CACHE: "OrderedDict[tuple, object]" = OrderedDict()
+_PROJECTOR_CACHE_SIZE = 8
+_PROJECTOR_CACHE_LOCK = threading.Lock()
+
+
+def clear_projector_cache() -> None:
+    """Forget the projectors cached by :func:`reconstruct_kernel` (frees their LUTs / GPU memory)."""
+    with _PROJECTOR_CACHE_LOCK:
+        _PROJECTOR_CACHE.clear()
+
+
+def _projector(label: str, study: SimulatedStudy, cache: bool):
+    kind, make_kernel = KERNEL_MODELS[label]
+    if not cache:
+        return make_projector(kind, study.grid, study.viewset, make_kernel(), study.backend)
+    key = (kind, label, study.size, study.backend)
+    with _PROJECTOR_CACHE_LOCK:
+        op = _PROJECTOR_CACHE.get(key)
+        if op is not None:
+            _PROJECTOR_CACHE.move_to_end(key)
+            return op
+    op = make_projector(kind, study.grid, study.viewset, make_kernel(), study.backend)
+    with _PROJECTOR_CACHE_LOCK:
+        _PROJECTOR_CACHE[key] = op
+        while len(_PROJECTOR_CACHE) > _PROJECTOR_CACHE_SIZE:
+            _PROJECTOR_CACHE.popitem(last=False)
+    return op
+
+
+@dataclass
+class KernelReconstruction:
+    """One kernel model's block-RAMLA reconstruction of a study and its contrast-noise curve.
+
+    ``result`` is the :class:`~directpet.recon.ReconResult` (final and stored images as NumPy
+    arrays, or no stored images when they were not kept), ``curve`` the CRC and noise of every
+    stored iteration, ``seconds_projector`` the projector build (about 0 when it came from the cache),
+    ``seconds_recon`` the reconstruction's wall time.
+    """
+
+    label: str
+    result: object
+    curve: object
+    seconds_projector: float
+    seconds_recon: float
+
+
+def reconstruct_kernel(study: SimulatedStudy, label: str, n_iter: int, *,
+                       lambda0: float = ExperimentConfig.lambda0, gamma: float = ExperimentConfig.gamma,
+                       progress: bool = True, cache_projector: bool = False,
+                       keep_images: bool = True) -> KernelReconstruction:
+    """Reconstruct ``study`` with the kernel model ``label`` (a key of :data:`KERNEL_MODELS`) by
+    block-RAMLA (one view per subset, ``lambda_n = lambda0 / (1 + gamma (n - 1))``) for ``n_iter``
+    passes, storing every pass, and compute its contrast-noise curve.
+
+    ``cache_projector`` reuses the projector of an earlier call in this process (see
+    ``_PROJECTOR_CACHE``); ``keep_images=False`` drops the stored images after the curve is
+    computed (a sweep job needs only the numbers).
+    """
+    _check_kernel(label)
+    if int(n_iter) < 1:
+        raise ValueError(f"n_iter: expected a positive number of passes, got {n_iter!r}")
+    t0 = time.perf_counter()
+    op = _projector(label, study, cache_projector)
+    t1 = time.perf_counter()
+    res = recon.block_ramla(ViewSubsets(op, study.data), int(n_iter), lambda0=lambda0, gamma=gamma,
+                            store_every=1, progress=progress)
+    t2 = time.perf_counter()
+    curve = analysis.contrast_noise_curve(res, study.info, label=label)
+    res.image = to_numpy(res.image)
+    res.images = [to_numpy(im) for im in res.images] if keep_images else []
+    return KernelReconstruction(label, res, curve, t1 - t0, t2 - t1)
+
+
+def run_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResult:
+    """Simulate the sphere phantom, reconstruct it with each kernel model, and analyse."""
+    _check_size(cfg.size)
+    unknown = [k for k in cfg.kernels if k not in KERNEL_MODELS]
+    if unknown:
+        raise ValueError(f"kernels: unknown models {unknown}; expected some of {sorted(KERNEL_MODELS)}")
+    study = simulate_study(cfg.size, cfg.n_events, cfg.seed, cfg.backend, cfg.progress)
+    out = ExperimentResult(cfg, study.grid, study.info, study.truth, study.data,
+                           timings={"simulation_s": study.seconds}, backend=study.backend)
     for label in cfg.kernels:
-        kind, make_kernel = KERNEL_MODELS[label]
-        op = make_projector(kind, grid, viewset, make_kernel(), backend)
-        res = recon.block_ramla(ViewSubsets(op, data), cfg.n_iter, lambda0=cfg.lambda0, gamma=cfg.gamma,
-                                store_every=1, progress=cfg.progress)
-        res.image = to_numpy(res.image)
-        res.images = [to_numpy(im) for im in res.images]
-        out.results[label] = res
-        out.curves.append(analysis.contrast_noise_curve(res, info, label=label))
+        rec = reconstruct_kernel(study, label, cfg.n_iter, lambda0=cfg.lambda0, gamma=cfg.gamma,
+                                 progress=cfg.progress)
+        out.results[label] = rec.result
+        out.curves.append(rec.curve)
     out.matched = analysis.pick_matched_noise(out.curves, target=cfg.target_noise)
     return out
+
+
+#: Parameters of :func:`noise_realisation_job` (``realisation`` is a label only: ``seed`` picks the noise).
+_JOB_KEYS = ("kernel", "seed", "n_iter", "size", "backend", "lambda0", "gamma", "n_events", "realisation")
+
+
+def noise_realisation_job(params: dict) -> list:
+    """One job of the [HA] section 6 noise-realisation sweep (for :func:`directpet.parallel.run_sweep`).
+
+    Simulates the sphere phantom with the noise realisation ``params["seed"]`` at
+    ``params["size"]`` (``params.get("n_events")`` prompts, default the size's), reconstructs it
+    with the kernel model ``params["kernel"]`` by block-RAMLA for ``params["n_iter"]`` passes
+    (``lambda0`` / ``gamma`` default to :class:`ExperimentConfig`'s) on ``params.get("backend",
+    "auto")``, and returns one row per pass: ``iteration``, ``crc`` (mean over the spheres),
+    ``noise`` (relative, not %), ``seconds_recon`` (the whole reconstruction), ``seconds_sim``,
+    ``seconds_projector`` (projector build; about 0 when cached: projectors are kept per process,
+    see ``_PROJECTOR_CACHE``) and ``backend_used``. A top-level function, so Dask workers import it.
+    """
+    if not isinstance(params, dict):
+        raise TypeError(f"params: expected a dict, got {type(params).__name__}")
+    unknown = sorted(set(params) - set(_JOB_KEYS))
+    if unknown:
+        raise ValueError(f"params: unknown keys {unknown}; expected some of {list(_JOB_KEYS)}")
+    missing = [k for k in ("kernel", "seed", "n_iter", "size") if k not in params]
+    if missing:
+        raise ValueError(f"params: missing {missing}")
+    _check_kernel(params["kernel"], "params['kernel']")      # before the simulation: fail fast
+    _check_size(params["size"], "params['size']")
+    study = simulate_study(params["size"], params.get("n_events"), int(params["seed"]),
+                           params.get("backend", "auto"), progress=False)
+    rec = reconstruct_kernel(study, params["kernel"], params["n_iter"],
+                             lambda0=float(params.get("lambda0", ExperimentConfig.lambda0)),
+                             gamma=float(params.get("gamma", ExperimentConfig.gamma)),
+                             progress=False, cache_projector=True, keep_images=False)
+    c = rec.curve
+    return [{"iteration": int(it), "crc": float(cr), "noise": float(nz), "seconds_recon": rec.seconds_recon,
+             "seconds_sim": study.seconds, "seconds_projector": rec.seconds_projector,
+             "backend_used": study.backend}
+            for it, cr, nz in zip(c.iterations, c.crc, c.noise)]
+
+
+def ha_noise_jobs(kernels: Sequence[str] = tuple(KERNEL_MODELS), realisations: int = 20, size: str = "paper",
+                  n_iter: int = 40, seed0: int = ExperimentConfig.seed, *, backend: str = "auto",
+                  n_events: Optional[int] = None, lambda0: float = ExperimentConfig.lambda0,
+                  gamma: float = ExperimentConfig.gamma) -> list:
+    """The job list of the noise-realisation sweep: every kernel model on every realisation.
+
+    Realisation r uses the seed ``seed0 + r`` for every kernel, so the models are compared on the
+    same noisy data (paired, as in [HA] Fig. 10), and the spread over r is the realisation-to-
+    realisation spread of CRC and noise. Jobs are ordered realisation by realisation.
+    """
+    kernels = list(kernels)
+    for k in kernels:
+        _check_kernel(k, "kernels")
+    _check_size(size)
+    if int(realisations) < 1:
+        raise ValueError(f"realisations: expected a positive count, got {realisations!r}")
+    if int(n_iter) < 1:
+        raise ValueError(f"n_iter: expected a positive number of passes, got {n_iter!r}")
+    jobs = []
+    for r in range(int(realisations)):
+        for k in kernels:
+            job = {"kernel": k, "realisation": r, "seed": int(seed0) + r, "size": size, "n_iter": int(n_iter),
+                   "backend": backend, "lambda0": float(lambda0), "gamma": float(gamma)}
+            if n_events is not None:
+                job["n_events"] = int(n_events)
+            jobs.append(job)
+    return jobs
 
 
 def science_checks(result: ExperimentResult) -> list:

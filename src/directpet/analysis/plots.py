@@ -1,4 +1,5 @@
-"""Figures for DIRECT evaluations: contrast-noise curves, matched-noise panels, line profiles.
+"""Figures for DIRECT evaluations: contrast-noise curves (also with error bars over noise
+realisations), matched-noise panels, line profiles.
 
 Every function builds a :class:`matplotlib.figure.Figure` directly (no pyplot state, so it works
 under the Agg backend, in scripts and in notebooks), returns it, and writes a PNG when ``path`` is
@@ -142,3 +143,48 @@ def plot_line_profiles(images: Sequence, labels: Sequence[str], phantom_info, *,
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, path)
+
+
+def plot_contrast_noise_errorbars(aggregated_rows: Sequence[dict], out_path=None, *, group: str = "kernel",
+                                  order: str = "iteration", target_noise: Optional[float] = 0.08,
+                                  title: str = "CRC vs noise over noise realisations (mean ± std)"):
+    """Contrast-noise curves with error bars, one curve per ``group`` value (kernel model).
+
+    ``aggregated_rows`` are the output of
+    :meth:`directpet.parallel.SweepResult.aggregate` ``(by=(group, order), values=("crc", "noise"))``:
+    dicts with ``crc_mean``, ``crc_std``, ``noise_mean``, ``noise_std`` (noise relative, plotted in %)
+    per (kernel, iteration). Points are joined in ``order``; the bars are one standard deviation
+    over the realisations on both axes. A dashed line marks ``target_noise``. Writes a PNG to
+    ``out_path`` when given; returns the Figure.
+    """
+    rows = list(aggregated_rows)
+    need = (group, order, "crc_mean", "crc_std", "noise_mean", "noise_std")
+    if not rows:
+        raise ValueError("aggregated_rows: empty")
+    for i, r in enumerate(rows):
+        missing = [k for k in need if k not in r]
+        if missing:
+            raise ValueError(f"aggregated_rows: row {i} lacks {missing} (expected SweepResult.aggregate("
+                             f"by=({group!r}, {order!r}), values=('crc', 'noise')) rows)")
+    curves = {}
+    for r in rows:
+        curves.setdefault(r[group], []).append(r)
+    fig = _figure((6.5, 4.8))
+    ax = fig.add_subplot()
+    for label, members in curves.items():
+        members = sorted(members, key=lambda r: r[order])
+        x = 100 * np.array([r["noise_mean"] for r in members], dtype=float)
+        xe = 100 * np.array([r["noise_std"] for r in members], dtype=float)
+        y = np.array([r["crc_mean"] for r in members], dtype=float)
+        ye = np.array([r["crc_std"] for r in members], dtype=float)
+        n = max(int(r.get("n", 0)) for r in members)
+        ax.errorbar(x, y, xerr=np.nan_to_num(xe), yerr=np.nan_to_num(ye), marker="o", ms=3, lw=1, capsize=2,
+                    elinewidth=0.8, label=f"{label}" + (f" (n={n})" if n else ""))
+    if target_noise is not None:
+        ax.axvline(100 * target_noise, color="0.6", ls="--", lw=1)
+    ax.set_xlabel("noise (%)")
+    ax.set_ylabel("CRC")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, out_path)
