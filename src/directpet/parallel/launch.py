@@ -1,8 +1,8 @@
 """One process per GPU: start them, give each a communicator, collect what they return.
 
 :func:`run_on_gpus` starts ``n_gpus`` processes (``multiprocessing`` 'spawn'), process r with
-``CUDA_VISIBLE_DEVICES`` rotated so that GPU r is its device 0 and the others follow (the
-convention dask-cuda uses: NCCL still sees every GPU for peer-to-peer transfers), builds a
+``CUDA_VISIBLE_DEVICES`` rotated so that GPU r is its device 0 and the others follow
+(:func:`rotated_devices`, shared with the Dask GPU workers), builds a
 communicator for it (NCCL through CuPy, or torch.distributed) and calls
 ``fn(comm, *args, **kwargs)``. It returns the list of the processes' return values (rank order).
 A process that raises makes the call raise RuntimeError with its rank and traceback; the other
@@ -16,7 +16,7 @@ import queue as queue_mod
 import socket
 import time
 import traceback
-from typing import Callable, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 from .comm import NcclCommunicator, TorchCommunicator, nccl_available, nccl_unique_id
 
@@ -25,6 +25,24 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def visible_gpus() -> List[str]:
+    """The GPUs this process may use, as ``CUDA_VISIBLE_DEVICES`` entries: the variable's list when
+    it is set (dask-cuda's rule), else ``0 .. count-1``."""
+    from .._backend import cuda_device_count
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    if visible:
+        return [d.strip() for d in visible.split(",") if d.strip()]
+    return [str(i) for i in range(cuda_device_count())]
+
+
+def rotated_devices(ids: Sequence[str], first: int) -> str:
+    """``CUDA_VISIBLE_DEVICES`` for the process of GPU ``ids[first]``: that GPU first (its device 0),
+    then the others in order from there (the convention of dask-cuda; NCCL still sees every GPU)."""
+    ids = [str(g) for g in ids]
+    return ",".join(ids[first:] + ids[:first])
 
 
 def resolve_comm_backend(backend: str) -> str:
@@ -83,9 +101,8 @@ def run_on_gpus(fn: Callable, n_gpus: Optional[int] = None, args: Sequence = (),
     """
     import multiprocessing as mp
 
-    from .._backend import cuda_device_count
-
-    available = cuda_device_count()
+    physical = visible_gpus()
+    available = len(physical)
     if devices is None:
         n = available if n_gpus is None else n_gpus
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -100,16 +117,14 @@ def run_on_gpus(fn: Callable, n_gpus: Optional[int] = None, args: Sequence = (),
     kind = resolve_comm_backend(backend)
     spec = ("nccl", nccl_unique_id()) if kind == "nccl" else ("torch", f"tcp://127.0.0.1:{_free_port()}")
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    physical = [s for s in visible.split(",") if s.strip()] if visible else [str(i) for i in range(available)]
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     procs = []
     size = len(devices)
     try:
         for rank, dev in enumerate(devices):
-            order = [dev] + [d for d in range(available) if d != dev]
             # the child reads the environment at start-up; the parent's CUDA state is unaffected
-            os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(physical[d] for d in order)
+            os.environ["CUDA_VISIBLE_DEVICES"] = rotated_devices(physical, dev)
             p = ctx.Process(target=_rank_main, args=(fn, rank, size, spec, tuple(args), dict(kwargs or {}), results),
                             name=f"directpet-rank{rank}")
             p.start()
@@ -152,4 +167,4 @@ def run_on_gpus(fn: Callable, n_gpus: Optional[int] = None, args: Sequence = (),
     return [out[r] for r in range(size)]
 
 
-__all__ = ["resolve_comm_backend", "run_on_gpus"]
+__all__ = ["resolve_comm_backend", "rotated_devices", "run_on_gpus", "visible_gpus"]

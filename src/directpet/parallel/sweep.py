@@ -26,6 +26,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
 
+from .launch import rotated_devices, visible_gpus
+
 #: Columns the runner adds to every row (a job's own rows may not use these names).
 RUNNER_COLUMNS = ("job", "worker", "seconds")
 
@@ -144,17 +146,6 @@ def aggregate(rows: Sequence[dict], by: Sequence[str], values: Sequence[str], dd
 # ----------------------------------------------------------------------------------------------------
 # clusters
 
-def _gpu_ids() -> List[str]:
-    """The GPUs this process may use, as CUDA_VISIBLE_DEVICES entries (dask-cuda's rule: the
-    variable's list when it is set, else 0 .. count-1)."""
-    from .. import _backend
-
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-    if visible:
-        return [d.strip() for d in visible.split(",") if d.strip()]
-    return [str(i) for i in range(_backend.cuda_device_count())]
-
-
 def gpu_worker_environments(gpu_ids: Sequence[str], n_workers: Optional[int] = None) -> List[dict]:
     """The environment of each GPU worker: worker i sees GPU i first, then the others in order
     (``CUDA_VISIBLE_DEVICES`` rotated by i, the convention of dask-cuda), so its device 0 is its own
@@ -163,7 +154,7 @@ def gpu_worker_environments(gpu_ids: Sequence[str], n_workers: Optional[int] = N
     n = len(ids) if n_workers is None else int(n_workers)
     if not 1 <= n <= len(ids):
         raise ValueError(f"n_workers: expected 1 to {len(ids)} (the GPUs available: {ids}), got {n_workers!r}")
-    return [{"CUDA_VISIBLE_DEVICES": ",".join(ids[i:] + ids[:i])} for i in range(n)]
+    return [{"CUDA_VISIBLE_DEVICES": rotated_devices(ids, i)} for i in range(n)]
 
 
 @contextlib.contextmanager
@@ -195,7 +186,7 @@ def make_cluster(kind: str = "auto", n_workers: Optional[int] = None, threads_pe
         and jobs of one process share cached projectors.
     cluster_kw : passed to the cluster class (for example ``dashboard_address``).
     """
-    from .. import _backend
+    from .._backend import cuda_device_count, cuda_status
 
     distributed = _import_distributed("make_cluster")
     if kind not in ("auto", "local", "gpu"):
@@ -205,16 +196,16 @@ def make_cluster(kind: str = "auto", n_workers: Optional[int] = None, threads_pe
     if n_workers is not None and int(n_workers) < 1:
         raise ValueError(f"n_workers: expected >= 1, got {n_workers!r}")
     if kind == "auto":
-        kind = "gpu" if _backend.cuda_device_count() > 0 else "local"
+        kind = "gpu" if cuda_device_count() > 0 else "local"
     cluster_kw.setdefault("dashboard_address", ":0")     # any free port: two clusters never clash
     with _keep_environ():
         if kind == "local":
             n = min(2, os.cpu_count() or 1) if n_workers is None else int(n_workers)
             return distributed.LocalCluster(n_workers=n, threads_per_worker=int(threads_per_worker),
                                             processes=True, **cluster_kw)
-        if _backend.cuda_device_count() == 0:
-            raise RuntimeError(f"kind='gpu' but no CUDA device is usable: {_backend.cuda_status()}")
-        envs = gpu_worker_environments(_gpu_ids(), n_workers)
+        if cuda_device_count() == 0:
+            raise RuntimeError(f"kind='gpu' but no CUDA device is usable: {cuda_status()}")
+        envs = gpu_worker_environments(visible_gpus(), n_workers)
         try:
             from dask_cuda import LocalCUDACluster  # optional: the reference way to run one worker per GPU
         except ImportError:
