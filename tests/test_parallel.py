@@ -19,7 +19,7 @@ from directpet.direct import HistoImageData, HistoImageProjector, SRKernel, View
 from directpet.dualhead import DualHeadData, DualHeadProjector, DualHeadScanner, DualHeadSubsets
 from directpet.first import AngleSubsets, RotatingScanner, SinogramData, SuperLORProjector, build_super_lor_table
 from directpet.geometry import ImageGrid
-from directpet.parallel import Communicator, DistributedSubsets, SingleProcess, run_on_gpus
+from directpet.parallel import Communicator, DistributedSubsets, SingleProcess, nccl_available, run_on_gpus
 from directpet.reference.dualhead import random_model
 
 
@@ -265,10 +265,16 @@ def _rank_image(comm, seed):
 
 
 @pytest.mark.gpu
-def test_two_gpus_over_nccl_equal_one_gpu():
+@pytest.mark.parametrize("backend", ["nccl", "torch"])
+def test_two_gpus_over_nccl_equal_one_gpu(backend):
+    """NCCL through CuPy's bindings and through torch.distributed: 2 processes give one image."""
     if directpet.cuda_device_count() < 2:
         pytest.skip("needs 2 GPUs (the NCCL path runs one process per GPU)")
-    images = run_on_gpus(_rank_image, 2, args=(11,), timeout_s=300)
+    if backend == "torch":
+        pytest.importorskip("torch.distributed", reason="PyTorch not installed")
+    elif not nccl_available():
+        pytest.skip("CuPy's NCCL bindings are not available")
+    images = run_on_gpus(_rank_image, 2, args=(11,), backend=backend, timeout_s=300)
     p, cp = _gpu_problem(11)
     single = DistributedSubsets(p.share(0, 1, xp=cp), SingleProcess())
     ref = cp.asnumpy(recon.osem(single, 3, progress=False).image)
