@@ -1,4 +1,4 @@
-"""The shared layers (recon/, sim/, analysis/, parallel/) never import a projector family (design.md).
+"""The shared layers (recon/, sim/, analysis/, parallel/, io/) never import a projector family (design.md).
 
 Two independent checks: the directpet imports written in each layer's modules (parsed, so imports
 inside functions count too) stay within an allow-list of shared modules, and importing the layer
@@ -24,6 +24,7 @@ ALLOWED = {
     "analysis": {"directpet._checks", "directpet.geometry", "directpet.analysis", "directpet.recon",
                  "directpet.sim"},
     "parallel": {"directpet._backend", "directpet._checks", "directpet.parallel", "directpet.recon"},
+    "io": {"directpet._checks", "directpet.geometry", "directpet.io"},
 }
 
 
