@@ -4,8 +4,8 @@ ViewSubsets: DIRECT as the reconstruction layer's SubsetProblem."""
 
 from .._checks import to_numpy
 from .attenuation import attenuation_histo_images
-from .deposition import (DepositStats, bin_views, deposit, randoms_background, sensitivity_attenuation,
-                         simulate_histo_images)
+from .deposition import (DepositStats, bin_views, deposit, randoms_background, randoms_from_delayeds,
+                         sensitivity_attenuation, simulate_histo_images)
 from .events import EventBatch, simulate_events, simulate_randoms
 from .fft import FFTProjector
 from .histo_data import HistoImageData
@@ -19,7 +19,7 @@ from .simulation import simulate_deposit
 from .subsets import ViewSubsets, make_blocks
 from .views import View, ViewSet
 
-__all__ = ["attenuation_histo_images", "C_MM_PER_PS", "CylindricalScanner", "DepositStats", "DirectLUT", "EventBatch", "FFTProjector",
+__all__ = ["randoms_from_delayeds", "attenuation_histo_images", "C_MM_PER_PS", "CylindricalScanner", "DepositStats", "DirectLUT", "EventBatch", "FFTProjector",
            "HistoImageData", "HistoImageProjector", "LowRankProjector", "SRKernel", "View", "ViewOperator",
            "ViewSet", "ViewSubsets", "bin_views", "build_lut", "deposit", "detector_exits", "detector_hits",
            "expected_data", "local_coordinates", "make_blocks", "model_consistent_data", "randoms_background",

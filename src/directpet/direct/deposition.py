@@ -280,6 +280,41 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
     return out
 
 
+def randoms_from_delayeds(delayeds, grid: ImageGrid, viewset: ViewSet, *, smooth_fwhm_mm=None, scale: float = 1.0,
+                          xp=None):
+    """The randoms background ``b_v`` (n_views, nz, ny, nx) float32 estimated from delayed coincidences.
+
+    Delayed events (an :class:`~directpet.direct.events.EventBatch` or an iterable of them, e.g. a
+    scanner's delayed-window list-mode stream) are deposited like prompts (their time differences
+    carry no position, so their most-likely points spread along each LOR's in-FOV segment as the
+    randoms do); ``smooth_fwhm_mm`` (a scalar or (z, y, x) in mm) then smooths every view with a
+    Gaussian (``scipy.ndimage`` / ``cupyx.scipy.ndimage``, reflecting edges) to cut the Poisson
+    noise of the estimate, each view rescaled to keep its deposited count. ``scale`` converts the
+    delayed window to the prompt window (1 for equal windows).
+    """
+    scale = float(scale)
+    if not np.isfinite(scale) or scale < 0:
+        raise ValueError(f"scale: expected a finite value >= 0, got {scale!r}")
+    b = deposit(delayeds, grid, viewset, xp=xp)
+    xp = array_module(b)
+    if smooth_fwhm_mm is not None:
+        fwhm = np.broadcast_to(np.asarray(smooth_fwhm_mm, dtype=float), (3,))
+        if not np.all(np.isfinite(fwhm)) or np.any(fwhm < 0):
+            raise ValueError(f"smooth_fwhm_mm: expected FWHM >= 0 in mm, got {smooth_fwhm_mm!r}")
+        sigma = (0.0,) + tuple(fwhm / np.sqrt(8 * np.log(2)) / np.asarray(grid.voxel_size))
+        if xp is np:
+            from scipy.ndimage import gaussian_filter
+        else:
+            from cupyx.scipy.ndimage import gaussian_filter   # present: the events are CuPy
+        before = b.sum(axis=(1, 2, 3), dtype=xp.float64)
+        b = gaussian_filter(b, sigma=sigma, mode="reflect")
+        after = b.sum(axis=(1, 2, 3), dtype=xp.float64)
+        b *= xp.where(after > 0, before / xp.where(after > 0, after, 1.0), 0.0).astype(xp.float32)[:, None, None, None]
+    if scale != 1.0:
+        b *= np.float32(scale)
+    return b.astype(xp.float32, copy=False)
+
+
 def randoms_background(grid: ImageGrid, viewset: ViewSet, scanner: Optional[CylindricalScanner] = None, *,
                        total: float = 1.0, n_quad: int = 4, xp=np):
     """Expected deposited uniform randoms (n_views, nz, ny, nx) float32, summing to ``total``.
