@@ -90,7 +90,8 @@ def deposit(events, grid: ImageGrid, viewset: ViewSet, *, out=None, mode: str = 
     return_stats : also return a :class:`DepositStats`.
 
     Events whose tilt is outside the view acceptance, or whose MLP falls outside the grid, are
-    dropped. The scatter-add runs on flattened indices (``numpy.add.at`` / ``cupyx.scatter_add``).
+    dropped. A batch with ``weights`` deposits each event's weight instead of 1 (an external
+    scatter estimate as weighted list-mode events becomes the scatter background this way). The scatter-add runs on flattened indices (``numpy.add.at`` / ``cupyx.scatter_add``).
     """
     if mode not in ("nearest", "trilinear"):
         raise ValueError(f"mode: expected 'nearest' or 'trilinear', got {mode!r}")
@@ -121,6 +122,13 @@ def _deposit_batch(batch, grid, viewset, out, mode, xp) -> DepositStats:
     st = DepositStats(n_events=n, n_decays=int(getattr(batch, "n_decays", 0)))
     if n == 0:
         return st
+    weights = getattr(batch, "weights", None)
+    if weights is not None:
+        if tuple(weights.shape) != (n,) or array_module(weights) is not xp:
+            raise ValueError(f"weights: expected a ({n},) array living with the events, got {tuple(weights.shape)}")
+        weights = weights.astype(xp.float32)
+        if not bool(xp.isfinite(weights).all()):
+            raise ValueError("weights: contains NaN or inf")
     view, _ = bin_views(batch.p1, batch.p2, viewset, xp)
     r = batch.most_likely_points()                     # (n, 3) (x, y, z) mm, float64
     in_view = view >= 0
@@ -142,7 +150,7 @@ def _deposit_batch(batch, grid, viewset, out, mode, xp) -> DepositStats:
         if batch.is_random is not None:
             st.n_randoms_deposited = int((ok & batch.is_random).sum())
         idx = ((view[ok] * nz + iz[ok]) * ny + iy[ok]) * nx + ix[ok]
-        _scatter_add(flat_out, idx, None, xp)
+        _scatter_add(flat_out, idx, None if weights is None else weights[ok], xp)
         return st
     x0, y0, z0 = (xp.floor(f).astype(xp.int64) for f in (fx, fy, fz))
     wx1, wy1, wz1 = fx - x0, fy - y0, fz - z0
@@ -154,7 +162,8 @@ def _deposit_batch(batch, grid, viewset, out, mode, xp) -> DepositStats:
                 w = ((wx1 if dx else 1 - wx1) * (wy1 if dy else 1 - wy1) * (wz1 if dz else 1 - wz1))
                 ok = in_view & (ix >= 0) & (ix < nx) & (iy >= 0) & (iy < ny) & (iz >= 0) & (iz < nz)
                 idx = ((view[ok] * nz + iz[ok]) * ny + iy[ok]) * nx + ix[ok]
-                _scatter_add(flat_out, idx, w[ok].astype(xp.float32), xp)
+                wk = w[ok] if weights is None else w[ok] * weights[ok]
+                _scatter_add(flat_out, idx, wk.astype(xp.float32), xp)
                 deposited = deposited + xp.where(ok, w, 0.0)
     st.n_deposited = int(round(float(deposited.sum())))
     st.n_outside_grid = int(int(in_view.sum()) - int((in_view & (deposited > 0)).sum()))

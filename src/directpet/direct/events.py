@@ -53,6 +53,8 @@ class EventBatch:
     dt_ps : (n,) float32 arrival-time difference t1 - t2 (ps).
     is_random : (n,) bool, True for random coincidences (None if unknown).
     n_decays : number of annihilations drawn (within the direction band) to produce the trues.
+    weights : (n,) float32 per-event weights deposited instead of 1 (None: 1), e.g. an external
+        scatter estimate given as weighted list-mode events.
     """
 
     p1: object
@@ -60,6 +62,7 @@ class EventBatch:
     dt_ps: object
     is_random: object = None
     n_decays: int = 0
+    weights: object = None
 
     def __len__(self) -> int:
         return int(self.dt_ps.shape[0])
@@ -88,8 +91,12 @@ class EventBatch:
         flags = None
         if all(b.is_random is not None for b in batches):
             flags = xp.concatenate([b.is_random for b in batches])
+        weights = None
+        if any(b.weights is not None for b in batches):
+            weights = xp.concatenate([xp.ones(len(b), xp.float32) if b.weights is None else b.weights
+                                      for b in batches])
         return cls(xp.concatenate([b.p1 for b in batches]), xp.concatenate([b.p2 for b in batches]),
-                   xp.concatenate([b.dt_ps for b in batches]), flags, sum(b.n_decays for b in batches))
+                   xp.concatenate([b.dt_ps for b in batches]), flags, sum(b.n_decays for b in batches), weights)
 
 
 def simulate_events(phantom, scanner: CylindricalScanner, n_events: int, *, count: str = "prompts",
@@ -251,7 +258,8 @@ def _truncate(batch: EventBatch, k: int, gen, xp) -> EventBatch:
         return batch
     keep = xp.argsort(gen.random(n))[:k]
     flags = None if batch.is_random is None else batch.is_random[keep]
-    out = EventBatch(batch.p1[keep], batch.p2[keep], batch.dt_ps[keep], flags, batch.n_decays)
+    out = EventBatch(batch.p1[keep], batch.p2[keep], batch.dt_ps[keep], flags, batch.n_decays,
+                     None if batch.weights is None else batch.weights[keep])
     if batch.n_trues:
         out.n_decays = int(round(batch.n_decays * out.n_trues / batch.n_trues))
     return out
