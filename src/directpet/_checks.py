@@ -141,3 +141,18 @@ def real_number(name, value) -> float:
     if not np.isfinite(value):
         raise ValueError(f"{name}: expected a finite value, got {value!r}")
     return float(value)
+
+
+def normalise_fields(obj, *, counts=(), positive=(), nonnegative=()):
+    """Check and normalise fields of a frozen dataclass in ``__post_init__``: ``counts`` become
+    positive ints, ``positive`` finite floats > 0, ``nonnegative`` finite floats >= 0; errors name
+    the field (TypeError for a non-number, ValueError otherwise)."""
+    for name in counts:
+        object.__setattr__(obj, name, positive_int(name, getattr(obj, name)))
+    for names, ok, want in ((positive, lambda v: v > 0, "a positive finite value"),
+                            (nonnegative, lambda v: v >= 0, "a finite value >= 0")):
+        for name in names:
+            v = real_number(name, getattr(obj, name))
+            if not ok(v):
+                raise ValueError(f"{name}: expected {want}, got {v!r}")
+            object.__setattr__(obj, name, v)

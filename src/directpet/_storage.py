@@ -9,6 +9,8 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
+from ._checks import array_module, to_numpy
+
 T = TypeVar("T")
 
 
@@ -50,3 +52,70 @@ class _NotOurs(Exception):
 
 
 __all__ = ["check_format", "json_object", "read_npz"]
+
+
+class CountData:
+    """prompts / factors / background of one scanner's measurement, shared by the families' data
+    classes (FIRST ``SinogramData``, dual-head ``DualHeadData``): checked the same way, stored in
+    the same ``.npz`` layout (``format``, ``version``, ``prompts``, optional ``factors`` /
+    ``background``, ``scanner`` and ``meta`` as JSON). A subclass sets ``FORMAT``, ``VERSION``,
+    ``WHAT`` (for error messages) and ``SCANNER`` (its scanner class); its fields are ``scanner``,
+    ``prompts``, ``factors``, ``background`` and ``meta`` (built by keyword, in any order)."""
+
+    FORMAT: str
+    VERSION: int
+    WHAT: str
+    SCANNER: type
+
+    def _check_counts(self, shape_of):
+        """The scanner's type, then every array: float32, ``shape_of(scanner)``, finite, >= 0, one
+        namespace."""
+        from .recon.problem import check_nonnegative
+
+        if not isinstance(self.scanner, self.SCANNER):
+            raise TypeError(f"scanner: expected a {self.SCANNER.__name__}, got {type(self.scanner).__name__}")
+        if not hasattr(self.prompts, "dtype") or not hasattr(self.prompts, "shape"):
+            raise TypeError(f"prompts: expected a NumPy or CuPy array, got {type(self.prompts).__name__}")
+        xp = array_module(self.prompts)
+        shape = shape_of(self.scanner)
+        check_nonnegative(self.prompts, "prompts", None, xp, shape)
+        for name in ("factors", "background"):
+            if getattr(self, name) is not None:
+                check_nonnegative(getattr(self, name), name, None, xp, shape)
+        self.meta = dict(self.meta)
+
+    @property
+    def xp(self):
+        """The arrays' namespace (numpy or cupy)."""
+        return array_module(self.prompts)
+
+    def _in(self, xp):
+        """The same data with its arrays in namespace xp (copies only when the namespace changes)."""
+        def conv(a):
+            return None if a is None else xp.asarray(to_numpy(a) if xp is np else a, dtype=xp.float32)
+
+        return type(self)(scanner=self.scanner, prompts=conv(self.prompts), factors=conv(self.factors),
+                          background=conv(self.background), meta=dict(self.meta))
+
+    def save(self, path) -> None:
+        """``.npz`` with ``format``, ``version``, ``prompts``, optional ``factors`` / ``background``,
+        ``scanner`` (JSON) and ``meta`` (JSON); arrays are stored as NumPy float32."""
+        host = self._in(np)
+        arrays = {k: v for k, v in (("factors", host.factors), ("background", host.background)) if v is not None}
+        np.savez_compressed(path, format=np.array(self.FORMAT), version=np.array(self.VERSION), prompts=host.prompts,
+                            scanner=np.array(self.scanner.to_json()),
+                            meta=np.array(json.dumps(self.meta, sort_keys=True, default=str)), **arrays)
+
+    @classmethod
+    def _read(cls, path, xp):
+        """Read a file written by :meth:`save`, arrays in namespace xp."""
+        def parse(f):
+            check_format(f["format"], cls.FORMAT, f["version"], cls.VERSION, path)
+            scanner = cls.SCANNER.from_dict(json_object(f["scanner"]))
+            get = lambda k: f[k] if k in f.files else None  # noqa: E731
+            meta = json_object(f["meta"]) if "meta" in f.files else {}
+            return cls(scanner=scanner, prompts=f["prompts"], factors=get("factors"), background=get("background"),
+                       meta=meta)
+
+        data = read_npz(path, cls.WHAT, ("format", "version", "prompts", "scanner"), parse)
+        return data if xp is np else data._in(xp)

@@ -12,24 +12,19 @@ tests of the reconstruction machinery (an inverse crime by construction).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module, to_numpy
-from .._storage import check_format, json_object, read_npz
-from ..recon.problem import check_nonnegative
+from .._checks import array_module
+from .._storage import CountData
 from ..sim import make_rng
 from .geometry import DualHeadScanner
 
-_FORMAT = "directpet.dualhead.DualHeadData"
-_VERSION = 1
-
 
 @dataclass
-class DualHeadData:
+class DualHeadData(CountData):
     """Prompts of a dual-head scan with their corrections.
 
     Attributes
@@ -47,65 +42,25 @@ class DualHeadData:
     background: Optional[object] = None
     meta: dict = field(default_factory=dict)
 
-    def __post_init__(self):
-        if not isinstance(self.scanner, DualHeadScanner):
-            raise TypeError(f"scanner: expected a DualHeadScanner, got {type(self.scanner).__name__}")
-        if not hasattr(self.prompts, "dtype") or not hasattr(self.prompts, "shape"):
-            raise TypeError(f"prompts: expected a NumPy or CuPy array, got {type(self.prompts).__name__}")
-        xp = array_module(self.prompts)
-        shape = (self.scanner.n_lors,)
-        check_nonnegative(self.prompts, "prompts", None, xp, shape)
-        for name in ("factors", "background"):
-            if getattr(self, name) is not None:
-                check_nonnegative(getattr(self, name), name, None, xp, shape)
-        self.meta = dict(self.meta)
+    FORMAT, VERSION, WHAT, SCANNER = "directpet.dualhead.DualHeadData", 1, "dual-head data", DualHeadScanner
 
-    @property
-    def xp(self):
-        """The arrays' namespace (numpy or cupy)."""
-        return array_module(self.prompts)
+    def __post_init__(self):
+        self._check_counts(lambda s: (s.n_lors,))
 
     def to(self, backend) -> "DualHeadData":
         """The same data in another namespace: ``numpy`` / ``'cpu'`` / ``'numpy'`` or ``cupy`` /
         ``'cuda'`` / ``'cupy'`` (copies only when the namespace changes)."""
-        xp = _namespace(backend)
-
-        def conv(a):
-            if a is None:
-                return None
-            return xp.asarray(to_numpy(a) if xp is np else a, dtype=xp.float32)
-
-        return DualHeadData(self.scanner, conv(self.prompts), conv(self.factors), conv(self.background),
-                            dict(self.meta))
+        return self._in(_namespace(backend))
 
     @property
     def total_counts(self) -> float:
         """Sum of the prompts (float64)."""
         return float(self.prompts.sum(dtype=self.xp.float64))
 
-    def save(self, path) -> None:
-        """``.npz`` with ``format``, ``version``, ``prompts``, optional ``factors`` / ``background``,
-        ``scanner`` (JSON) and ``meta`` (JSON); arrays are stored as NumPy float32."""
-        host = self.to(np)
-        arrays = {k: v for k, v in (("factors", host.factors), ("background", host.background)) if v is not None}
-        np.savez_compressed(path, format=np.array(_FORMAT), version=np.array(_VERSION), prompts=host.prompts,
-                            scanner=np.array(self.scanner.to_json()),
-                            meta=np.array(json.dumps(self.meta, sort_keys=True, default=str)), **arrays)
-
     @classmethod
     def load(cls, path, backend=np) -> "DualHeadData":
         """Read a file written by :meth:`save`; arrays in ``backend``'s namespace (as :meth:`to`)."""
-        xp = _namespace(backend)
-
-        def parse(f):
-            check_format(f["format"], _FORMAT, f["version"], _VERSION, path)
-            scanner = DualHeadScanner.from_dict(json_object(f["scanner"]))
-            get = lambda k: f[k] if k in f.files else None  # noqa: E731
-            meta = json_object(f["meta"]) if "meta" in f.files else {}
-            return cls(scanner, f["prompts"], get("factors"), get("background"), meta)
-
-        data = read_npz(path, "dual-head data", ("format", "version", "prompts", "scanner"), parse)
-        return data if xp is np else data.to(xp)
+        return cls._read(path, _namespace(backend))
 
 
 def _namespace(backend):

@@ -43,7 +43,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._checks import positive_int, real_number
+from .._checks import normalise_fields
 from ..geometry import ImageGrid
 
 #: sign order within a class; repeats (a zero component) are skipped
@@ -83,18 +83,9 @@ class DualHeadScanner:
     acollinearity_fwhm_deg: float = 0.5
 
     def __post_init__(self):
-        for name in ("n_y", "n_z", "voxels_per_crystal", "n_planes"):
-            object.__setattr__(self, name, positive_int(name, getattr(self, name)))
-        for name in ("pitch_mm", "crystal_mm", "depth_mm", "gap_mm", "plane_mm", "mu_per_mm"):
-            v = real_number(name, getattr(self, name))
-            if v <= 0:
-                raise ValueError(f"{name}: expected a positive finite value, got {v!r}")
-            object.__setattr__(self, name, v)
-        for name in ("positron_range_fwhm_mm", "acollinearity_fwhm_deg"):
-            v = real_number(name, getattr(self, name))
-            if v < 0:
-                raise ValueError(f"{name}: expected a finite value >= 0, got {v!r}")
-            object.__setattr__(self, name, v)
+        normalise_fields(self, counts=("n_y", "n_z", "voxels_per_crystal", "n_planes"),
+                         positive=("pitch_mm", "crystal_mm", "depth_mm", "gap_mm", "plane_mm", "mu_per_mm"),
+                         nonnegative=("positron_range_fwhm_mm", "acollinearity_fwhm_deg"))
         if self.crystal_mm > self.pitch_mm:
             raise ValueError(f"crystal_mm: {self.crystal_mm} mm crystals do not fit a {self.pitch_mm} mm pitch")
         if self.n_planes % 2 == 0:

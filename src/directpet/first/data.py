@@ -7,24 +7,19 @@ multiplicative factors (normalisation, attenuation; None = 1) and ``b`` the addi
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module, to_numpy
-from .._storage import check_format, json_object, read_npz
-from ..recon.problem import check_nonnegative
+from .._checks import array_module
+from .._storage import CountData
 from ..sim import make_rng
 from .geometry import RotatingScanner
 
-_FORMAT = "directpet.first.SinogramData"
-_VERSION = 1
-
 
 @dataclass
-class SinogramData:
+class SinogramData(CountData):
     """Prompts of a rotating dual-head scan with their corrections.
 
     Attributes
@@ -42,52 +37,21 @@ class SinogramData:
     background: Optional[object] = None
     meta: dict = field(default_factory=dict)
 
-    def __post_init__(self):
-        if not isinstance(self.scanner, RotatingScanner):
-            raise TypeError(f"scanner: expected a RotatingScanner, got {type(self.scanner).__name__}")
-        xp = array_module(self.prompts)
-        shape = self.scanner.sinogram_shape
-        check_nonnegative(self.prompts, "prompts", None, xp, shape)
-        for name in ("factors", "background"):
-            if getattr(self, name) is not None:
-                check_nonnegative(getattr(self, name), name, None, xp, shape)
+    FORMAT, VERSION, WHAT, SCANNER = "directpet.first.SinogramData", 1, "sinogram data", RotatingScanner
 
-    @property
-    def xp(self):
-        return array_module(self.prompts)
+    def __post_init__(self):
+        self._check_counts(lambda s: s.sinogram_shape)
 
     def to(self, xp) -> "SinogramData":
         """The same data in namespace xp (numpy or cupy)."""
-        def conv(a):
-            return None if a is None else xp.asarray(to_numpy(a) if xp is np else a, dtype=xp.float32)
-
-        return SinogramData(conv(self.prompts), self.scanner, conv(self.factors), conv(self.background),
-                            dict(self.meta))
-
-    def save(self, path) -> None:
-        """``.npz`` with ``format``, ``version``, ``prompts``, optional ``factors`` / ``background``,
-        ``scanner`` (JSON) and ``meta`` (JSON); arrays are stored as NumPy float32."""
-        host = self.to(np)
-        arrays = {k: v for k, v in (("factors", host.factors), ("background", host.background)) if v is not None}
-        np.savez_compressed(path, format=np.array(_FORMAT), version=np.array(_VERSION), prompts=host.prompts,
-                            scanner=np.array(self.scanner.to_json()),
-                            meta=np.array(json.dumps(self.meta, sort_keys=True, default=str)), **arrays)
+        return self._in(xp)
 
     @classmethod
     def load(cls, path, xp=np) -> "SinogramData":
         """Read a file written by :meth:`save`; arrays in namespace xp (numpy or cupy)."""
         if not hasattr(xp, "asarray") or not hasattr(xp, "float32"):
             raise TypeError(f"xp: expected an array namespace (numpy or cupy), got {xp!r}")
-
-        def parse(f):
-            check_format(f["format"], _FORMAT, f["version"], _VERSION, path)
-            scanner = RotatingScanner.from_dict(json_object(f["scanner"]))
-            get = lambda k: f[k] if k in f.files else None  # noqa: E731
-            meta = json_object(f["meta"]) if "meta" in f.files else {}
-            return cls(f["prompts"], scanner, get("factors"), get("background"), meta)
-
-        data = read_npz(path, "sinogram data", ("format", "version", "prompts", "scanner"), parse)
-        return data if xp is np else data.to(xp)
+        return cls._read(path, xp)
 
 
 def model_consistent_sinogram(projector, image, factors=None, background=None, counts: Optional[float] = None,

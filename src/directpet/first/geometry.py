@@ -60,7 +60,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from .._checks import positive_int, real_number
+from .._checks import normalise_fields
 from ..geometry import FWHM_PER_SIGMA, ImageGrid
 
 
@@ -102,18 +102,9 @@ class RotatingScanner:
     intrinsic_fwhm_mm: float = 0.0
 
     def __post_init__(self):
-        for name in ("n_rows", "n_angles", "n_radial", "n_columns"):
-            object.__setattr__(self, name, positive_int(name, getattr(self, name)))
-        for name in ("pitch_mm", "crystal_mm", "depth_mm", "mu_per_mm", "head_distance_mm", "radial_bin_mm"):
-            v = real_number(name, getattr(self, name))
-            if v <= 0:
-                raise ValueError(f"{name}: expected a positive finite value, got {v!r}")
-            object.__setattr__(self, name, v)
-        for name in ("positron_range_fwhm_mm", "noncollinearity_fwhm_deg", "intrinsic_fwhm_mm"):
-            v = real_number(name, getattr(self, name))
-            if v < 0:
-                raise ValueError(f"{name}: expected a finite value >= 0, got {v!r}")
-            object.__setattr__(self, name, v)
+        normalise_fields(self, counts=("n_rows", "n_angles", "n_radial", "n_columns"),
+                         positive=("pitch_mm", "crystal_mm", "depth_mm", "mu_per_mm", "head_distance_mm", "radial_bin_mm"),
+                         nonnegative=("positron_range_fwhm_mm", "noncollinearity_fwhm_deg", "intrinsic_fwhm_mm"))
         if self.crystal_mm > self.pitch_mm:
             raise ValueError(f"crystal_mm: {self.crystal_mm} mm crystals do not fit a {self.pitch_mm} mm pitch")
         half_fov = 0.5 * self.n_radial * self.radial_bin_mm
