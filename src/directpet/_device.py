@@ -121,3 +121,41 @@ def _cupy_importable() -> bool:
         return False
     return True
 
+
+
+# --- the event Monte Carlos' run options (FIRST and dual-head) -------------------------------------------
+MAX_CHUNK_CUDA = 1 << 31      # the Monte Carlo kernels' per-warp counters are 32 bits
+MAX_DECAYS = 1 << 62          # decay numbers are 64-bit Philox counters; the bindings take int64
+
+
+def decay_count(name: str, value) -> int:
+    """A positive decay count (at most 2**62), else an error naming it."""
+    from ._checks import positive_int
+
+    value = positive_int(name, value)
+    if value > MAX_DECAYS:
+        raise ValueError(f"{name}: at most 2**62, got {value}")
+    return value
+
+
+def monte_carlo_options(seed, threads, backend, xp, chunk, chunk_name: str, default_chunks):
+    """Checked run options of an event Monte Carlo: ``(seed, threads (0: all), backend ('cpu' /
+    'cuda'), want_cupy, chunk)``; ``default_chunks`` = (CPU, CUDA) decays per chunk when ``chunk``
+    is None."""
+    from ._backend import resolve_backend
+    from ._checks import positive_int
+    from .sim.random import check_seed
+
+    seed = check_seed("seed", seed)
+    nthreads = 0 if threads is None else positive_int("threads", threads)
+    if not isinstance(backend, str):
+        raise TypeError(f"backend: expected 'auto', 'cpu' or 'cuda', got {type(backend).__name__}")
+    chosen = resolve_backend(backend)
+    want = wants_cupy(xp, chosen)
+    if chunk is None:
+        chunk = default_chunks[0] if chosen == "cpu" else default_chunks[1]
+    else:
+        chunk = decay_count(chunk_name, chunk)
+        if chosen == "cuda" and chunk > MAX_CHUNK_CUDA:
+            raise ValueError(f"{chunk_name}: at most 2**31 on the CUDA backend, got {chunk}")
+    return seed, nthreads, chosen, want, chunk

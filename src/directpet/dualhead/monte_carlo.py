@@ -55,9 +55,8 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
-from .._backend import resolve_backend
-from .._checks import expect_instance, positive_int
-from .._device import host_volume, wants_cupy
+from .._checks import expect_instance
+from .._device import decay_count, host_volume, monte_carlo_options
 from .._progress import progress_callback
 from ..sim.random import check_seed
 from .geometry import DualHeadScanner
@@ -65,8 +64,6 @@ from .geometry import DualHeadScanner
 # Decays per call (between progress updates and Ctrl-C checks): a fraction of a second each.
 DEFAULT_CHUNK_CPU = 1 << 22   # ~1-2 s at 2-4e6 decays/s on two cores (full size)
 DEFAULT_CHUNK_CUDA = 1 << 28  # well under a second on an H100-class GPU
-MAX_CHUNK_CUDA = 1 << 31      # the kernel's per-warp counters are 32 bits
-MAX_DECAYS = 1 << 62          # decay numbers are 64-bit Philox counters; the binding takes int64
 #: outcome codes of :func:`trace_events` (``outcome``) and photon fates (``fate``)
 OUTCOMES = tuple(_core.DUALHEAD_MC_OUTCOMES)   # out_of_band, missed, not_detected, true
 FATES = tuple(_core.DUALHEAD_MC_FATES)         # no_crystal, passed, interacted
@@ -139,21 +136,11 @@ def simulate_events(scanner: DualHeadScanner, activity, n_decays: Optional[int] 
     if (n_decays is None) == (n_trues is None):
         raise ValueError("n_decays, n_trues: give exactly one of them")
     if n_decays is not None:
-        n_decays = _decay_count("n_decays", n_decays)
+        n_decays = decay_count("n_decays", n_decays)
     else:
-        n_trues = _decay_count("n_trues", n_trues)
-    seed = check_seed("seed", seed)
-    nthreads = 0 if threads is None else positive_int("threads", threads)
-    if not isinstance(backend, str):
-        raise TypeError(f"backend: expected 'auto', 'cpu' or 'cuda', got {type(backend).__name__}")
-    chosen = resolve_backend(backend)
-    want_cupy = wants_cupy(xp, chosen)
-    if chunk is None:
-        chunk = DEFAULT_CHUNK_CPU if chosen == "cpu" else DEFAULT_CHUNK_CUDA
-    else:
-        chunk = _decay_count("chunk", chunk)
-        if chosen == "cuda" and chunk > MAX_CHUNK_CUDA:
-            raise ValueError(f"chunk: at most 2**31 on the CUDA backend, got {chunk}")
+        n_trues = decay_count("n_trues", n_trues)
+    seed, nthreads, chosen, want_cupy, chunk = monte_carlo_options(
+        seed, threads, backend, xp, chunk, "chunk", (DEFAULT_CHUNK_CPU, DEFAULT_CHUNK_CUDA))
 
     engine = _core.DualHeadMonteCarlo(scanner_parameters(scanner), host_activity)
     t0 = time.perf_counter()
@@ -194,7 +181,7 @@ def trace_events(scanner: DualHeadScanner, activity, n_decays: int, *, seed: int
     """
     expect_instance(scanner, DualHeadScanner, "scanner")
     host_activity = host_volume(activity, "activity", scanner.grid.shape)
-    n_decays = _decay_count("n_decays", n_decays)
+    n_decays = decay_count("n_decays", n_decays)
     if isinstance(first, (bool, np.bool_)) or not isinstance(first, (int, np.integer)) or first < 0:
         raise ValueError(f"first: expected an integer >= 0, got {first!r}")
     engine = _core.DualHeadMonteCarlo(scanner_parameters(scanner), host_activity)
@@ -334,17 +321,6 @@ def _backend_runner(engine, backend, seed, threads, n_lors, want_cupy):
         return host
 
     return run_buffer, finish_buffer
-
-
-def _decay_count(name, value):
-    value = positive_int(name, value)
-    if value > MAX_DECAYS:
-        raise ValueError(f"{name}: at most 2**62, got {value}")
-    return value
-
-
-
-
 
 
 __all__ = ["FATES", "MonteCarloStats", "OUTCOMES", "direction_band", "scanner_parameters", "simulate_events",

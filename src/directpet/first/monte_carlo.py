@@ -45,9 +45,8 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
-from .._backend import resolve_backend
-from .._checks import expect_instance, positive_int
-from .._device import host_volume, wants_cupy
+from .._checks import expect_instance
+from .._device import decay_count, host_volume, monte_carlo_options
 from .._progress import progress_callback
 from ..geometry import ImageGrid
 from ..sim.random import check_seed
@@ -56,8 +55,6 @@ from .geometry import RotatingScanner
 # Decays per chunk (between progress updates and Ctrl-C checks): a fraction of a second each.
 DEFAULT_CHUNK_CPU = 1 << 22   # ~0.5 s at ~8e6 decays/s on two cores
 DEFAULT_CHUNK_CUDA = 1 << 27  # well under a second on an H100-class GPU
-MAX_CHUNK_CUDA = 1 << 31      # the kernel's per-warp counters are 32 bits
-MAX_DECAYS = 1 << 62          # decay numbers are 64-bit Philox counters; the binding takes int64
 
 
 @dataclass(frozen=True)
@@ -125,19 +122,9 @@ def simulate_sinogram(scanner: RotatingScanner, activity, grid: ImageGrid, n_dec
     expect_instance(scanner, RotatingScanner, "scanner")
     expect_instance(grid, ImageGrid, "grid")
     host_activity = host_volume(activity, "activity", grid.shape)
-    n_decays = _decay_count("n_decays", n_decays)
-    seed = check_seed("seed", seed)
-    nthreads = 0 if threads is None else positive_int("threads", threads)
-    if not isinstance(backend, str):
-        raise TypeError(f"backend: expected 'auto', 'cpu' or 'cuda', got {type(backend).__name__}")
-    chosen = resolve_backend(backend)
-    want_cupy = wants_cupy(xp, chosen)
-    if chunk_decays is None:
-        chunk = DEFAULT_CHUNK_CPU if chosen == "cpu" else DEFAULT_CHUNK_CUDA
-    else:
-        chunk = _decay_count("chunk_decays", chunk_decays)
-        if chosen == "cuda" and chunk > MAX_CHUNK_CUDA:
-            raise ValueError(f"chunk_decays: at most 2**31 on the CUDA backend, got {chunk}")
+    n_decays = decay_count("n_decays", n_decays)
+    seed, nthreads, chosen, want_cupy, chunk = monte_carlo_options(
+        seed, threads, backend, xp, chunk_decays, "chunk_decays", (DEFAULT_CHUNK_CPU, DEFAULT_CHUNK_CUDA))
     params = scanner_parameters(scanner)
     voxel = list(grid.voxel_size)
 
@@ -186,19 +173,9 @@ def trace_decays(scanner: RotatingScanner, activity, grid: ImageGrid, n_decays: 
     expect_instance(scanner, RotatingScanner, "scanner")
     expect_instance(grid, ImageGrid, "grid")
     host_activity = host_volume(activity, "activity", grid.shape)
-    n_decays = _decay_count("n_decays", n_decays)
+    n_decays = decay_count("n_decays", n_decays)
     return _core.first_mc_trace_cpu(scanner_parameters(scanner), host_activity, list(grid.voxel_size), n_decays,
                                     check_seed("seed", seed))
-
-
-def _decay_count(name, value):
-    value = positive_int(name, value)
-    if value > MAX_DECAYS:
-        raise ValueError(f"{name}: at most 2**62, got {value}")
-    return value
-
-
-
 
 
 def _simulate_cuda(params, activity, voxel, n_decays, seed, chunk, callback, shape, want_cupy):
@@ -218,7 +195,6 @@ def _simulate_cuda(params, activity, voxel, n_decays, seed, chunk, callback, sha
     counts = _core.first_mc_simulate_cuda(params, activity, voxel, n_decays, seed, buf.ptr, chunk, 0, callback)
     buf.download(sino)
     return sino, counts
-
 
 
 __all__ = ["MonteCarloStats", "scanner_parameters", "simulate_sinogram", "trace_decays"]
