@@ -21,6 +21,16 @@ class LinearOperator(ABC):
     def adjoint(self, y):
         """A^T y."""
 
+    def _set_runtime(self, backend: str, threads, check_finite: bool):
+        """The projectors' common run settings: ``backend`` (the one actually used, 'cpu' or
+        'cuda'), ``threads`` (CPU threads; 0 = the OpenMP default) and ``check_finite``."""
+        from ._backend import resolve_backend
+        from ._checks import positive_int
+
+        self.threads = 0 if threads is None else positive_int("threads", threads)
+        self.check_finite = bool(check_finite)
+        self.backend = resolve_backend(backend)
+
     def back(self, y, *args, **kwargs):
         """Alias of :meth:`adjoint` (back projection); extra arguments are passed through."""
         return self.adjoint(y, *args, **kwargs)

@@ -13,7 +13,6 @@ from typing import Optional, Sequence, Union
 
 import numpy as np
 
-from .._backend import resolve_backend
 from .._checks import check_volume, expect_instance, like, output_array
 from ..geometry import ImageGrid
 from ..operators import LinearOperator
@@ -36,12 +35,7 @@ class ViewProjector(LinearOperator):
         self.grid = expect_instance(grid, ImageGrid, "grid")
         self.views = as_view_list(views)
         self.kernel = SRKernel.invariant() if kernel is None else expect_instance(kernel, SRKernel, "kernel")
-        if threads is not None and (isinstance(threads, (bool, np.bool_))
-                                    or not isinstance(threads, (int, np.integer)) or threads < 1):
-            raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")
-        self.threads = 0 if threads is None else int(threads)
-        self.check_finite = bool(check_finite)
-        self.backend = resolve_backend(backend)
+        self._set_runtime(backend, threads, check_finite)
         self.in_shape = grid.shape
         self.out_shape = (len(self.views),) + grid.shape
 

@@ -30,8 +30,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .. import _core
-from .._backend import resolve_backend
-from .._checks import check_volume, expect_instance, output_array, positive_int
+from .._checks import check_volume, expect_instance, output_array
 from ..operators import LinearOperator
 from .model import PatchModel
 
@@ -66,9 +65,7 @@ class DualHeadProjector(LinearOperator):
         self.method = method
         self.scanner = model.scanner
         self.grid = model.scanner.grid
-        self.threads = 0 if threads is None else positive_int("threads", threads)
-        self.check_finite = bool(check_finite)
-        self.backend = resolve_backend(backend)
+        self._set_runtime(backend, threads, check_finite)
         if method in CUDA_ONLY and self.backend != "cuda":
             raise ValueError(f"method: {method!r} is one of the paper's GPU algorithms and needs backend=\"cuda\" "
                              f"(this projector runs on {self.backend!r}); use method='default' on the CPU")

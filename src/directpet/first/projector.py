@@ -28,8 +28,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .. import _core
-from .._backend import resolve_backend
-from .._checks import check_volume, expect_instance, like, output_array, positive_int
+from .._checks import check_volume, expect_instance, like, output_array
 from ..operators import LinearOperator
 from .model import SuperLORTable
 
@@ -64,9 +63,7 @@ class SuperLORProjector(LinearOperator):
         self.method = method
         self.scanner = table.scanner
         self.grid = table.scanner.grid
-        self.threads = 0 if threads is None else positive_int("threads", threads)
-        self.check_finite = bool(check_finite)
-        self.backend = resolve_backend(backend)
+        self._set_runtime(backend, threads, check_finite)
         self.in_shape = self.grid.shape
         self.out_shape = self.scanner.sinogram_shape
         self._model = _core.FirstModel(self.scanner.n_radial, self.scanner.n_rows, self.scanner.n_angles,
