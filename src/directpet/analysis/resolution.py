@@ -284,6 +284,10 @@ class PeakToValley:
     ratio: float
     profile: RodProfile
 
+    def ratio_text(self) -> str:
+        """The ratio for tables and legends: ``'inf'`` for perfect separation, else 2 decimals."""
+        return "inf" if not np.isfinite(self.ratio) else f"{self.ratio:.2f}"
+
 
 def rod_profiles(image, grid: ImageGrid, info, *, step_mm: Optional[float] = None,
                  axial_fraction: float = 0.5) -> Dict[float, RodProfile]:

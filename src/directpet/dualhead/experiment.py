@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import analysis, recon
 from .._backend import resolve_backend
+from .._checks import to_numpy
 from ..sim import derenzo_phantom
 from .data import DualHeadData
 from .geometry import DualHeadScanner
@@ -88,7 +89,7 @@ class DualHeadExperimentResult:
         lines = [f"peak-to-valley after {it} iterations (1 iteration in brackets)", f"{'rod (mm)':>9} {'P/V':>16}"]
         for d in self.derenzo_info.diameters_mm:
             if d in self.pv:
-                lines.append(f"{d:>9.2f} {_ratio(self.pv[d]):>7} ({_ratio(self.pv_first[d]):>6})")
+                lines.append(f"{d:>9.2f} {self.pv[d].ratio_text():>7} ({self.pv_first[d].ratio_text():>6})")
         lines += ["", f"point-source FWHM after {it} iterations (mm)",
                   f"{'x (mm)':>7} {'z (mm)':>7} {'x':>6} {'y':>6} {'z':>6}"]
         for p, f in zip(self.point_positions, self.fwhm_xyz()):
@@ -96,14 +97,6 @@ class DualHeadExperimentResult:
         lines += ["", f"time per OSEM iteration ({self.config.n_subsets} subsets): "
                       f"{self.timings.get('seconds_per_iteration', float('nan')) * 1e3:.0f} ms"]
         return "\n".join(lines)
-
-
-def _ratio(pv) -> str:
-    return "inf" if not np.isfinite(pv.ratio) else f"{pv.ratio:.2f}"
-
-
-def _to_numpy(a):
-    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 def scanner_for(size: str) -> DualHeadScanner:
@@ -179,10 +172,10 @@ def run_dualhead_experiment(cfg: DualHeadExperimentConfig = DualHeadExperimentCo
 
         def keep_first(it, sub, x, last=problem.order()[-1]):
             if it == 1 and sub == last:
-                first.append(_to_numpy(x))
+                first.append(to_numpy(x))
 
         res = recon.osem(problem, cfg.n_iter, callback=keep_first, progress=cfg.progress)
-        res.image = _to_numpy(res.image)
+        res.image = to_numpy(res.image)
         res.images, res.image_iterations = [first[0], res.image], [1, res.n_iter]
         runs.append(res)
     out.derenzo, out.points = runs
@@ -200,7 +193,7 @@ def line_profile(image, scanner: DualHeadScanner, y_mm: float, x_half_mm: float 
     Returns ``(z_mm (n_z D,), values)``.
     """
     g = scanner.grid
-    img = _to_numpy(image)
+    img = to_numpy(image)
     iy = int(np.argmin(np.abs(g.centres(1) - y_mm)))
     planes = np.flatnonzero(np.abs(g.centres(2)) <= x_half_mm + 1e-9)
     return g.centres(0), img[:, iy, planes].mean(axis=1)
@@ -210,7 +203,7 @@ def transverse_slice(image, scanner: DualHeadScanner, y_mm: float) -> np.ndarray
     """The (z, x) slice at ``y = y_mm`` (nearest voxel row)."""
     g = scanner.grid
     iy = int(np.argmin(np.abs(g.centres(1) - y_mm)))
-    return _to_numpy(image)[:, iy, :]
+    return to_numpy(image)[:, iy, :]
 
 
 def write_dualhead_figures(result: DualHeadExperimentResult, out_dir: str) -> list:
@@ -272,7 +265,7 @@ def write_dualhead_figures(result: DualHeadExperimentResult, out_dir: str) -> li
         for img, title, pv in ((r.images[0], "1 iteration", result.pv_first),
                                (r.images[-1], f"{r.image_iterations[-1]} iterations", result.pv)):
             prof = analysis.rod_profiles(img, g, info)[d]
-            ax.plot(prof.distance_mm, prof.values, label=f"{title} (P/V {_ratio(pv[d])})")
+            ax.plot(prof.distance_mm, prof.values, label=f"{title} (P/V {pv[d].ratio_text()})")
         ax.set_title(f"{d:g} mm rods", fontsize=9)
         ax.set_xlabel("distance along the profile (mm)")
         ax.legend(fontsize=7)

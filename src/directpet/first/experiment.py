@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import analysis, recon
 from .._backend import resolve_backend
+from .._checks import to_numpy
 from ..geometry import ImageGrid
 from ..sim import derenzo_phantom, point_sources, radial_point_positions
 from .data import SinogramData
@@ -93,7 +94,7 @@ class FirstExperimentResult:
             row = []
             for m in labels:
                 r = self.methods[m]
-                row.append(f"{_ratio(r.pv[d]):>7} ({_ratio(r.pv_first[d]):>6})")
+                row.append(f"{r.pv[d].ratio_text():>7} ({r.pv_first[d].ratio_text():>6})")
             lines.append(f"{d:>9.2f} " + " ".join(f"{c:>16}" for c in row))
         lines.append("")
         lines.append(f"point-source FWHM after {it} iterations (mm): radial / tangential / axial")
@@ -108,14 +109,6 @@ class FirstExperimentResult:
         lines.append("time per OSEM iteration: " + ", ".join(
             f"{m} {self.methods[m].seconds_per_iteration * 1e3:.0f} ms" for m in labels))
         return "\n".join(lines)
-
-
-def _ratio(pv) -> str:
-    return "inf" if not np.isfinite(pv.ratio) else f"{pv.ratio:.2f}"
-
-
-def _to_numpy(a):
-    return a.get() if hasattr(a, "get") else np.asarray(a)
 
 
 def scanner_for(size: str) -> RotatingScanner:
@@ -191,10 +184,10 @@ def run_first_experiment(cfg: FirstExperimentConfig = FirstExperimentConfig()) -
 
             def keep_first(it, sub, x, last=problem.n_subsets - 1):
                 if it == 1 and sub == last:
-                    first.append(_to_numpy(x))
+                    first.append(to_numpy(x))
 
             res = recon.osem(problem, cfg.n_iter, callback=keep_first, progress=cfg.progress)
-            res.image = _to_numpy(res.image)
+            res.image = to_numpy(res.image)
             res.images, res.image_iterations = [first[0], res.image], [1, res.n_iter]
             runs.append(res)
         mr = MethodResult(method, runs[0], runs[1],
@@ -245,7 +238,7 @@ def write_first_figures(result: FirstExperimentResult, out_dir: str) -> list:
     for ax, d in zip(axes.ravel(), diameters):
         for m in labels:
             prof = analysis.rod_profiles(result.methods[m].derenzo.images[-1], grid, info)[d]
-            ax.plot(prof.distance_mm, prof.values, label=f"{m} (P/V {_ratio(result.methods[m].pv[d])})")
+            ax.plot(prof.distance_mm, prof.values, label=f"{m} (P/V {result.methods[m].pv[d].ratio_text()})")
         truth = analysis.rod_profiles(result.derenzo_truth, grid, info)[d]
         ax.plot(truth.distance_mm, truth.values * max(ax.get_ylim()[1], 1e-12) / max(truth.values.max(), 1e-12),
                 "k:", lw=0.8, label="truth (scaled)")
