@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, fields
-from typing import Optional, Sequence, Tuple
+from typing import Tuple
 
 import numpy as np
 
