@@ -162,6 +162,21 @@ def test_share_rejects_bad_ranks_and_subsets_smaller_than_the_group(rng):
         p.share(0.5, 2)
     with pytest.raises(ValueError, match="n_ranks: subset 0 has 6"):
         p.share(0, 7)
+    from directpet.recon import StoredSubsets
+
+    class NoUnits(StoredSubsets):                       # a problem without the unit hooks
+        def __init__(self):
+            self.image_shape = (2, 2)
+            self.store([np.ones(3, np.float32)], [None], [None], [0])
+
+        def forward(self, x, subset, out=None):
+            return np.ones(3, np.float32)
+
+        def adjoint(self, y, subset, out=None):
+            return np.ones((2, 2), np.float32)
+
+    with pytest.raises(TypeError, match="cannot be shared.*subset_units, forward_units, adjoint_units"):
+        NoUnits().share(0, 2)
     one_view = ViewSubsets(p.projector, p.histo_data)   # block-RAMLA subsets: one view each
     with pytest.raises(ValueError, match="block-RAMLA"):
         one_view.share(0, 2)

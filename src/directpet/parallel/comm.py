@@ -14,26 +14,28 @@ CuPy and PyTorch are imported only when such a communicator is made.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import numpy as np
 
 from .._checks import array_module
 
 
-class Communicator:
+class Communicator(ABC):
     """Sums over the processes of one reconstruction (``size`` processes, this one ``rank``)."""
 
     rank: int = 0
     size: int = 1
     name: str = ""
 
+    @abstractmethod
     def allreduce(self, a):
         """a <- sum of a over the processes, in place; returns a. a: a C-contiguous float32 or
         float64 array (CuPy for NCCL)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def allreduce_scalar(self, value: float) -> float:
         """The sum of a float over the processes (float64)."""
-        raise NotImplementedError
 
     def barrier(self):
         """Wait until every process has arrived."""

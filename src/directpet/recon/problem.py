@@ -151,18 +151,12 @@ class StoredSubsets(SubsetProblem):
         return list(self._order)
 
     # --- splitting the subsets across processes (directpet.parallel) ------------------------------
-    def subset_units(self, subset: int) -> list:
-        """The units (views, angles, classes) of a subset, in the order of its arrays."""
-        raise NotImplementedError(f"{type(self).__name__} cannot be shared across processes")
-
-    def forward_units(self, x, units, out=None, data=None):
-        """The forward projection of x for a list of this problem's units, laid out as
-        ``take_units`` lays out their data; ``data`` (their counts) for families that use them."""
-        raise NotImplementedError(f"{type(self).__name__} cannot be shared across processes")
-
-    def adjoint_units(self, y, units, out=None):
-        """The back projection (an image) of y laid out as ``forward_units`` returns it."""
-        raise NotImplementedError(f"{type(self).__name__} cannot be shared across processes")
+    # The unit hooks a family implements to be shareable (ViewSubsets, AngleSubsets, DualHeadSubsets):
+    #   subset_units(subset) -> list: the units of a subset, in the order of its arrays;
+    #   forward_units(x, units, out=None, data=None): the projection of x onto those units, laid out
+    #       as take_units lays out their data (``data``: their counts, for families that use them);
+    #   adjoint_units(y, units, out=None): the back projection (an image) of such an array.
+    _UNIT_HOOKS = ("subset_units", "forward_units", "adjoint_units")
 
     def take_units(self, a, subset: int, positions: Sequence[int]):
         """The part of a subset array (data, factors or background) that belongs to the units at
@@ -181,6 +175,10 @@ class StoredSubsets(SubsetProblem):
         has fewer units than ``n_ranks`` (one-view block-RAMLA subsets cannot be split: block-RAMLA
         is sequential and runs on one device).
         """
+        missing = [h for h in self._UNIT_HOOKS if not callable(getattr(self, h, None))]
+        if missing:
+            raise TypeError(f"problem: {type(self).__name__} cannot be shared across processes (it has no "
+                            f"{', '.join(missing)})")
         return SubsetShare(self, rank, n_ranks, xp)
 
 
