@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
 

@@ -28,7 +28,7 @@ import directpet
 from directpet import ImageGrid, LinearOperator
 from directpet import _core
 from directpet.direct import FFTProjector, HistoImageProjector, SRKernel, View, build_lut
-from directpet.direct.fft import auto_padding, fft_friendly_size, minimal_padding
+from directpet.direct.fft import auto_padding, fft_friendly_size
 
 RTOL = 1e-5
 

@@ -29,7 +29,7 @@ photons), where the paper's 28 % (both layers) is inside a 250-750 keV window.
 import numpy as np
 import pytest
 
-from directpet.dualhead import (DualHeadScanner, PatchModel, SeedDRF, build_patch_model, build_seed_drf,
+from directpet.dualhead import (DualHeadScanner, PatchModel, build_patch_model, build_seed_drf,
                                 lor_response, patch_candidate_counts, seed_key, seed_lookup, storage_report)
 from directpet.dualhead.response import support_pairs, voxel_sensitivity
 from directpet.dualhead.symmetry import seed_candidate_entries

@@ -123,50 +123,41 @@ __device__ __forceinline__ int find_entry(const T* first, int n, T b) {
 }
 
 // --- layout rearrangements ----------------------------------------------------------------------------
-// X[p][r_y][r_z][c_y][c_z] <- image[v_z][v_y][p]: a 32 (p) x 32 (v_z) tile per v_y, through shared memory
-// (reads along p, writes along c_z).
-__global__ void __launch_bounds__(256) to_polyphase_kernel(const Layout L, const float* __restrict__ image,
-                                                            float* __restrict__ X) {
-    __shared__ float tile[32][33];
-    const int vy = blockIdx.z, p0 = blockIdx.x * 32, vz0 = blockIdx.y * 32;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int NY = L.image_ny(), NZ = L.image_nz(), P = L.n_planes, D = L.D;
-    for (int r = ty; r < 32; r += 8) {
-        const int vz = vz0 + r, p = p0 + tx;
-        if (vz < NZ && p < P) tile[r][tx] = image[(int64_t(vz) * NY + vy) * P + p];
-    }
-    __syncthreads();
-    const int cy = vy / D, ry = vy - cy * D;
-    const int64_t nyz = int64_t(L.n_y) * L.n_z;
-    for (int r = ty; r < 32; r += 8) {
-        const int p = p0 + r, vz = vz0 + tx;
-        if (vz < NZ && p < P) {
-            const int cz = vz / D, rz = vz - cz * D;
-            X[((int64_t(p) * D + ry) * D + rz) * nyz + int64_t(cy) * L.n_z + cz] = tile[tx][r];
-        }
-    }
-}
-
-// image[v_z][v_y][p] <- X (the inverse of to_polyphase_kernel)
-__global__ void __launch_bounds__(256) from_polyphase_kernel(const Layout L, const float* __restrict__ X,
-                                                              float* __restrict__ image) {
+// X[p][r_y][r_z][c_y][c_z] <-> image[v_z][v_y][p] through a 32 (p) x 32 (v_z) shared tile per v_y: the
+// image side is read / written along p, the polyphase side along c_z (both coalesced). kToPoly: image
+// -> X; else X -> image (the inverse).
+template <bool kToPoly>
+__global__ void __launch_bounds__(256) polyphase_kernel(const Layout L, const float* __restrict__ src,
+                                                         float* __restrict__ dst) {
     __shared__ float tile[32][33];
     const int vy = blockIdx.z, p0 = blockIdx.x * 32, vz0 = blockIdx.y * 32;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int NY = L.image_ny(), NZ = L.image_nz(), P = L.n_planes, D = L.D;
     const int cy = vy / D, ry = vy - cy * D;
     const int64_t nyz = int64_t(L.n_y) * L.n_z;
-    for (int r = ty; r < 32; r += 8) {
-        const int p = p0 + r, vz = vz0 + tx;
-        if (vz < NZ && p < P) {
-            const int cz = vz / D, rz = vz - cz * D;
-            tile[tx][r] = X[((int64_t(p) * D + ry) * D + rz) * nyz + int64_t(cy) * L.n_z + cz];
+    auto image_at = [&](int vz, int p) { return (int64_t(vz) * NY + vy) * P + p; };
+    auto poly_at = [&](int vz, int p) {
+        const int cz = vz / D, rz = vz - cz * D;
+        return ((int64_t(p) * D + ry) * D + rz) * nyz + int64_t(cy) * L.n_z + cz;
+    };
+    for (int r = ty; r < 32; r += 8) {           // load: the image along p, or X along c_z
+        if (kToPoly) {
+            const int vz = vz0 + r, p = p0 + tx;
+            if (vz < NZ && p < P) tile[r][tx] = src[image_at(vz, p)];
+        } else {
+            const int p = p0 + r, vz = vz0 + tx;
+            if (vz < NZ && p < P) tile[tx][r] = src[poly_at(vz, p)];
         }
     }
     __syncthreads();
-    for (int r = ty; r < 32; r += 8) {
-        const int vz = vz0 + r, p = p0 + tx;
-        if (vz < NZ && p < P) image[(int64_t(vz) * NY + vy) * P + p] = tile[r][tx];
+    for (int r = ty; r < 32; r += 8) {           // store: the other side
+        if (kToPoly) {
+            const int p = p0 + r, vz = vz0 + tx;
+            if (vz < NZ && p < P) dst[poly_at(vz, p)] = tile[tx][r];
+        } else {
+            const int vz = vz0 + r, p = p0 + tx;
+            if (vz < NZ && p < P) dst[image_at(vz, p)] = tile[r][tx];
+        }
     }
 }
 
@@ -1082,9 +1073,9 @@ void for_each_entry_chunk(const ClassList& C, F&& f) {
 
 void rearrange(const Layout& L, const float* src, float* dst, bool to_poly, cudaStream_t s) {
     const dim3 grid(div_up(L.n_planes, 32), div_up(L.image_nz(), 32), L.image_ny());
-    if (to_poly) to_polyphase_kernel<<<grid, dim3(32, 8), 0, s>>>(L, src, dst);
-    else from_polyphase_kernel<<<grid, dim3(32, 8), 0, s>>>(L, src, dst);
-    DP_CUDA_CHECK_LAUNCH(to_poly ? "to_polyphase_kernel" : "from_polyphase_kernel");
+    if (to_poly) polyphase_kernel<true><<<grid, dim3(32, 8), 0, s>>>(L, src, dst);
+    else polyphase_kernel<false><<<grid, dim3(32, 8), 0, s>>>(L, src, dst);
+    DP_CUDA_CHECK_LAUNCH("polyphase_kernel");
 }
 
 // Window tiers of the default kernels: 'small' windows share launches whose blocks fit twice on an
