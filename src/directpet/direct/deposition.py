@@ -25,7 +25,7 @@ from ..sim.random import make_rng, seed_from_rng
 from .histo_data import HistoImageData
 from .kernels import SRKernel
 from .scanner import CylindricalScanner
-from .views import ViewSet
+from .views import ViewSet, bin_canonical
 
 
 # --- view binning and deposition ----------------------------------------------------------------------
@@ -33,28 +33,12 @@ from .views import ViewSet
 def bin_views(p1, p2, viewset: ViewSet, xp=None):
     """View index of the LORs p1 -> p2 ((n, 3) (x, y, z) mm) and whether they were flipped.
 
-    Same semantics as :meth:`ViewSet.bin_directions` (written against ``xp``): the direction
-    ``u = p2 - p1`` is negated (p1, p2 swapped, dt negated) when its azimuth is outside [0, pi);
-    tilts outside +-theta_max get view -1. Returns ``(view (n,) int64, flipped (n,) bool)``.
+    :func:`~directpet.direct.views.bin_canonical` of the direction ``u = p2 - p1``: it is negated
+    (p1, p2 swapped, dt negated) when its azimuth is outside [0, pi), and ``u`` and ``-u`` get the
+    same view exactly; tilts outside +-theta_max get view -1. Returns ``(view (n,) int64, flipped (n,) bool)``.
     """
     xp = array_module(p1) if xp is None else xp
-    u = p2.astype(xp.float64) - p1.astype(xp.float64)
-    phi = xp.arctan2(u[:, 1], u[:, 0])
-    flipped = (phi < 0) | (phi >= np.pi)
-    phi = xp.where(flipped, phi + np.pi, phi)
-    phi = xp.where(phi >= np.pi, phi - np.pi, phi)
-    uz = xp.where(flipped, -u[:, 2], u[:, 2])
-    norm = xp.sqrt(xp.sum(u * u, axis=1))
-    theta = xp.arcsin(xp.clip(uz / xp.where(norm > 0, norm, 1.0), -1.0, 1.0))
-    k = xp.minimum((phi / np.pi * viewset.n_phi).astype(xp.int64), viewset.n_phi - 1)
-    if viewset.theta_max > 0:
-        tm = viewset.theta_max
-        l = xp.floor((theta + tm) / (2 * tm) * viewset.n_theta).astype(xp.int64)
-        l = xp.where(theta == tm, viewset.n_theta - 1, l)
-    else:
-        l = xp.zeros_like(k)
-    ok = (l >= 0) & (l < viewset.n_theta) & (norm > 0)
-    return xp.where(ok, k * viewset.n_theta + l, -1), flipped
+    return bin_canonical(p2.astype(xp.float64) - p1.astype(xp.float64), viewset, xp)
 
 
 @dataclass

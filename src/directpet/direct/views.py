@@ -99,21 +99,9 @@ class ViewSet:
 
         Returns ``(view_index, flipped)``: flipped is True where u was negated so that its azimuth
         lies in [0, pi). Directions whose tilt is outside +-theta_max get view index -1.
+        See :func:`bin_canonical`.
         """
-        u = np.asarray(u, dtype=np.float64)
-        phi = np.arctan2(u[..., 1], u[..., 0])
-        flipped = (phi < 0) | (phi >= np.pi)
-        phi = np.where(phi < 0, phi + np.pi, np.where(phi >= np.pi, phi - np.pi, phi))
-        uz = np.where(flipped, -u[..., 2], u[..., 2])
-        theta = np.arcsin(np.clip(uz / np.linalg.norm(u, axis=-1), -1.0, 1.0))
-        k = np.minimum((phi / np.pi * self.n_phi).astype(np.int64), self.n_phi - 1)
-        if self.theta_max > 0:
-            l = np.floor((theta + self.theta_max) / (2 * self.theta_max) * self.n_theta).astype(np.int64)
-            l = np.where(theta == self.theta_max, self.n_theta - 1, l)
-        else:
-            l = np.zeros_like(k)
-        ok = (l >= 0) & (l < self.n_theta)
-        return np.where(ok, k * self.n_theta + l, -1), flipped
+        return bin_canonical(np.asarray(u, dtype=np.float64), self, np)
 
     def geometric_order(self) -> list:
         """View visiting order: bit-reversed (van der Corput) azimuths, tilts (0, +, -) per azimuth."""
@@ -121,3 +109,29 @@ class ViewSet:
         mid = self.n_theta // 2
         ls = sorted(range(self.n_theta), key=lambda l: (abs(l - mid), -(l - mid)))
         return [self.index(k, l) for k in ks for l in ls]
+
+
+def bin_canonical(u, viewset: "ViewSet", xp):
+    """View index and flip of directions ``u`` (..., 3), written against the array namespace ``xp``.
+
+    ``u`` is negated (``flipped``) when ``u_y < 0``, or ``u_y = 0`` and ``u_x < 0``, so that its azimuth
+    lies in [0, pi); the azimuth and tilt are computed *after* the flip, so ``u`` and ``-u`` get the
+    same view bit for bit (crystal-pair LORs from list-mode files often sit exactly on a view
+    boundary). Tilts outside +-theta_max and zero vectors get view -1.
+    """
+    ux, uy, uz = u[..., 0], u[..., 1], u[..., 2]
+    flipped = (uy < 0) | ((uy == 0) & (ux < 0))
+    phi = xp.arctan2(xp.where(flipped, -uy, uy), xp.where(flipped, -ux, ux))    # in [0, pi)
+    phi = xp.where(phi < 0, 0.0, phi)                                           # -0.0 for u_y = -0
+    cz = xp.where(flipped, -uz, uz)
+    norm = xp.sqrt(ux * ux + uy * uy + uz * uz)
+    theta = xp.arcsin(xp.clip(cz / xp.where(norm > 0, norm, 1.0), -1.0, 1.0))
+    k = xp.minimum((phi / np.pi * viewset.n_phi).astype(xp.int64), viewset.n_phi - 1)
+    if viewset.theta_max > 0:
+        tm = viewset.theta_max
+        l = xp.floor((theta + tm) / (2 * tm) * viewset.n_theta).astype(xp.int64)
+        l = xp.where(theta == tm, viewset.n_theta - 1, l)
+    else:
+        l = xp.zeros_like(k)
+    ok = (l >= 0) & (l < viewset.n_theta) & (norm > 0)
+    return xp.where(ok, k * viewset.n_theta + l, -1), flipped

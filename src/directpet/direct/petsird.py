@@ -1,0 +1,198 @@
+"""DIRECT list-mode through PETSIRD: the cylindrical scanner as crystal rings, events both ways.
+
+* :func:`scanner_header` describes a :class:`~directpet.direct.CylindricalScanner` as a ring
+  scanner: ``n_per_ring`` single-column modules around the axis, each a column of ``n_rings``
+  crystals whose centres lie on the detector cylinder (its radius is the crystals' mid-depth), and
+  TOF bins of ``tof_bin_ps`` across the coincidence window.
+* :func:`events_to_coincidences` snaps each event's endpoints to the nearest crystals and its time
+  difference to a TOF bin; :func:`coincidences_to_events` turns coincidences of any PETSIRD scanner
+  back into :class:`~directpet.direct.EventBatch` (crystal centres, TOF-bin centres), on the GPU
+  when asked.
+* :func:`write_events`, :func:`read_events` and :func:`deposit_file` stream whole files; depositing
+  a file gives the histo-images of the events as PETSIRD represents them (the same as depositing
+  ``coincidences_to_events(events_to_coincidences(events))``).
+
+TOF in PETSIRD is ``(t1 - t2) c / 2`` in mm with ``t1`` at ``detection_bins[0]``; here
+``dt_ps = t1 - t2`` with ``t1`` at ``p1``, so ``dt_ps = 2 tof_mm / c``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Iterator, Optional
+
+import numpy as np
+
+from .._checks import array_module
+from ..geometry import ImageGrid
+from ..io.petsird import (Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter, nearest_elements,
+                          single_type_header)
+from .deposition import DepositStats, deposit
+from .events import EventBatch
+from .kernels import C_MM_PER_PS
+from .scanner import CylindricalScanner
+from .views import ViewSet
+
+
+def scanner_header(scanner: CylindricalScanner, *, crystal_mm: float = 4.0, depth_mm: float = 20.0,
+                   tof_bin_ps: float = 25.0, crystal_efficiencies=None, model_name: str = "directpet cylinder"):
+    """A ``petsird.Header`` describing ``scanner`` as rings of crystals.
+
+    Parameters
+    ----------
+    scanner : the :class:`CylindricalScanner`.
+    crystal_mm : target crystal pitch along the ring and the axis (mm); the ring count and the
+        crystals per ring are rounded so the crystals tile the cylinder exactly.
+    depth_mm : crystal depth (mm), centred on the detector radius.
+    tof_bin_ps : TOF bin width (ps); an odd number of bins, centred on 0, covers the coincidence window.
+    crystal_efficiencies : optional ``(n_per_ring, n_rings)`` detection efficiencies per crystal
+        (module = ring position, element = ring), stored as PETSIRD detection-bin efficiencies.
+    """
+    if not isinstance(scanner, CylindricalScanner):
+        raise TypeError(f"scanner: expected a CylindricalScanner, got {type(scanner).__name__}")
+    for name, value in (("crystal_mm", crystal_mm), ("depth_mm", depth_mm), ("tof_bin_ps", tof_bin_ps)):
+        if not np.isfinite(value) or value <= 0:
+            raise ValueError(f"{name}: expected a positive finite value, got {value!r}")
+    n_per_ring = max(8, int(round(2 * math.pi * scanner.radius_mm / crystal_mm)))
+    n_rings = max(1, int(round(scanner.axial_length_mm / crystal_mm)))
+    ring_mm = scanner.axial_length_mm / n_rings
+    tangential_mm = 2 * scanner.radius_mm * math.sin(math.pi / n_per_ring)
+    angles = 2 * math.pi * np.arange(n_per_ring) / n_per_ring
+    c, s = np.cos(angles), np.sin(angles)
+    rotations = np.zeros((n_per_ring, 3, 3))
+    rotations[:, 0, 0], rotations[:, 0, 1], rotations[:, 1, 0], rotations[:, 1, 1] = c, -s, s, c
+    rotations[:, 2, 2] = 1.0
+    rings = np.zeros((n_rings, 3))
+    rings[:, 0] = scanner.radius_mm
+    rings[:, 2] = (np.arange(n_rings) - 0.5 * (n_rings - 1)) * ring_mm
+    half_bins = int(math.ceil(0.5 * scanner.coincidence_window_ps / tof_bin_ps - 0.5))
+    edges_ps = (np.arange(-half_bins, half_bins + 2) - 0.5) * tof_bin_ps
+    efficiencies = None
+    if crystal_efficiencies is not None:
+        efficiencies = np.asarray(crystal_efficiencies, np.float64)
+        if efficiencies.shape != (n_per_ring, n_rings):
+            raise ValueError(f"crystal_efficiencies: expected shape {(n_per_ring, n_rings)} (crystals per ring, "
+                             f"rings), got {efficiencies.shape}")
+    return single_type_header(model_name, (depth_mm, tangential_mm, ring_mm), rings, rotations,
+                              np.zeros((n_per_ring, 3)), tof_edges_mm=edges_ps * (0.5 * C_MM_PER_PS),
+                              tof_fwhm_mm=scanner.tof_fwhm_ps * 0.5 * C_MM_PER_PS,
+                              bin_efficiencies=efficiencies)
+
+
+def ring_shape(header) -> tuple:
+    """``(n_per_ring, n_rings)`` of a header made by :func:`scanner_header`."""
+    rep = header.scanner.scanner_geometry.replicated_modules[0]
+    return len(rep.transforms), len(rep.object.detecting_elements.transforms)
+
+
+def _tof_edges(pscanner: PetsirdScanner, pair) -> np.ndarray:
+    edges = pscanner.tof_edges_mm(*pair)
+    if edges.size <= 2:
+        raise ValueError(f"events of module types {tuple(pair)}: the file has no TOF information "
+                         f"({max(edges.size - 1, 0)} TOF bin); DIRECT histo-images need TOF")
+    return edges
+
+
+def events_to_coincidences(events: EventBatch, pscanner: PetsirdScanner) -> Coincidences:
+    """PETSIRD coincidences of a batch for a one-module-type scanner: nearest crystals, TOF bins.
+
+    Endpoints farther than a crystal's half diagonal from every crystal, or time differences outside
+    the TOF bins, raise ValueError (events outside the scanner).
+    """
+    if not isinstance(pscanner, PetsirdScanner):
+        raise TypeError(f"pscanner: expected a PetsirdScanner, got {type(pscanner).__name__}")
+    if pscanner.n_types != 1:
+        raise ValueError(f"pscanner: expected a scanner of one module type, got {pscanner.n_types}")
+    edges = _tof_edges(pscanner, (0, 0))
+    box = np.array([c.c for c in pscanner.info.scanner_geometry.replicated_modules[0]
+                    .object.detecting_elements.object.shape.corners], np.float64)
+    reach = 0.5 * float(np.linalg.norm(box.max(axis=0) - box.min(axis=0))) + 1e-3
+    host = [np.asarray(a.get() if hasattr(a, "get") else a) for a in (events.p1, events.p2, events.dt_ps)]
+    bin0 = nearest_elements(pscanner, host[0], max_distance_mm=reach)
+    bin1 = nearest_elements(pscanner, host[1], max_distance_mm=reach)
+    tof_mm = host[2].astype(np.float64) * (0.5 * C_MM_PER_PS)
+    idx = np.searchsorted(edges, tof_mm, side="right") - 1
+    bad = (idx < 0) | (idx >= edges.size - 1)
+    if bad.any():
+        raise ValueError(f"events: {int(bad.sum())} time differences outside the TOF bins "
+                         f"[{2 * edges[0] / C_MM_PER_PS:.0f}, {2 * edges[-1] / C_MM_PER_PS:.0f}] ps")
+    return Coincidences(bin0, bin1, idx)
+
+
+def coincidences_to_events(pscanner: PetsirdScanner, pair, coincidences: Coincidences, *, xp=np) -> EventBatch:
+    """An :class:`EventBatch` (crystal centres, TOF-bin centres) of coincidences of module types ``pair``.
+
+    ``xp`` = CuPy builds the batch on the GPU (the integer lists are copied, the positions gathered there).
+    """
+    t0, t1 = pair
+    edges = _tof_edges(pscanner, pair)
+    dt_centres = (edges[:-1] + edges[1:]) / C_MM_PER_PS        # 2 tof_mm / c at the bin centres (ps)
+    cache = pscanner.__dict__.setdefault("_device_tables", {})
+    key = (xp.__name__, t0, t1)
+    if key not in cache:
+        cache[key] = (xp.asarray(pscanner.element_centres[t0], dtype=xp.float32),
+                      xp.asarray(pscanner.element_centres[t1], dtype=xp.float32),
+                      xp.asarray(dt_centres, dtype=xp.float32))
+    centres0, centres1, dt_table = cache[key]
+    e0 = xp.asarray(coincidences.bin0.astype(np.int64) // pscanner.n_energy_bins[t0])
+    e1 = xp.asarray(coincidences.bin1.astype(np.int64) // pscanner.n_energy_bins[t1])
+    tof = xp.asarray(coincidences.tof_idx.astype(np.int64))
+    return EventBatch(centres0[e0], centres1[e1], dt_table[tof])
+
+
+def write_events(path, header, prompts=None, delayeds=None, *, progress: bool = False) -> dict:
+    """Write event batches (each an :class:`EventBatch` or an iterable of them) to a PETSIRD file,
+    one time block per batch, prompts first. Returns the event counts written per kind."""
+    from tqdm.auto import tqdm
+
+    with PetsirdWriter(path, header) as writer:
+        for kind, stream in (("prompts", prompts), ("delayeds", delayeds)):
+            if stream is None:
+                continue
+            batches = [stream] if hasattr(stream, "dt_ps") else stream
+            for batch in tqdm(batches, disable=not progress, desc=f"writing {kind}", unit="block"):
+                lists = {(0, 0): events_to_coincidences(batch, writer.scanner)}
+                writer.write_block(**{kind: lists})
+        return dict(writer.n_written)
+
+
+def read_events(path, kind: str = "prompts", *, xp=np, progress: bool = False) -> Iterator[EventBatch]:
+    """Stream a PETSIRD file's prompts or delayeds as :class:`EventBatch` chunks (one per event
+    list) in the namespace ``xp``. Needs TOF for every module-type pair that has events."""
+    with PetsirdReader(path) as reader:
+        for pair, coincidences in reader.coincidences(kind, progress=progress):
+            yield coincidences_to_events(reader.scanner, pair, coincidences, xp=xp)
+
+
+def deposit_file(path, grid: ImageGrid, viewset: ViewSet, *, kind: str = "prompts", xp=None, mode: str = "nearest",
+                 progress: bool = True, return_stats: bool = False):
+    """Histo-images ``(n_views, nz, ny, nx)`` float32 of a PETSIRD file's prompts or delayeds.
+
+    ``xp``: None picks CuPy when a GPU is usable (the events are decoded on the host and deposited
+    on the GPU), else NumPy. See :func:`~directpet.direct.deposit` for ``mode`` and the stats.
+    """
+    if xp is None:
+        from .._backend import cuda_device_count
+        xp = np
+        if cuda_device_count() > 0:
+            try:
+                import cupy as xp  # optional: deposit on the GPU when CuPy is there
+            except ImportError:
+                xp = np
+    out, stats = None, DepositStats()
+    for batch in read_events(path, kind, xp=xp, progress=progress):
+        out, st = deposit(batch, grid, viewset, out=out, mode=mode, xp=xp, return_stats=True)
+        stats.add(st)
+    if out is None:
+        out = xp.zeros((len(viewset),) + grid.shape, dtype=xp.float32)
+    return (out, stats) if return_stats else out
+
+
+def quantised(events: EventBatch, pscanner: PetsirdScanner, *, xp=None) -> EventBatch:
+    """The batch as PETSIRD stores it (crystal centres, TOF-bin centres): what reading a file gives."""
+    xp = array_module(events.dt_ps) if xp is None else xp
+    return coincidences_to_events(pscanner, (0, 0), events_to_coincidences(events, pscanner), xp=xp)
+
+
+__all__ = ["coincidences_to_events", "deposit_file", "events_to_coincidences", "quantised", "read_events",
+           "ring_shape", "scanner_header", "write_events"]

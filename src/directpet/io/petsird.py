@@ -1,0 +1,562 @@
+"""PETSIRD list-mode files, read and written at NumPy speed (the ETSI PET Raw Data standard).
+
+PETSIRD (package ``petsird`` on PyPI, built with yardl) stores a header -- the scanner's detecting
+elements as replicated boxes, TOF bin edges, energy windows, detection efficiencies -- followed by a
+stream of time blocks whose coincidences are ``(detection_bins[2], tof_idx)`` records. This module
+keeps the standard's own code for everything structural (magic bytes, format version, schema,
+header, the time-block union) and replaces only the per-event (de)serialisation, which the
+``petsird`` package does with one Python object per event (microseconds each, hours for the
+10^8 - 10^9 events of a clinical file), by vectorised varint coding of whole event lists.
+
+Conventions of the standard that matter here (petsird 0.12):
+
+* a detection bin is ``energy_idx + (element_idx + module_idx * n_elements) * n_energy_bins``;
+* TOF bin edges are in mm and bin ``(t1 - t2) * c / 2``, ``t1`` the arrival time at
+  ``detection_bins[0]``: negative means the first detector fired first;
+* the events of module types ``(t0, t1)`` (``t1 <= t0``) sit in ``prompt_events[t0][t1]`` with
+  ``detection_bins[0]`` of type ``t0``; within one type the bins are ordered
+  ``detection_bins[0] >= detection_bins[1]`` (the writer swaps and mirrors the TOF bin to keep this).
+
+Positions: a detecting element is represented by its box's centre (the mean of the 8 corners)
+after the element and module transforms, in the gantry coordinate system (mm). Only the binary
+encoding is supported (not NDJSON).
+
+Family adapters build on this: :mod:`directpet.direct.petsird` (TOF events to and from
+:class:`~directpet.direct.EventBatch`) and :mod:`directpet.dualhead.petsird` (LOR histograms).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Dict, Iterator, Optional, Tuple
+
+import numpy as np
+
+#: the PETSIRD release whose schema this module reads and writes
+SUPPORTED_VERSION = "0.12"
+
+
+def _petsird():
+    """Import ``petsird`` (optional dependency) or say how to get it."""
+    try:
+        import petsird
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError("PETSIRD support needs the 'petsird' package: pip install 'directpet[io]'") from err
+    from petsird.version import __version__ as version
+    if not version.startswith(SUPPORTED_VERSION + "."):
+        raise ImportError(f"directpet reads PETSIRD {SUPPORTED_VERSION}.x; petsird {version} is "
+                          f"installed (pip install 'petsird=={SUPPORTED_VERSION}.*')")
+    return petsird
+
+
+# --- event lists as arrays --------------------------------------------------------------------------
+
+@dataclass
+class Coincidences:
+    """One PETSIRD list of coincidences as arrays (all ``(n,)`` uint32).
+
+    ``bin0`` / ``bin1`` are ``detection_bins[0]`` / ``[1]`` and ``tof_idx`` the TOF bin, for one pair
+    of module types. PETSIRD's writer needs ``bin0 >= bin1`` within one module type
+    (:meth:`ordered` makes it so).
+    """
+
+    bin0: np.ndarray
+    bin1: np.ndarray
+    tof_idx: np.ndarray
+
+    def __post_init__(self):
+        arrays = [np.ascontiguousarray(a, dtype=np.uint32) for a in (self.bin0, self.bin1, self.tof_idx)]
+        if any(a.ndim != 1 or a.shape != arrays[0].shape for a in arrays):
+            raise ValueError("Coincidences: bin0, bin1 and tof_idx must be 1-D arrays of one length, got "
+                             f"{[np.shape(a) for a in (self.bin0, self.bin1, self.tof_idx)]}")
+        self.bin0, self.bin1, self.tof_idx = arrays
+
+    def __len__(self) -> int:
+        return int(self.bin0.shape[0])
+
+    @classmethod
+    def empty(cls) -> "Coincidences":
+        z = np.zeros(0, np.uint32)
+        return cls(z, z, z)
+
+    def ordered(self, n_tof_bins: int) -> "Coincidences":
+        """The same events with ``bin0 >= bin1`` (swapped pairs get the mirrored TOF bin)."""
+        swap = self.bin0 < self.bin1
+        if not swap.any():
+            return self
+        return Coincidences(np.where(swap, self.bin1, self.bin0), np.where(swap, self.bin0, self.bin1),
+                            np.where(swap, n_tof_bins - 1 - self.tof_idx, self.tof_idx))
+
+
+def _encode_varints(values: np.ndarray) -> np.ndarray:
+    """LEB128 (yardl's unsigned varint) bytes of ``values`` (uint64), in order, as uint8."""
+    v = values.astype(np.uint64).ravel()
+    n_bytes = np.ones(v.shape, np.int64)
+    for k in range(1, 10):
+        n_bytes += v >= np.uint64(1) << np.uint64(7 * k)
+    start = np.concatenate(([0], np.cumsum(n_bytes)[:-1]))
+    out = np.empty(int(n_bytes.sum()), np.uint8)
+    for k in range(int(n_bytes.max(initial=1))):
+        has = n_bytes > k
+        byte = (v[has] >> np.uint64(7 * k)) & np.uint64(0x7F)
+        more = (n_bytes[has] > k + 1).astype(np.uint64) << np.uint64(7)
+        out[start[has] + k] = (byte | more).astype(np.uint8)
+    return out
+
+
+def _decode_varints(data: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Values (uint64) of the varints of ``data`` ending at the positions ``ends`` (data[:ends[-1]+1])."""
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    lengths = ends - starts + 1
+    if lengths.max() > 5:
+        raise ValueError("event list: a varint longer than 5 bytes (not a 32-bit value; corrupt file)")
+    pos = np.arange(int(ends[-1]) + 1) - np.repeat(starts, lengths)
+    contrib = (data[: int(ends[-1]) + 1] & 0x7F).astype(np.uint64) << (7 * pos).astype(np.uint64)
+    return np.add.reduceat(contrib, starts)
+
+
+def _event_bytes(events: Coincidences) -> np.ndarray:
+    # A CoincidenceEvent is three varints: detection_bins (a fixed vector of 2) and tof_idx.
+    rows = np.stack([events.bin0, events.bin1, events.tof_idx], axis=1).astype(np.uint64)
+    return _encode_varints(rows)
+
+
+def _read_events(stream, n: int) -> Coincidences:
+    """Read ``n`` CoincidenceEvent records from a yardl input stream without reading past them.
+
+    Every varint is at least one byte, so reading as many bytes as varints are still open never
+    passes the end of the list; the bytes of a varint cut by a read are carried to the next one.
+    """
+    if n == 0:
+        return Coincidences.empty()
+    values = []
+    carry = np.zeros(0, np.uint8)
+    open_varints = 3 * n
+    while open_varints > 0:
+        try:
+            chunk = np.frombuffer(bytes(stream.read_view(open_varints)), np.uint8)
+        except EOFError as err:
+            raise EOFError("the file ends inside a list of coincidences") from err
+        data = np.concatenate((carry, chunk)) if carry.size else chunk
+        ends = np.flatnonzero(data < 0x80)
+        if ends.size:
+            values.append(_decode_varints(data, ends))
+            carry = data[int(ends[-1]) + 1:]
+        else:
+            carry = data
+        if carry.size > 4:
+            raise ValueError("event list: a varint longer than 5 bytes (not a 32-bit value; corrupt file)")
+        open_varints -= int(ends.size)
+    rows = np.concatenate(values).reshape(n, 3)
+    if np.any(rows >= 2**32):
+        raise ValueError("event list: a detection bin or TOF index beyond 32 bits (corrupt file)")
+    return Coincidences(rows[:, 0], rows[:, 1], rows[:, 2])
+
+
+def _protocol_classes():
+    """petsird's binary reader and writer with the event lists replaced by the array codec."""
+    petsird = _petsird()
+    from petsird import _binary, binary
+
+    class CoincidenceListSerializer(_binary.VectorSerializer):
+        def __init__(self):
+            super().__init__(binary.CoincidenceEventSerializer())
+
+        def write(self, stream, value):
+            if not isinstance(value, Coincidences):
+                return super().write(stream, value)
+            stream.write_unsigned_varint(len(value))
+            if len(value):
+                stream.write_bytes(_event_bytes(value).tobytes())
+
+        def read(self, stream):
+            return _read_events(stream, stream.read_unsigned_varint())
+
+    class EventTimeBlockArraySerializer(binary.EventTimeBlockSerializer):
+        # petsird's own record serializer (field order, read/write), its two coincidence fields swapped.
+        def __init__(self):
+            super().__init__()
+            lists = _binary.VectorSerializer(_binary.VectorSerializer(CoincidenceListSerializer()))
+            self._field_serializers = [(name, lists if name in ("prompt_events", "delayed_events") else ser)
+                                       for name, ser in self._field_serializers]
+
+    T = petsird.TimeBlock
+    union = _binary.UnionSerializer(T, [
+        (T.EventTimeBlock, EventTimeBlockArraySerializer()),
+        (T.ExternalSignalTimeBlock, binary.ExternalSignalTimeBlockSerializer()),
+        (T.BedMovementTimeBlock, binary.BedMovementTimeBlockSerializer()),
+        (T.GantryMovementTimeBlock, binary.GantryMovementTimeBlockSerializer()),
+        (T.DeadTimeTimeBlock, binary.DeadTimeTimeBlockSerializer()),
+        (T.SinglesHistogramTimeBlock, binary.SinglesHistogramTimeBlockSerializer())])
+    blocks = _binary.StreamSerializer(union)
+
+    class ArrayReader(petsird.BinaryPETSIRDReader):
+        def _read_time_blocks(self):
+            return blocks.read(self._stream)
+
+    class ArrayWriter(petsird.BinaryPETSIRDWriter):
+        def _write_time_blocks(self, value):
+            blocks.write(self._stream, value)
+
+    return ArrayReader, ArrayWriter
+
+
+_CODEC = None
+
+
+def _codec():
+    """(reader class, writer class): petsird's binary protocol with array event lists (built once)."""
+    global _CODEC
+    if _CODEC is None:
+        _CODEC = _protocol_classes()
+    return _CODEC
+
+
+# --- the scanner a header describes -----------------------------------------------------------------
+
+def _transform(t) -> np.ndarray:
+    return np.vstack([np.asarray(t.matrix, np.float64), [0.0, 0.0, 0.0, 1.0]])
+
+
+class PetsirdScanner:
+    """What a PETSIRD header says about detection bins, in arrays.
+
+    Attributes
+    ----------
+    n_types : number of module types.
+    element_centres : per module type, ``(n_modules * n_elements, 3)`` float64 (x, y, z) mm, the box
+        centres of its detecting elements in module-major order.
+    n_energy_bins : per module type, the event energy bins.
+    n_detection_bins : per module type, ``n_modules * n_elements * n_energy_bins``.
+    """
+
+    def __init__(self, scanner_information):
+        info = scanner_information
+        self.info = info
+        modules = info.scanner_geometry.replicated_modules
+        self.n_types = len(modules)
+        if self.n_types == 0:
+            raise ValueError("header: the scanner geometry has no detector modules")
+        if len(info.event_energy_bin_edges) != self.n_types:
+            raise ValueError(f"header: event_energy_bin_edges has {len(info.event_energy_bin_edges)} entries "
+                             f"for {self.n_types} module types")
+        self.element_centres, self.n_energy_bins, self.n_elements, self.n_modules = [], [], [], []
+        for t, rep in enumerate(modules):
+            box = np.array([c.c for c in rep.object.detecting_elements.object.shape.corners], np.float64)
+            if box.shape != (8, 3):
+                raise ValueError(f"header: module type {t}: a detecting element is not a box of 8 corners")
+            centre = np.append(box.mean(axis=0), 1.0)
+            el = np.stack([_transform(e) @ centre for e in rep.object.detecting_elements.transforms])
+            mods = np.stack([_transform(m) for m in rep.transforms])
+            self.element_centres.append(np.einsum("mij,ej->mei", mods, el)[..., :3].reshape(-1, 3))
+            self.n_elements.append(len(el))
+            self.n_modules.append(len(mods))
+            self.n_energy_bins.append(int(info.event_energy_bin_edges[t].number_of_bins()))
+        self.n_detection_bins = [c.shape[0] * e for c, e in zip(self.element_centres, self.n_energy_bins)]
+
+    # TOF ------------------------------------------------------------------------------------------
+    def tof_edges_mm(self, t0: int, t1: int) -> np.ndarray:
+        """TOF bin edges (mm of ``(t1 - t2) c / 2``) of module types ``(t0, t1)``; empty if absent."""
+        t0, t1 = max(t0, t1), min(t0, t1)
+        table = self.info.tof_bin_edges
+        if len(table) <= t0 or len(table[t0]) <= t1:
+            return np.zeros(0)
+        return np.asarray(table[t0][t1].edges, np.float64)
+
+    def has_tof(self, t0: int, t1: int) -> bool:
+        """Whether events of this pair carry position along the LOR (more than one TOF bin)."""
+        return self.tof_edges_mm(t0, t1).size > 2
+
+    def tof_resolution_mm(self, t0: int, t1: int) -> float:
+        t0, t1 = max(t0, t1), min(t0, t1)
+        table = self.info.tof_resolution
+        return float(table[t0][t1]) if len(table) > t0 and len(table[t0]) > t1 else float("nan")
+
+    # positions ------------------------------------------------------------------------------------
+    def positions(self, module_type: int, bins: np.ndarray) -> np.ndarray:
+        """(n, 3) float64 element centres (mm) of detection ``bins`` of ``module_type``."""
+        return self.element_centres[module_type][np.asarray(bins, np.int64) // self.n_energy_bins[module_type]]
+
+    def check(self, pair: Tuple[int, int], events: Coincidences, where: str = "events") -> None:
+        """Raise ValueError when events name detection bins or TOF bins the scanner does not have."""
+        t0, t1 = pair
+        for name, bins, t in (("detection_bins[0]", events.bin0, t0), ("detection_bins[1]", events.bin1, t1)):
+            if len(bins) and int(bins.max()) >= self.n_detection_bins[t]:
+                raise ValueError(f"{where}: {name} = {int(bins.max())} is outside the scanner (module type {t} "
+                                 f"has {self.n_detection_bins[t]} detection bins)")
+        n_tof = max(self.tof_edges_mm(t0, t1).size - 1, 1)
+        if len(events) and int(events.tof_idx.max()) >= n_tof:
+            raise ValueError(f"{where}: tof_idx = {int(events.tof_idx.max())} is outside the {n_tof} TOF bins "
+                             f"of module types {pair}")
+
+    # efficiencies ---------------------------------------------------------------------------------
+    def pair_efficiency(self, pair: Tuple[int, int], bin0, bin1, *, calibration: bool = True) -> np.ndarray:
+        """Coincidence detection efficiencies (float64, shape of the bins) from the header's
+        component model: calibration x bin efficiencies x module-pair efficiencies (a missing
+        component counts as 1; module pairs with SGID < 0 are not in coincidence: 0)."""
+        t0, t1 = pair
+        b0, b1 = np.asarray(bin0, np.int64), np.asarray(bin1, np.int64)
+        eff = self.info.detection_efficiencies
+        out = np.full(np.broadcast_shapes(b0.shape, b1.shape), 1.0)
+        if eff is None:
+            return out
+        if calibration:
+            out *= float(eff.calibration_factor)
+        per_bin = eff.detection_bin_efficiencies
+        if per_bin:
+            out *= np.asarray(per_bin[t0], np.float64)[b0] * np.asarray(per_bin[t1], np.float64)[b1]
+        vectors = eff.module_pair_efficiencies_vectors
+        if vectors:
+            lut = eff.module_pair_sgidlut[t0][t1]
+            per_module = [self.n_elements[t] * self.n_energy_bins[t] for t in (t0, t1)]
+            m0, m1 = b0 // per_module[0], b1 // per_module[1]
+            in0, in1 = b0 % per_module[0], b1 % per_module[1]
+            table = np.full((self.n_modules[t0], self.n_modules[t1]), -1, np.int64)
+            for i, row in enumerate(lut):
+                table[i, :len(row)] = row
+            if t0 == t1:                                  # lower triangular: sgid[i][j], j <= i
+                table = np.where(np.tril(np.ones_like(table, bool)), table, table.T)
+            sgid = table[m0, m1]
+            values = np.stack([np.asarray(v.values, np.float64) for v in vectors[t0][t1]])
+            out *= np.where(sgid >= 0, values[np.maximum(sgid, 0), in0, in1], 0.0)
+        return out
+
+
+def single_type_header(model_name: str, crystal_mm, element_offsets_mm, module_rotations, module_offsets_mm, *,
+                       tof_edges_mm, tof_fwhm_mm: float, energy_window_kev=(435.0, 650.0),
+                       bin_efficiencies=None):
+    """A ``petsird.Header`` for a scanner of one module type, as directpet's simulators describe theirs.
+
+    Parameters
+    ----------
+    model_name : the scanner's name.
+    crystal_mm : (3,) box size (mm) of a detecting element along the module's x, y, z (centred on
+        its element offset).
+    element_offsets_mm : (n_elements, 3) element centres in the module frame (mm).
+    module_rotations, module_offsets_mm : (n_modules, 3, 3) and (n_modules, 3): module m maps a
+        module-frame point q to ``R_m q + o_m`` in gantry coordinates (mm).
+    tof_edges_mm : increasing TOF bin edges in mm of ``(t1 - t2) c / 2``; two edges (one bin) for a
+        non-TOF scanner, spanning the coincidence window.
+    tof_fwhm_mm : coincidence timing resolution (FWHM) in mm.
+    energy_window_kev : the one event energy window (keV).
+    bin_efficiencies : optional (n_modules * n_elements,) detection-bin efficiencies (module-major).
+    """
+    petsird = _petsird()
+    half = 0.5 * np.asarray(crystal_mm, np.float64)
+    corners = [petsird.Coordinate(c=np.array(c, np.float32))
+               for c in np.array(np.meshgrid(*zip(-half, half), indexing="ij")).reshape(3, -1).T]
+
+    def rigid(rotation, offset):
+        return petsird.RigidTransformation(matrix=np.hstack([rotation, np.reshape(offset, (3, 1))]).astype(np.float32))
+
+    elements = petsird.ReplicatedBoxSolidVolume(
+        object=petsird.BoxSolidVolume(shape=petsird.BoxShape(corners=corners), material_id=0),
+        transforms=[rigid(np.eye(3), o) for o in np.asarray(element_offsets_mm, np.float64)])
+    modules = petsird.ReplicatedDetectorModule(
+        object=petsird.DetectorModule(detecting_elements=elements),
+        transforms=[rigid(r, o) for r, o in zip(np.asarray(module_rotations, np.float64),
+                                                np.asarray(module_offsets_mm, np.float64))])
+    edges = np.asarray(tof_edges_mm, np.float32)
+    if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
+        raise ValueError(f"tof_edges_mm: expected at least two increasing edges, got {tof_edges_mm!r}")
+    efficiencies = petsird.DetectionEfficiencies(calibration_factor=1.0)
+    if bin_efficiencies is not None:
+        eff = np.asarray(bin_efficiencies, np.float64).ravel()
+        n_bins = len(modules.transforms) * len(elements.transforms)
+        if eff.size != n_bins or not np.all(np.isfinite(eff)) or np.any(eff < 0):
+            raise ValueError(f"bin_efficiencies: expected {n_bins} finite values >= 0, got {eff.size}")
+        efficiencies.detection_bin_efficiencies = [[float(e) for e in eff]]
+    scanner = petsird.ScannerInformation(
+        model_name=model_name, scanner_geometry=petsird.ScannerGeometry(replicated_modules=[modules]),
+        tof_bin_edges=[[petsird.BinEdges(edges=edges)]], tof_resolution=[[float(tof_fwhm_mm)]],
+        event_energy_bin_edges=[petsird.BinEdges(edges=np.asarray(energy_window_kev, np.float32))],
+        energy_resolution_at_511=[0.1], collimator_type="NONE",
+        prompt_event_policy=petsird.CoincidencePolicy.REJECT_HIGHER_MULTIPLES,
+        delayed_event_policy=petsird.CoincidencePolicy.REJECT_HIGHER_MULTIPLES,
+        detection_efficiencies=efficiencies)
+    return petsird.Header(scanner=scanner)
+
+
+def nearest_elements(scanner: PetsirdScanner, points, module_type: int = 0, *, max_distance_mm: float) -> np.ndarray:
+    """Detection bins (energy bin 0) of the elements whose centres are nearest to ``points`` ((n, 3) mm).
+
+    ``scipy.spatial.cKDTree`` over the element centres; a point farther than ``max_distance_mm``
+    from every element raises ValueError (an event outside the scanner).
+    """
+    from scipy.spatial import cKDTree
+
+    cache = scanner.__dict__.setdefault("_trees", {})
+    if module_type not in cache:
+        cache[module_type] = cKDTree(scanner.element_centres[module_type])
+    dist, idx = cache[module_type].query(np.asarray(points, np.float64), workers=-1)
+    if dist.size and float(dist.max()) > max_distance_mm:
+        raise ValueError(f"events: a detection point {float(dist.max()):.2f} mm from the nearest detecting element "
+                         f"(more than {max_distance_mm} mm): outside the scanner")
+    return (idx * scanner.n_energy_bins[module_type]).astype(np.uint32)
+
+
+# --- reading ------------------------------------------------------------------------------------------
+
+def _bad_file(path, what) -> ValueError:
+    return ValueError(f"path: {os.fspath(path)!r} {what}")
+
+
+class PetsirdReader:
+    """Stream a PETSIRD binary file: the header at once, the coincidences chunk by chunk.
+
+    Use as a context manager::
+
+        with PetsirdReader("scan.petsird") as f:
+            scanner = f.scanner                     # PetsirdScanner
+            for pair, events in f.coincidences("prompts"):
+                ...                                 # Coincidences of module types `pair`
+
+    Bad files raise ``ValueError`` naming the path: not a yardl file, another PETSIRD version
+    (schema), a truncated stream (a file must end with the stream's end mark: never a silently
+    partial result), events outside the scanner.
+    """
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        if not os.path.isfile(self.path):
+            raise FileNotFoundError(f"path: no such file {self.path!r}")
+        self._file = open(self.path, "rb")
+        try:
+            # skip_completed_check: stopping early is the caller's choice; truncation is found while reading.
+            self._reader = _codec()[0](self._file, skip_completed_check=True)
+            self.header = self._reader.read_header()
+        except RuntimeError as err:
+            self._file.close()
+            text = str(err)
+            if "schema" in text:
+                raise _bad_file(path, f"is not a PETSIRD {SUPPORTED_VERSION} file (its schema differs: "
+                                      "another version of the standard)") from err
+            raise _bad_file(path, f"is not a PETSIRD binary file ({text})") from err
+        except (EOFError, BufferError, ValueError, IndexError, UnicodeDecodeError) as err:
+            self._file.close()
+            raise _bad_file(path, f"is not a PETSIRD binary file or has a truncated or corrupt header "
+                                  f"({type(err).__name__}: {err})") from err
+        except BaseException:
+            self._file.close()
+            raise
+        self.scanner = PetsirdScanner(self.header.scanner)
+        self._blocks_read = False
+
+    def __enter__(self) -> "PetsirdReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._reader.close()
+        self._file.close()
+
+    def time_blocks(self) -> Iterator[object]:
+        """Every time block in file order (event blocks carry :class:`Coincidences` lists). Once."""
+        if self._blocks_read:
+            raise RuntimeError("time_blocks: a PetsirdReader streams its file once; open it again")
+        self._blocks_read = True
+        stream = self._reader.read_time_blocks()
+        try:
+            yield from stream
+        except (EOFError, BufferError) as err:
+            # petsird 0.12 refills its buffer with a one-byte-longer view once the file is exhausted,
+            # which raises BufferError instead of EOFError: both mean the file ended early.
+            raise _bad_file(self.path, "is truncated: the stream of time blocks ends without its end mark") from err
+        except (ValueError, IndexError) as err:
+            raise _bad_file(self.path, f"has a corrupt time block ({err})") from err
+
+    def coincidences(self, kind: str = "prompts", *, progress: bool = False) -> Iterator[Tuple[Tuple[int, int], Coincidences]]:
+        """Yield ``((t0, t1), Coincidences)`` of every event block's prompts or delayeds, checked
+        against the scanner. ``progress`` shows a tqdm bar of bytes read."""
+        from tqdm.auto import tqdm
+
+        field = {"prompts": "prompt_events", "delayeds": "delayed_events"}.get(kind)
+        if field is None:
+            raise ValueError(f"kind: expected 'prompts' or 'delayeds', got {kind!r}")
+        petsird = _petsird()
+        size = os.path.getsize(self.path)
+        with tqdm(total=size, disable=not progress, unit="B", unit_scale=True, desc=f"reading {kind}") as bar:
+            for block in self.time_blocks():
+                if isinstance(block, petsird.TimeBlock.EventTimeBlock):
+                    lists = getattr(block.value, field)
+                    for t0, row in enumerate(lists):
+                        for t1, events in enumerate(row):
+                            if t1 > t0 or t0 >= self.scanner.n_types:
+                                raise _bad_file(self.path, f"has {kind} of module types ({t0}, {t1}), which "
+                                                           f"the scanner's {self.scanner.n_types} types do not have")
+                            if len(events):
+                                self.scanner.check((t0, t1), events, where=f"path {self.path!r}")
+                                yield (t0, t1), events
+                bar.n = min(size, self._file.tell())
+                bar.refresh()
+
+
+# --- writing ------------------------------------------------------------------------------------------
+
+class PetsirdWriter:
+    """Write a PETSIRD binary file: a header, then one event time block per :meth:`write_block`.
+
+    ``with PetsirdWriter(path, header) as w: w.write_block({(0, 0): prompts}, delayeds=...)``.
+    Blocks get consecutive ``block_ms`` intervals (simulated data have no time structure).
+    Closing writes the stream's end mark; a file whose writer was not closed is truncated.
+    """
+
+    def __init__(self, path, header, *, block_ms: int = 1):
+        petsird = _petsird()
+        if not isinstance(header, petsird.Header):
+            raise TypeError(f"header: expected a petsird.Header, got {type(header).__name__}")
+        if not isinstance(block_ms, (int, np.integer)) or block_ms < 1:
+            raise ValueError(f"block_ms: expected an integer >= 1, got {block_ms!r}")
+        self.path, self.block_ms, self.header = os.fspath(path), int(block_ms), header
+        self.scanner = PetsirdScanner(header.scanner)
+        self._writer = _codec()[1](self.path)
+        self._writer.write_header(header)
+        self._n_blocks = 0
+        self.n_written = {"prompts": 0, "delayeds": 0}
+
+    def __enter__(self) -> "PetsirdWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _lists(self, events: Optional[Dict[Tuple[int, int], Coincidences]], kind: str):
+        n = self.scanner.n_types
+        lists = [[Coincidences.empty() for _ in range(t0 + 1)] for t0 in range(n)]
+        for (t0, t1), ev in (events or {}).items():
+            if not (0 <= t1 <= t0 < n):
+                raise ValueError(f"{kind}: module-type pair {(t0, t1)} is not (t0, t1) with t1 <= t0 < {n}")
+            if not isinstance(ev, Coincidences):
+                raise TypeError(f"{kind}: expected Coincidences for {(t0, t1)}, got {type(ev).__name__}")
+            self.scanner.check((t0, t1), ev, where=kind)
+            if t0 == t1 and bool(np.any(ev.bin0 < ev.bin1)):
+                # PETSIRD orders the bins of one module type; a swap mirrors the TOF bin, which is
+                # the mirrored time difference only for edges symmetric about 0.
+                edges = self.scanner.tof_edges_mm(t0, t1)
+                if edges.size > 2 and not np.allclose(edges, -edges[::-1], rtol=0, atol=1e-4):
+                    raise ValueError(f"{kind}: events with detection_bins[0] < detection_bins[1] need TOF "
+                                     "bin edges symmetric about 0 to be reordered; order them first")
+                ev = ev.ordered(max(edges.size - 1, 1))
+            lists[t0][t1] = ev
+            self.n_written[kind] += len(ev)
+        return lists
+
+    def write_block(self, prompts: Optional[Dict[Tuple[int, int], Coincidences]] = None,
+                    delayeds: Optional[Dict[Tuple[int, int], Coincidences]] = None) -> None:
+        """One event time block of prompts and/or delayeds, keyed by module-type pair."""
+        petsird = _petsird()
+        k = self._n_blocks
+        block = petsird.EventTimeBlock(
+            time_interval=petsird.TimeInterval(start=k * self.block_ms, stop=(k + 1) * self.block_ms),
+            prompt_events=self._lists(prompts, "prompts"), delayed_events=self._lists(delayeds, "delayeds"))
+        # One item per call: the stream gets a count and the item; close() writes the end mark.
+        self._writer.write_time_blocks([petsird.TimeBlock.EventTimeBlock(block)])
+        self._n_blocks += 1
+
+    def close(self) -> None:
+        if self._n_blocks == 0:                      # a valid file with no events
+            self._writer.write_time_blocks([])
+        self._writer.close()

@@ -1,0 +1,311 @@
+"""PETSIRD list-mode in and out: the array event codec against the ``petsird`` package's own reader,
+writer and efficiency helper (independent oracles), DIRECT's round trip simulate -> write -> read ->
+deposit, and bad files (truncated, foreign, another version, no TOF, events outside the scanner)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+petsird = pytest.importorskip("petsird", reason="petsird not installed (pip install 'directpet[io]')")
+
+from petsird import _binary                                     # noqa: E402
+from petsird.helpers import generator, get_detection_efficiency  # noqa: E402
+
+from directpet.direct import CylindricalScanner, EventBatch, ViewSet, deposit, simulate_events, simulate_randoms  # noqa: E402
+from directpet.direct import petsird as direct_petsird  # noqa: E402
+from directpet.geometry import ImageGrid  # noqa: E402
+from directpet.io.petsird import (Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter,  # noqa: E402
+                                  _decode_varints, _encode_varints)
+from directpet.sim.phantoms import sphere_phantom  # noqa: E402
+
+SCANNER = CylindricalScanner()
+GRID = ImageGrid((12, 40, 40), 9.0)
+VIEWS = ViewSet(8, 3)
+
+
+def demo_header(with_module_pairs: bool = False):
+    """petsird's own two-module-type demo scanner (TOF for (0,0) and (1,1), none for (1,0)); its
+    module-pair efficiency tables are large, so file tests leave them out."""
+    header = generator.get_header()
+    if not with_module_pairs:
+        header.scanner.detection_efficiencies.module_pair_sgidlut = []
+        header.scanner.detection_efficiencies.module_pair_efficiencies_vectors = []
+    return header
+
+
+def random_coincidences(scanner: PetsirdScanner, pair, n, rng) -> Coincidences:
+    t0, t1 = pair
+    n_tof = max(scanner.tof_edges_mm(t0, t1).size - 1, 1)
+    return Coincidences(rng.integers(0, scanner.n_detection_bins[t0], n),
+                        rng.integers(0, scanner.n_detection_bins[t1], n), rng.integers(0, n_tof, n))
+
+
+# --- the codec ------------------------------------------------------------------------------------
+
+def test_varints_match_petsirds_own_encoder(rng):
+    values = np.concatenate([[0, 1, 127, 128, 16383, 16384, 2**21 - 1, 2**21, 2**28, 2**32 - 1],
+                             rng.integers(0, 2**32, 500)]).astype(np.uint64)
+    buffer = io.BytesIO()
+    stream = _binary.CodedOutputStream(buffer)
+    for v in values:
+        stream.write_unsigned_varint(int(v))
+    stream.flush()
+    encoded = _encode_varints(values)
+    assert encoded.tobytes() == buffer.getvalue()
+    np.testing.assert_array_equal(_decode_varints(encoded, np.flatnonzero(encoded < 0x80)), values)
+
+
+def test_files_we_write_read_back_with_petsirds_own_reader(tmp_path, rng):
+    header = demo_header()
+    scanner = PetsirdScanner(header.scanner)
+    blocks = [{pair: random_coincidences(scanner, pair, n, rng) for pair, n in (((0, 0), 700), ((1, 0), 90), ((1, 1), 300))}
+              for _ in range(3)]
+    delayed = random_coincidences(scanner, (0, 0), 150, rng)
+    path = tmp_path / "ours.petsird"
+    with PetsirdWriter(path, header) as w:
+        for i, b in enumerate(blocks):
+            w.write_block(b, delayeds={(0, 0): delayed} if i == 1 else None)
+    with petsird.BinaryPETSIRDReader(str(path)) as r:
+        assert r.read_header().scanner.model_name == header.scanner.model_name
+        theirs = [tb.value for tb in r.read_time_blocks()]
+    assert len(theirs) == 3
+    for block, ours in zip(theirs, blocks):
+        for (t0, t1), ev in ours.items():
+            if t0 == t1:
+                ev = ev.ordered(scanner.tof_edges_mm(t0, t1).size - 1)
+            got = block.prompt_events[t0][t1]
+            assert [e.detection_bins for e in got] == [[int(a), int(b)] for a, b in zip(ev.bin0, ev.bin1)]
+            assert [e.tof_idx for e in got] == ev.tof_idx.tolist()
+            assert all(e.detection_bins[0] >= e.detection_bins[1] for e in got) or t0 != t1
+    assert len(theirs[1].delayed_events[0][0]) == 150 and len(theirs[0].delayed_events[0][0]) == 0
+
+
+def test_files_petsird_writes_read_back_with_ours(tmp_path):
+    header = demo_header()
+    full = demo_header(with_module_pairs=True)      # petsird's event generator needs the module pairs
+    path = tmp_path / "theirs.petsird"
+    written = []
+    with petsird.BinaryPETSIRDWriter(str(path)) as w:
+        w.write_header(header)
+        blocks = []
+        for k in range(2):
+            prompts = [[list(generator.get_events(full, [t0, t1], 40)) for t1 in range(t0 + 1)] for t0 in range(2)]
+            written.append(prompts)
+            blocks.append(petsird.TimeBlock.EventTimeBlock(petsird.EventTimeBlock(
+                time_interval=petsird.TimeInterval(start=k, stop=k + 1), prompt_events=prompts)))
+        w.write_time_blocks(blocks)
+    with PetsirdReader(path) as f:
+        got = list(f.coincidences("prompts"))
+    expected = [((t0, t1), lst) for prompts in written for t0, row in enumerate(prompts) for t1, lst in enumerate(row)]
+    assert [pair for pair, _ in got] == [pair for pair, _ in expected]
+    for (_, ev), (_, lst) in zip(got, expected):
+        assert ev.bin0.tolist() == [e.detection_bins[0] for e in lst]
+        assert ev.bin1.tolist() == [e.detection_bins[1] for e in lst]
+        assert ev.tof_idx.tolist() == [e.tof_idx for e in lst]
+
+
+def test_pair_efficiencies_match_petsirds_helper(rng):
+    header = demo_header(with_module_pairs=True)
+    info = header.scanner
+    for t in range(2):        # make the per-bin efficiencies non-trivial
+        info.detection_efficiencies.detection_bin_efficiencies[t] = list(rng.uniform(0.5, 1.5, PetsirdScanner(info).n_detection_bins[t]))
+    scanner = PetsirdScanner(info)
+    for pair in ((0, 0), (1, 0), (1, 1)):
+        ev = random_coincidences(scanner, pair, 200, rng)
+        if pair[0] == pair[1]:
+            ev = ev.ordered(scanner.tof_edges_mm(*pair).size - 1)
+        ours = scanner.pair_efficiency(pair, ev.bin0, ev.bin1)
+        theirs = [get_detection_efficiency(info, list(pair), int(a), int(b)) for a, b in zip(ev.bin0, ev.bin1)]
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+        assert np.any(ours == 0) or pair != (0, 0)    # same-angle module pairs are not in coincidence
+
+
+def test_element_centres_follow_the_transforms():
+    """Our DIRECT ring header: element (module k, ring r) sits at angle 2 pi k / n on the detector
+    radius, at the ring's z (an independent statement of the layout)."""
+    header = direct_petsird.scanner_header(SCANNER, crystal_mm=6.0)
+    n_per_ring, n_rings = direct_petsird.ring_shape(header)
+    centres = PetsirdScanner(header.scanner).element_centres[0].reshape(n_per_ring, n_rings, 3)
+    angle = 2 * np.pi * np.arange(n_per_ring) / n_per_ring
+    np.testing.assert_allclose(centres[:, 0, 0], SCANNER.radius_mm * np.cos(angle), atol=1e-3)
+    np.testing.assert_allclose(centres[:, 0, 1], SCANNER.radius_mm * np.sin(angle), atol=1e-3)
+    ring = SCANNER.axial_length_mm / n_rings
+    np.testing.assert_allclose(centres[3, :, 2], (np.arange(n_rings) - (n_rings - 1) / 2) * ring, atol=1e-4)
+
+
+# --- DIRECT round trip ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def simulated():
+    _, info = sphere_phantom(GRID, sphere_diameter_mm=30.0)
+    prompts = list(simulate_events(info, SCANNER, 30_000, randoms_fraction=0.2, rng=5, chunk_size=20_000, progress=False))
+    delayeds = simulate_randoms(SCANNER, 6_000, rng=6)
+    return prompts, delayeds
+
+
+def test_direct_round_trip_gives_the_histo_images_of_the_stored_events(tmp_path, simulated):
+    prompts, delayeds = simulated
+    header = direct_petsird.scanner_header(SCANNER)
+    path = tmp_path / "sim.petsird"
+    counts = direct_petsird.write_events(path, header, prompts=prompts, delayeds=delayeds)
+    assert counts == {"prompts": sum(len(b) for b in prompts), "delayeds": len(delayeds)}
+    scanner = PetsirdScanner(header.scanner)
+    for kind, batches in (("prompts", prompts), ("delayeds", [delayeds])):
+        from_file = direct_petsird.deposit_file(path, GRID, VIEWS, kind=kind, xp=np, progress=False)
+        direct = deposit([direct_petsird.quantised(b, scanner) for b in batches], GRID, VIEWS)
+        np.testing.assert_array_equal(from_file, direct)
+        assert from_file.sum() > 0.1 * sum(len(b) for b in batches)     # most randoms fall outside the grid
+
+
+def test_quantisation_is_within_a_crystal_and_a_tof_bin(simulated):
+    prompts, _ = simulated
+    header = direct_petsird.scanner_header(SCANNER, crystal_mm=4.0, tof_bin_ps=25.0)
+    scanner = PetsirdScanner(header.scanner)
+    batch = prompts[0]
+    q = direct_petsird.quantised(batch, scanner)
+    n_per_ring, n_rings = direct_petsird.ring_shape(header)
+    half_arc = np.pi * SCANNER.radius_mm / n_per_ring
+    half_ring = 0.5 * SCANNER.axial_length_mm / n_rings
+    for p, pq in ((batch.p1, q.p1), (batch.p2, q.p2)):
+        assert np.all(np.abs(p[:, 2] - pq[:, 2]) <= half_ring + 1e-3)
+        assert np.all(np.hypot(p[:, 0] - pq[:, 0], p[:, 1] - pq[:, 1]) <= half_arc + 1e-3)
+    assert np.all(np.abs(q.dt_ps - batch.dt_ps) <= 12.5 + 1e-3)
+    # The quantised histo-images keep the counts and, at 9 mm voxels, nearly all events' views.
+    a, b = deposit(batch, GRID, VIEWS), deposit(q, GRID, VIEWS)
+    assert abs(a.sum() - b.sum()) <= 0.01 * a.sum()
+    np.testing.assert_allclose(a.sum(axis=(1, 2, 3)), b.sum(axis=(1, 2, 3)), rtol=0.1, atol=30)
+
+
+def test_events_are_read_in_chunks_on_request(tmp_path, simulated):
+    prompts, _ = simulated
+    path = tmp_path / "sim.petsird"
+    direct_petsird.write_events(path, direct_petsird.scanner_header(SCANNER), prompts=prompts)
+    chunks = list(direct_petsird.read_events(path))
+    assert [len(c) for c in chunks] == [len(b) for b in prompts]
+    assert chunks[0].p1.dtype == np.float32 and chunks[0].dt_ps.shape == (len(prompts[0]),)
+
+
+@pytest.mark.gpu
+def test_deposit_file_on_the_gpu_matches_the_cpu(tmp_path, simulated):
+    cp = pytest.importorskip("cupy", reason="CuPy not installed")
+    prompts, _ = simulated
+    path = tmp_path / "sim.petsird"
+    direct_petsird.write_events(path, direct_petsird.scanner_header(SCANNER), prompts=prompts)
+    cpu = direct_petsird.deposit_file(path, GRID, VIEWS, xp=np, progress=False)
+    gpu = direct_petsird.deposit_file(path, GRID, VIEWS, progress=False)     # auto: the GPU
+    assert isinstance(gpu, cp.ndarray)
+    np.testing.assert_array_equal(cp.asnumpy(gpu), cpu)
+
+
+# --- bad files and bad events -------------------------------------------------------------------------
+
+@pytest.fixture()
+def small_file(tmp_path, rng):
+    header = direct_petsird.scanner_header(SCANNER, crystal_mm=8.0)
+    scanner = PetsirdScanner(header.scanner)
+    path = tmp_path / "small.petsird"
+    with PetsirdWriter(path, header) as w:
+        for _ in range(2):
+            w.write_block({(0, 0): random_coincidences(scanner, (0, 0), 500, rng)})
+    return path
+
+
+def read_all(path):
+    with PetsirdReader(path) as f:
+        return sum(len(ev) for _, ev in f.coincidences("prompts"))
+
+
+def test_a_complete_file_reads_whole(small_file):
+    assert read_all(small_file) == 1000
+
+
+@pytest.mark.parametrize("keep", [0.999, 0.9, 0.5, 0.2, 0.02])
+def test_truncated_files_raise(tmp_path, small_file, keep):
+    data = small_file.read_bytes()
+    cut = tmp_path / "cut.petsird"
+    cut.write_bytes(data[: int(len(data) * keep)])
+    with pytest.raises(ValueError, match="truncated|corrupt|not a PETSIRD"):
+        read_all(cut)
+
+
+def test_a_file_without_its_end_mark_is_truncated(tmp_path, small_file):
+    cut = tmp_path / "no_end.petsird"
+    cut.write_bytes(small_file.read_bytes()[:-1])         # the stream's final 0
+    with pytest.raises(ValueError, match="truncated"):
+        read_all(cut)
+
+
+def test_foreign_and_other_version_files_raise(tmp_path, small_file, rng):
+    foreign = tmp_path / "foreign.bin"
+    foreign.write_bytes(rng.integers(0, 256, 4000, dtype=np.uint8).tobytes())
+    with pytest.raises(ValueError, match="not a PETSIRD binary file"):
+        PetsirdReader(foreign)
+    data = small_file.read_bytes()
+    i = data.index(b'"name":"PETSIRD"')
+    other = tmp_path / "other.petsird"
+    other.write_bytes(data[:i] + b'"name":"PETSIRX"' + data[i + 16:])
+    with pytest.raises(ValueError, match="another version"):
+        PetsirdReader(other)
+    with pytest.raises(FileNotFoundError, match="path"):
+        PetsirdReader(tmp_path / "missing.petsird")
+
+
+def test_a_file_without_tof_cannot_become_histo_images(tmp_path, simulated):
+    header = direct_petsird.scanner_header(SCANNER)
+    edges = header.scanner.tof_bin_edges[0][0].edges
+    header.scanner.tof_bin_edges[0][0] = petsird.BinEdges(edges=np.array([edges[0], edges[-1]], np.float32))
+    scanner = PetsirdScanner(header.scanner)
+    path = tmp_path / "nontof.petsird"
+    with PetsirdWriter(path, header) as w:
+        w.write_block({(0, 0): Coincidences(np.array([5, 9]), np.array([1, 2]), np.array([0, 0]))})
+    assert not scanner.has_tof(0, 0)
+    with pytest.raises(ValueError, match="no TOF information"):
+        direct_petsird.deposit_file(path, GRID, VIEWS, xp=np, progress=False)
+    with pytest.raises(ValueError, match="no TOF information"):
+        direct_petsird.events_to_coincidences(simulated[0][0], scanner)
+
+
+def test_events_outside_the_scanner_raise(tmp_path):
+    header = direct_petsird.scanner_header(SCANNER, crystal_mm=8.0)
+    scanner = PetsirdScanner(header.scanner)
+    n_bins = scanner.n_detection_bins[0]
+    n_tof = scanner.tof_edges_mm(0, 0).size - 1
+    # written by petsird's own writer, which does not check: a bin and a TOF index beyond the scanner
+    for bins, tof, what in (([n_bins + 3, 1], 0, "detection_bins"), ([7, 1], n_tof, "tof_idx")):
+        path = tmp_path / f"outside_{what}.petsird"
+        with petsird.BinaryPETSIRDWriter(str(path)) as w:
+            w.write_header(header)
+            w.write_time_blocks([petsird.TimeBlock.EventTimeBlock(petsird.EventTimeBlock(
+                prompt_events=[[[petsird.CoincidenceEvent(detection_bins=bins, tof_idx=tof)]]]))])
+        with pytest.raises(ValueError, match=f"{what}.*outside"):
+            read_all(path)
+    with PetsirdWriter(tmp_path / "w.petsird", header) as w, pytest.raises(ValueError, match="outside the scanner"):
+        w.write_block({(0, 0): Coincidences(np.array([n_bins]), np.array([0]), np.array([0]))})
+    far = EventBatch(np.array([[0.0, 0.0, 0.0]], np.float32), np.array([[SCANNER.radius_mm, 0, 0]], np.float32),
+                     np.zeros(1, np.float32))
+    with pytest.raises(ValueError, match="outside the scanner"):
+        direct_petsird.events_to_coincidences(far, scanner)
+    late = EventBatch(far.p2, -far.p2, np.array([1e5], np.float32))
+    with pytest.raises(ValueError, match="outside the TOF bins"):
+        direct_petsird.events_to_coincidences(late, scanner)
+
+
+def test_bad_arguments_name_themselves(tmp_path):
+    header = direct_petsird.scanner_header(SCANNER, crystal_mm=8.0)
+    with pytest.raises(TypeError, match="header"):
+        PetsirdWriter(tmp_path / "x.petsird", "not a header")
+    with pytest.raises(ValueError, match="crystal_mm"):
+        direct_petsird.scanner_header(SCANNER, crystal_mm=-1.0)
+    with pytest.raises(ValueError, match="crystal_efficiencies"):
+        direct_petsird.scanner_header(SCANNER, crystal_efficiencies=np.ones((3, 3)))
+    with PetsirdWriter(tmp_path / "x.petsird", header) as w:
+        with pytest.raises(ValueError, match="prompts: module-type pair"):
+            w.write_block({(0, 1): Coincidences.empty()})
+    with pytest.raises(ValueError, match="kind"):
+        with PetsirdReader(tmp_path / "x.petsird") as f:
+            list(f.coincidences("singles"))
+    with pytest.raises(ValueError, match="Coincidences"):
+        Coincidences(np.arange(3), np.arange(4), np.arange(3))
