@@ -343,3 +343,65 @@ def test_dualhead_histogram_round_trip(tmp_path):
         dualhead_petsird.counts_to_coincidences(scanner, counts[:-1])
     with pytest.raises(ValueError, match="same head"):
         dualhead_petsird.coincidences_to_counts(scanner, Coincidences(np.array([3]), np.array([1]), np.array([0])))
+
+
+# --- a background given per LOR (external scatter sinogram) ------------------------------------------
+
+def _ring_scanner(tof=True):
+    header = direct_petsird.scanner_header(SCANNER, crystal_mm=8.0)
+    if not tof:
+        edges = header.scanner.tof_bin_edges[0][0].edges
+        header.scanner.tof_bin_edges[0][0] = petsird.BinEdges(edges=np.array([edges[0], edges[-1]], np.float32))
+    n_per_ring, n_rings = direct_petsird.ring_shape(header)
+    return PetsirdScanner(header.scanner), n_per_ring, n_rings
+
+
+def test_non_tof_lor_values_spread_evenly_over_the_fov_segment():
+    scanner, n_per_ring, n_rings = _ring_scanner(tof=False)
+    grid = ImageGrid((4, 60, 60), 8.0)
+    ring = n_rings // 2
+    # crystals at azimuth 0 and pi in one ring: the LOR is the x axis at that ring's z
+    a, b = ring, (n_per_ring // 2) * n_rings + ring
+    lors = Coincidences(np.array([b]), np.array([a]), np.array([0]))
+    h = direct_petsird.lor_background(scanner, lors, [12.0], grid, VIEWS, fov_radius_mm=200.0)
+    assert h.sum() == pytest.approx(12.0, rel=1e-5)
+    profile = h.sum(axis=(0, 1, 2))                            # along x
+    x = grid.centres(2)
+    inside = np.abs(x) < 200.0 - 8.0
+    assert np.all(profile[np.abs(x) > 200.0 + 8.0] == 0)
+    np.testing.assert_allclose(profile[inside], 12.0 * 8.0 / 400.0, rtol=0.02)
+
+
+def test_tof_lor_values_sit_at_their_tof_bins_most_likely_point():
+    scanner, n_per_ring, n_rings = _ring_scanner(tof=True)
+    grid = ImageGrid((4, 60, 60), 8.0)
+    ring = n_rings // 2
+    edges = scanner.tof_edges_mm(0, 0)
+    centres = 0.5 * (edges[:-1] + edges[1:])
+    k = int(np.argmin(np.abs(centres - 80.0)))                  # a bin about 80 mm from the middle
+    p_a, p_b = ring, (n_per_ring // 2) * n_rings + ring       # x = +R and x = -R
+    lors = Coincidences(np.array([p_b]), np.array([p_a]), np.array([k]))
+    h = direct_petsird.lor_background(scanner, lors, [3.0], grid, VIEWS, fov_radius_mm=200.0)
+    v, iz, iy, ix = np.unravel_index(np.argmax(h), h.shape)
+    assert h.sum() == pytest.approx(3.0) and h.max() == pytest.approx(3.0)
+    # photon 1 at x = -R arrives later for tof > 0: the point lies toward x = +R, tof mm from the middle
+    assert abs(grid.centres(2)[ix] - centres[k]) <= 4.0 + 1e-3
+
+
+def test_lor_values_are_conserved_for_lors_crossing_the_fov(rng):
+    scanner, n_per_ring, n_rings = _ring_scanner(tof=False)
+    grid = ImageGrid((34, 60, 60), 8.0)                     # covers the FOV and the detector length
+    k1, k2 = rng.integers(0, n_per_ring, 300), rng.integers(0, n_per_ring, 300)
+    ring = rng.integers(0, n_rings, 300)
+    lors = Coincidences(k1 * n_rings + ring, k2 * n_rings + ring, np.zeros(300))
+    values = rng.uniform(0.5, 2.0, 300)
+    fov = 200.0
+    h = direct_petsird.lor_background(scanner, lors, values, grid, VIEWS, fov_radius_mm=fov)
+    # a chord between azimuths phi1, phi2 passes the axis at R |cos((phi1 - phi2) / 2)|
+    distance = SCANNER.radius_mm * np.abs(np.cos(np.pi * (k1 - k2) / n_per_ring))
+    crossing = (distance < fov) & (k1 != k2)
+    assert h.sum() == pytest.approx(values[crossing].sum(), rel=1e-4)
+    with pytest.raises(ValueError, match="values"):
+        direct_petsird.lor_background(scanner, lors, values[:-1], grid, VIEWS, fov_radius_mm=fov)
+    with pytest.raises(ValueError, match="fov_radius_mm"):
+        direct_petsird.lor_background(scanner, lors, values, grid, VIEWS, fov_radius_mm=-1.0)

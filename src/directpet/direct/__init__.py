@@ -13,6 +13,7 @@ from .kernels import C_MM_PER_PS, SRKernel, tof_fwhm_mm
 from .lowrank import LowRankProjector
 from .lut import DirectLUT, build_lut, local_coordinates
 from .model_data import expected_data, model_consistent_data
+from .normalisation import normalisation_histo_images
 from .projector import HistoImageProjector, ViewOperator
 from .scanner import CylindricalScanner, detector_exits, detector_hits
 from .simulation import simulate_deposit
@@ -22,6 +23,6 @@ from .views import View, ViewSet
 __all__ = ["randoms_from_delayeds", "attenuation_histo_images", "C_MM_PER_PS", "CylindricalScanner", "DepositStats", "DirectLUT", "EventBatch", "FFTProjector",
            "HistoImageData", "HistoImageProjector", "LowRankProjector", "SRKernel", "View", "ViewOperator",
            "ViewSet", "ViewSubsets", "bin_views", "build_lut", "deposit", "detector_exits", "detector_hits",
-           "expected_data", "local_coordinates", "make_blocks", "model_consistent_data", "randoms_background",
+           "expected_data", "local_coordinates", "make_blocks", "model_consistent_data", "normalisation_histo_images", "randoms_background",
            "sensitivity_attenuation", "simulate_deposit", "simulate_events", "simulate_histo_images",
            "simulate_randoms", "to_numpy", "tof_fwhm_mm"]

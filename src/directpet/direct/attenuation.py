@@ -26,7 +26,7 @@ import numpy as np
 
 from .._checks import array_module
 from ..geometry import ImageGrid
-from .views import View, ViewSet
+from .views import ViewSet
 
 
 def _ndimage(xp):
@@ -85,15 +85,8 @@ def attenuation_histo_images(mu, mu_grid: ImageGrid, grid: ImageGrid, viewset: V
     coords = [xp.asarray(grid.centres(a), dtype=xp.float64) for a in range(3)]
     z, y, x = xp.meshgrid(*coords, indexing="ij")
     out = xp.empty((len(viewset),) + grid.shape, dtype=xp.float32)
-    te, pe = viewset.theta_edges, viewset.phi_edges
     for v in range(len(viewset)):
-        k, l = divmod(v, viewset.n_theta)
-        if n_sub == 1:
-            views = [viewset[v]]
-        else:
-            mid = (np.arange(n_sub) + 0.5) / n_sub
-            views = [View(pe[k] + a * (pe[k + 1] - pe[k]), te[l] + b * (te[l + 1] - te[l]))
-                     for a in mid for b in mid]
+        views = viewset.cell_views(v, n_sub)
         acc = xp.zeros(grid.shape, dtype=xp.float64)
         for view in views:
             u, e1 = view.direction, view.radial_axis

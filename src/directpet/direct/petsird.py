@@ -19,7 +19,7 @@ TOF in PETSIRD is ``(t1 - t2) c / 2`` in mm with ``t1`` at ``detection_bins[0]``
 from __future__ import annotations
 
 import math
-from typing import Iterable, Iterator, Optional
+from typing import Iterator, Optional
 
 import numpy as np
 
@@ -188,11 +188,70 @@ def deposit_file(path, grid: ImageGrid, viewset: ViewSet, *, kind: str = "prompt
     return (out, stats) if return_stats else out
 
 
+def lor_background(pscanner: PetsirdScanner, coincidences: Coincidences, values, grid: ImageGrid, viewset: ViewSet,
+                   *, fov_radius_mm: float, step_mm: Optional[float] = None, out=None, xp=np, chunk: int = 200_000):
+    """Deposit a background given per LOR in the scanner's own binning (e.g. an external scatter
+    sinogram) into histo-images ``(n_views, nz, ny, nx)`` float32.
+
+    ``coincidences`` names the LORs (detection-bin pairs of module types (0, 0)) and ``values`` (n,)
+    their expected counts. With one TOF bin (or a non-TOF scanner) a value is spread evenly along
+    the LOR's segment inside the transaxial FOV of radius ``fov_radius_mm`` -- its TOF is unknown, as
+    for randoms -- in steps of ``step_mm`` (default half the smallest voxel), each step a weighted
+    pseudo-event at its most likely point; with TOF bins (``coincidences.tof_idx``) the value sits at
+    the bin's most likely point. Values of LORs that miss the FOV are dropped.
+    """
+    vals = np.asarray(values.get() if hasattr(values, "get") else values, np.float64).ravel()
+    if vals.shape != (len(coincidences),):
+        raise ValueError(f"values: expected ({len(coincidences)},) values, one per LOR, got {vals.shape}")
+    if not np.all(np.isfinite(vals)) or np.any(vals < 0):
+        raise ValueError("values: expected finite values >= 0")
+    if not np.isfinite(fov_radius_mm) or fov_radius_mm <= 0:
+        raise ValueError(f"fov_radius_mm: expected a positive radius, got {fov_radius_mm!r}")
+    step = 0.5 * min(grid.voxel_size) if step_mm is None else float(step_mm)
+    if not np.isfinite(step) or step <= 0:
+        raise ValueError(f"step_mm: expected a positive step, got {step_mm!r}")
+    out = xp.zeros((len(viewset),) + grid.shape, xp.float32) if out is None else out
+    spread = pscanner.tof_edges_mm(0, 0).size <= 2
+    for start in range(0, len(coincidences), chunk):
+        s = slice(start, start + chunk)
+        part = Coincidences(coincidences.bin0[s], coincidences.bin1[s],
+                            np.zeros(len(coincidences.bin0[s]), np.uint32) if spread else coincidences.tof_idx[s])
+        w = vals[s]
+        if not spread:
+            batch = coincidences_to_events(pscanner, (0, 0), part, xp=xp)
+            batch.weights = xp.asarray(w, dtype=xp.float32)
+        else:
+            batch = _spread_along_fov(pscanner, part, w, fov_radius_mm, step, xp)
+        deposit(batch, grid, viewset, out=out, xp=xp)
+    return out
+
+
+def _spread_along_fov(pscanner, part, w, fov_radius_mm, step, xp):
+    from ..sim.lines import cylinder_interval
+
+    p1 = xp.asarray(pscanner.positions(0, part.bin0))
+    p2 = xp.asarray(pscanner.positions(0, part.bin1))
+    d = p2 - p1
+    length = xp.sqrt(xp.sum(d * d, axis=1))
+    u = d / xp.where(length > 0, length, 1.0)[:, None]
+    t0, t1 = cylinder_interval(p1[:, 0], p1[:, 1], p1[:, 2], u[:, 0], u[:, 1], u[:, 2], fov_radius_mm, None, xp)
+    seg = xp.maximum(t1 - t0, 0.0)
+    n_steps = xp.where(seg > 0, xp.ceil(seg / step), 0).astype(xp.int64)
+    lor = xp.repeat(xp.arange(len(part)), n_steps)
+    first = xp.cumsum(n_steps) - n_steps
+    k = xp.arange(lor.size) - first[lor]
+    t = t0[lor] + (k + 0.5) * (seg / xp.maximum(n_steps, 1))[lor]       # step midpoints in the FOV
+    dt = 2.0 * (t - 0.5 * length[lor]) / C_MM_PER_PS                  # MLP = p1 + t u
+    weights = (xp.asarray(w) / xp.maximum(n_steps, 1))[lor]
+    return EventBatch(p1[lor].astype(xp.float32), p2[lor].astype(xp.float32), dt.astype(xp.float32),
+                      weights=weights.astype(xp.float32))
+
+
 def quantised(events: EventBatch, pscanner: PetsirdScanner, *, xp=None) -> EventBatch:
     """The batch as PETSIRD stores it (crystal centres, TOF-bin centres): what reading a file gives."""
     xp = array_module(events.dt_ps) if xp is None else xp
     return coincidences_to_events(pscanner, (0, 0), events_to_coincidences(events, pscanner), xp=xp)
 
 
-__all__ = ["coincidences_to_events", "deposit_file", "events_to_coincidences", "quantised", "read_events",
+__all__ = ["coincidences_to_events", "deposit_file", "events_to_coincidences", "lor_background", "quantised", "read_events",
            "ring_shape", "scanner_header", "write_events"]

@@ -103,6 +103,16 @@ class ViewSet:
         """
         return bin_canonical(np.asarray(u, dtype=np.float64), self, np)
 
+    def cell_views(self, v: int, n_sub: int) -> list:
+        """Directions sampling view v's (azimuth, tilt) cell: the view itself for ``n_sub = 1``, else
+        the ``n_sub x n_sub`` cell midpoints (azimuth-major) as :class:`View` objects."""
+        if n_sub == 1:
+            return [self[v]]
+        k, l = divmod(v, self.n_theta)
+        pe, te = self.phi_edges, self.theta_edges
+        mid = (np.arange(n_sub) + 0.5) / n_sub
+        return [View(pe[k] + a * (pe[k + 1] - pe[k]), te[l] + b * (te[l + 1] - te[l])) for a in mid for b in mid]
+
     def geometric_order(self) -> list:
         """View visiting order: bit-reversed (van der Corput) azimuths, tilts (0, +, -) per azimuth."""
         ks = spread_order(self.n_phi)   # floor(vdc(i) * n_phi): 0, 20, 10, 30, 5, 25, ... for 40

@@ -294,7 +294,8 @@ class PetsirdScanner:
     def pair_efficiency(self, pair: Tuple[int, int], bin0, bin1, *, calibration: bool = True) -> np.ndarray:
         """Coincidence detection efficiencies (float64, shape of the bins) from the header's
         component model: calibration x bin efficiencies x module-pair efficiencies (a missing
-        component counts as 1; module pairs with SGID < 0 are not in coincidence: 0)."""
+        component counts as 1; module pairs with SGID < 0 are not in coincidence: 0). Within one
+        module type the bins must be in PETSIRD's order, ``bin0 >= bin1``."""
         t0, t1 = pair
         b0, b1 = np.asarray(bin0, np.int64), np.asarray(bin1, np.int64)
         eff = self.info.detection_efficiencies

@@ -1,0 +1,120 @@
+"""Normalisation histo-images from detector-pair efficiencies (science.md 1.3).
+
+A measured count in histo-image bin (view v, voxel r) comes from the LORs of the view's direction
+cell that pass through r; each LOR joins two crystals i, j with a coincidence efficiency e_ij. The
+normalisation factor of the bin is the mean efficiency of those LORs,
+
+    ``e_v(r) = mean over accepted directions u in the cell of e_{i(r,u), j(r,u)}``,
+
+with i, j the crystals where the LOR through the voxel centre along +-u meets the detector
+cylinder (an LOR leaving the axial extent is not accepted and does not count). The sensitivity of
+the model ``ybar_v = s_v H_v x + b_v`` is then ``s_v = n_v a_v e_v`` (geometric sensitivity,
+attenuation, normalisation): multiply :func:`normalisation_histo_images` into
+:func:`~directpet.direct.sensitivity_attenuation`.
+
+Efficiencies come as
+
+* a plain ``(n_per_ring, n_rings)`` array of crystal efficiencies (the product model
+  ``e_ij = eps_i eps_j``),
+* a ``(n_crystals, n_crystals)`` array of pair efficiencies (crystal ``k * n_rings + r``), or
+* ``None``: the PETSIRD header's own component model (calibration x detection-bin efficiencies x
+  module-pair efficiencies), through :meth:`~directpet.io.petsird.PetsirdScanner.pair_efficiency`.
+
+The crystals are those of a ring header from :func:`~directpet.direct.petsird.scanner_header`:
+module k (at azimuth ``2 pi k / n_per_ring``) and ring r, found from a hit point in closed form.
+Everything is written against ``xp`` (NumPy or CuPy).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..geometry import ImageGrid
+from ..io.petsird import PetsirdScanner
+from .petsird import ring_shape
+from .scanner import CylindricalScanner, detector_exits
+from .views import ViewSet
+
+
+def crystals_of_points(x, y, z, n_per_ring: int, n_rings: int, axial_length_mm: float, xp=np):
+    """Crystal index ``k * n_rings + r`` (int64) of points on the detector cylinder: ring position
+    ``k`` the nearest module azimuth ``2 pi k / n_per_ring``, ring ``r`` the axial slab of width
+    ``axial_length_mm / n_rings`` holding z (clipped to the rings)."""
+    k = xp.rint(xp.arctan2(y, x) * (n_per_ring / (2 * np.pi))).astype(xp.int64) % n_per_ring
+    r = xp.floor((z / axial_length_mm + 0.5) * n_rings).astype(xp.int64)
+    return k * n_rings + xp.clip(r, 0, n_rings - 1)
+
+
+def _pair_efficiency_function(efficiencies, header, n_crystals: int, xp):
+    """``f(i, j) -> e_ij`` on crystal indices in the namespace ``xp``."""
+    if efficiencies is None:
+        scanner = PetsirdScanner(header.scanner)
+        n_energy = scanner.n_energy_bins[0]
+
+        def from_header(i, j):
+            host = [np.asarray(a.get() if hasattr(a, "get") else a) * n_energy for a in (i, j)]
+            hi, lo = np.maximum(*host), np.minimum(*host)        # PETSIRD's order: bin0 >= bin1
+            return xp.asarray(scanner.pair_efficiency((0, 0), hi, lo))
+        return from_header
+    e = xp.asarray(efficiencies, dtype=xp.float64)
+    if e.ndim == 2 and e.shape == (n_crystals, n_crystals):
+        if not bool(xp.isfinite(e).all()) or bool((e < 0).any()):
+            raise ValueError("efficiencies: pair efficiencies must be finite and >= 0")
+        return lambda i, j: e[i, j]
+    flat = e.reshape(-1)
+    if flat.size != n_crystals:
+        raise ValueError(f"efficiencies: expected {n_crystals} crystal efficiencies (n_per_ring, n_rings) or a "
+                         f"({n_crystals}, {n_crystals}) pair array, got shape {tuple(e.shape)}")
+    if not bool(xp.isfinite(flat).all()) or bool((flat < 0).any()):
+        raise ValueError("efficiencies: crystal efficiencies must be finite and >= 0")
+    return lambda i, j: flat[i] * flat[j]
+
+
+def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, efficiencies=None, *,
+                               scanner: CylindricalScanner = None, n_sub: int = 2, xp=np):
+    """Per-view normalisation factors ``e_v`` (n_views, nz, ny, nx) float32 (module docstring).
+
+    Parameters
+    ----------
+    header : the ``petsird.Header`` of the ring scanner (:func:`~directpet.direct.petsird.scanner_header`).
+    grid, viewset : the reconstruction lattice and the DIRECT views.
+    efficiencies : None (the header's own efficiencies), ``(n_per_ring, n_rings)`` crystal
+        efficiencies or ``(n_crystals, n_crystals)`` pair efficiencies.
+    scanner : the :class:`CylindricalScanner` the header describes (its radius and axial length
+        decide which LORs are accepted); default: the default scanner.
+    n_sub : directions per view-cell edge (``n_sub**2`` averaged).
+    xp : array namespace of the result (NumPy or CuPy).
+
+    Bins no accepted direction reaches get 1 (their geometric sensitivity is 0 anyway).
+    """
+    scanner = CylindricalScanner() if scanner is None else scanner
+    if not isinstance(scanner, CylindricalScanner):
+        raise TypeError(f"scanner: expected a CylindricalScanner, got {type(scanner).__name__}")
+    if not isinstance(grid, ImageGrid):
+        raise TypeError(f"grid: expected an ImageGrid, got {type(grid).__name__}")
+    if not isinstance(viewset, ViewSet):
+        raise TypeError(f"viewset: expected a ViewSet, got {type(viewset).__name__}")
+    if isinstance(n_sub, (bool, np.bool_)) or int(n_sub) != n_sub or n_sub < 1:
+        raise ValueError(f"n_sub: expected a positive integer, got {n_sub!r}")
+    n_per_ring, n_rings = ring_shape(header)
+    efficiency = _pair_efficiency_function(efficiencies, header, n_per_ring * n_rings, xp)
+    z, y, x = xp.meshgrid(*(xp.asarray(grid.centres(a), dtype=xp.float64) for a in range(3)), indexing="ij")
+    out = xp.empty((len(viewset),) + grid.shape, dtype=xp.float32)
+    for v in range(len(viewset)):
+        total = xp.zeros(grid.shape, dtype=xp.float64)
+        count = xp.zeros(grid.shape, dtype=xp.float64)
+        for view in viewset.cell_views(v, int(n_sub)):
+            u = [float(c) for c in view.direction]
+            t_plus, t_minus, ok = detector_exits(x, y, z, *u, scanner, xp)
+            i = crystals_of_points(x + t_plus * u[0], y + t_plus * u[1], z + t_plus * u[2],
+                                   n_per_ring, n_rings, scanner.axial_length_mm, xp)
+            j = crystals_of_points(x - t_minus * u[0], y - t_minus * u[1], z - t_minus * u[2],
+                                   n_per_ring, n_rings, scanner.axial_length_mm, xp)
+            e = efficiency(i.ravel(), j.ravel()).reshape(grid.shape)
+            total += xp.where(ok, e, 0.0)
+            count += ok
+        out[v] = xp.where(count > 0, total / xp.where(count > 0, count, 1.0), 1.0).astype(xp.float32)
+    return out
+
+
+__all__ = ["crystals_of_points", "normalisation_histo_images"]
