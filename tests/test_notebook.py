@@ -56,3 +56,15 @@ def test_dualhead_notebook_runs(tmp_path, monkeypatch):
     assert "unreduced" in text
     assert figures == ["dualhead_derenzo.png", "dualhead_fwhm.png", "dualhead_profiles.png",
                        "dualhead_rod_profiles.png"]
+
+
+@pytest.mark.slow
+def test_real_data_notebook_runs(tmp_path, monkeypatch):
+    """The real-data workflow at the 'tiny' size with 3 block-RAMLA passes: a PETSIRD file is written
+    and read, the corrections are built, the reconstruction prints CRC and noise per pass and the
+    NIfTI image and the figure are written."""
+    text, figures = _execute("real_data_workflow.ipynb", tmp_path, monkeypatch, DIRECTPET_NOTEBOOK_SIZE="tiny",
+                             DIRECTPET_NOTEBOOK_ITER="3")
+    assert "scan.petsird" in text and "161 TOF bins" in text and "events deposited" in text
+    assert "iteration  3: CRC" in text and "wrote reconstruction.nii.gz" in text
+    assert {"real_data_slice.png", "reconstruction.nii.gz", "scan.petsird"} <= set(figures)
