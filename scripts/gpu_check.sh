@@ -3,16 +3,18 @@
 # whole test suite (gpu-marked tests included), compute-sanitizer memcheck on a small case, and the
 # benchmarks. Logs and JSON records go to OUTDIR.
 #
-#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|multigpu|all]
+#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|realdata|multigpu|all]
 #
 # tests: the whole pytest suite + compute-sanitizer memcheck; projectors: benchmarks/direct_projectors.py;
 # recon: benchmarks/direct_recon.py and the [HA] section 6 experiment (scripts/run_experiment.py);
 # first: the FIRST family's gpu-marked tests and benchmarks/first_projectors.py; dualhead: the dual-head
 # family's gpu-marked tests, the full-size model build, benchmarks/dualhead_projectors.py and its experiment;
+# realdata: the PETSIRD / corrections / NIfTI / autograd tests, the real-data notebook at the 'small' size and
+# benchmarks/io_petsird.py (petsird and nibabel wheels from .whl/io when missing);
 # multigpu (a host with 2+ GPUs, not part of 'all'): the NCCL test, benchmarks/multi_gpu.py and the Dask sweep
 # benchmarks/sweep_ha.py on 1 and 2 GPU workers (dask wheels from .whl/dask when distributed is missing).
 set -uo pipefail
-OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|multigpu|all]}
+OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|realdata|multigpu|all]}
 MODE=${2:-full}
 WHAT=${3:-all}
 mkdir -p "$OUTDIR"
@@ -100,6 +102,31 @@ if [ "$WHAT" = all ] || [ "$WHAT" = dualhead ]; then
   echo "== dual-head experiment (Derenzo + point sources, Monte Carlo data, OSEM)"
   $PY -m directpet.cli demo dualhead --size $DSIZE --quiet --out "$OUTDIR/dualhead_experiment" > "$OUTDIR/dualhead_experiment.log" 2>&1
   tail -30 "$OUTDIR/dualhead_experiment.log"
+fi
+
+if [ "$WHAT" = all ] || [ "$WHAT" = realdata ]; then
+  # petsird / nibabel wheels from .whl/io when the machine has no network
+  $PY -c "import petsird, nibabel" 2>/dev/null || $PY -m pip install -q --no-index --find-links .whl/io petsird nibabel > "$OUTDIR/io_install.log" 2>&1
+  echo "== real-data tests (PETSIRD, corrections, NIfTI, autograd)"
+  $PY -m pytest tests/test_io_petsird.py tests/test_direct_corrections.py tests/test_io_nifti.py tests/test_autograd.py \
+    tests/test_direct_deposition.py tests/test_direct_simulation.py tests/test_direct_views.py -q -rs -p no:cacheprovider > "$OUTDIR/tests_realdata.log" 2>&1
+  tail -8 "$OUTDIR/tests_realdata.log"
+  echo "== real-data notebook at the 'small' size (cells run as a script)"
+  DIRECTPET_NOTEBOOK_SIZE=small DIRECTPET_NOTEBOOK_OUT="$OUTDIR/realdata_notebook" MPLBACKEND=Agg $PY - > "$OUTDIR/realdata_notebook.log" 2>&1 <<'PYEOF'
+import json, time
+t0 = time.perf_counter()
+cells = [c for c in json.load(open("notebooks/real_data_workflow.ipynb"))["cells"] if c["cell_type"] == "code"]
+scope = {}
+for c in cells:
+    t = time.perf_counter()
+    exec("".join(c["source"]), scope)
+    print(f"[cell {time.perf_counter() - t:.1f} s]")
+print(f"notebook total {time.perf_counter() - t0:.1f} s")
+PYEOF
+  tail -25 "$OUTDIR/realdata_notebook.log"
+  echo "== PETSIRD throughput and normalisation benchmark"
+  $PY benchmarks/io_petsird.py --json "$OUTDIR/io_petsird.json" > "$OUTDIR/bench_io.log" 2>&1
+  tail -12 "$OUTDIR/bench_io.log"
 fi
 
 if [ "$WHAT" = multigpu ]; then

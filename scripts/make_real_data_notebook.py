@@ -74,7 +74,7 @@ def detected(events):
 
 with PetsirdWriter(listmode, header) as writer:
     for batch in simulate_events(info, scanner, n_prompts, randoms_fraction=0.2, rng=1, progress=False,
-                                 chunk_size=2_000_000):
+                                 chunk_size=2_000_000, xp=xp):
         delayed = simulate_randoms(scanner, int(rng.poisson(batch.n_randoms)), rng=rng)  # delayed window = prompt window
         writer.write_block(prompts=detected(batch), delayeds=detected(delayed))
     written = dict(writer.n_written)

@@ -90,19 +90,22 @@ class Coincidences:
 
 
 def _encode_varints(values: np.ndarray) -> np.ndarray:
-    """LEB128 (yardl's unsigned varint) bytes of ``values`` (uint64), in order, as uint8."""
-    v = values.astype(np.uint64).ravel()
-    n_bytes = np.ones(v.shape, np.int64)
-    for k in range(1, 10):
-        n_bytes += v >= np.uint64(1) << np.uint64(7 * k)
-    start = np.concatenate(([0], np.cumsum(n_bytes)[:-1]))
-    out = np.empty(int(n_bytes.sum()), np.uint8)
-    for k in range(int(n_bytes.max(initial=1))):
-        has = n_bytes > k
-        byte = (v[has] >> np.uint64(7 * k)) & np.uint64(0x7F)
-        more = (n_bytes[has] > k + 1).astype(np.uint64) << np.uint64(7)
-        out[start[has] + k] = (byte | more).astype(np.uint8)
-    return out
+    """LEB128 (yardl's unsigned varint) bytes of 32-bit ``values``, in order, as uint8.
+
+    Each value gets a row of 5 candidate bytes (7 bits each, the continuation bit set on all but its
+    last); a row-major boolean mask then keeps each value's first ``n_bytes`` of them, in order.
+    """
+    v = np.asarray(values).ravel()
+    if v.size and (v.min() < 0 or v.max() >= 2**32):
+        raise ValueError("varints: expected values in [0, 2**32)")
+    v = v.astype(np.uint32)
+    n_bytes = np.ones(v.shape, np.uint8)
+    for k in range(1, 5):
+        n_bytes += v >= np.uint32(1 << (7 * k))
+    rows = np.empty((v.size, 5), np.uint8)
+    for k in range(5):
+        rows[:, k] = ((v >> np.uint32(7 * k)) & np.uint32(0x7F)).astype(np.uint8) | ((n_bytes > k + 1) << 7).astype(np.uint8)
+    return rows[np.arange(5, dtype=np.uint8) < n_bytes[:, None]]
 
 
 def _decode_varints(data: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -1,0 +1,163 @@
+"""PETSIRD list-mode throughput and the normalisation histo-images, against their baselines.
+
+* Writing and reading list-mode with directpet's array codec vs the ``petsird`` package's own
+  per-event reader (the baseline, timed on a prefix of the same file: it costs microseconds per
+  event). The floor of reading is the file's bytes: reported as MB/s next to a plain ``readinto``
+  of the same file (page cache warm).
+* ``deposit_file``: file -> 40 x 3 DIRECT histo-images of the paper's 144 x 144 x 48 grid of 4 mm,
+  on the CPU (NumPy) and the GPU (CuPy), events per second.
+* ``normalisation_histo_images`` at the paper's size (120 views, n_sub = 2) on the GPU and the CPU
+  (the CPU extrapolated from 3 views).
+
+Events are coincidences of random crystal pairs of the default scanner's ring header (4 mm
+crystals, 25 ps TOF bins) within the 10 degree acceptance, random TOF bins within +-300 mm:
+throughput does not depend on the activity.
+
+    python benchmarks/io_petsird.py [--events 20000000] [--baseline-events 300000] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import cpu_name, gpu_name, today, write_records  # noqa: E402
+
+from directpet.direct import CylindricalScanner, normalisation_histo_images  # noqa: E402
+from directpet.direct import petsird as direct_petsird  # noqa: E402
+from directpet.geometry import ImageGrid  # noqa: E402
+from directpet.io.petsird import Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter  # noqa: E402
+
+
+def random_coincidences(n, n_per_ring, n_rings, n_tof, rng):
+    """Crystal pairs across the ring (azimuth difference >= 90 degrees) within +-8 rings, TOF bins
+    within +-300 mm of the middle."""
+    k1 = rng.integers(0, n_per_ring, n)
+    k2 = (k1 + rng.integers(n_per_ring // 4, 3 * n_per_ring // 4, n)) % n_per_ring
+    r1 = rng.integers(8, n_rings - 8, n)
+    r2 = r1 + rng.integers(-8, 9, n)
+    mid = n_tof // 2
+    return Coincidences(k1 * n_rings + r1, k2 * n_rings + r2, rng.integers(mid - 80, mid + 81, n))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=float, default=2e7)
+    ap.add_argument("--baseline-events", type=float, default=3e5)
+    ap.add_argument("--block", type=float, default=2e6, help="events per time block")
+    ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "io_petsird.json"))
+    args = ap.parse_args()
+    n, block = int(args.events), int(args.block)
+    scanner = CylindricalScanner()
+    header = direct_petsird.scanner_header(scanner)
+    crystals = PetsirdScanner(header.scanner)
+    n_per_ring, n_rings = direct_petsird.ring_shape(header)
+    n_tof = crystals.tof_edges_mm(0, 0).size - 1
+    rng = np.random.default_rng(7)
+    blocks = [random_coincidences(min(block, n - s), n_per_ring, n_rings, n_tof, rng) for s in range(0, n, block)]
+    records = []
+    host = cpu_name()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "bench.petsird")
+        t0 = time.perf_counter()
+        with PetsirdWriter(path, header) as w:
+            for b in blocks:
+                w.write_block({(0, 0): b})
+        t_write = time.perf_counter() - t0
+        size_mb = os.path.getsize(path) / 1e6
+        t0 = time.perf_counter()
+        with open(path, "rb") as f:
+            buf = bytearray(1 << 24)
+            while f.readinto(buf):
+                pass
+        t_raw = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        with PetsirdReader(path) as f:
+            n_read = sum(len(ev) for _, ev in f.coincidences())
+        t_read = time.perf_counter() - t0
+        assert n_read == n
+        # the baseline: petsird's own reader on a prefix of the same events
+        import petsird
+
+        m = int(args.baseline_events)
+        base_path = os.path.join(tmp, "baseline.petsird")
+        with PetsirdWriter(base_path, header) as w:
+            w.write_block({(0, 0): Coincidences(blocks[0].bin0[:m], blocks[0].bin1[:m], blocks[0].tof_idx[:m])})
+        t0 = time.perf_counter()
+        with petsird.BinaryPETSIRDReader(base_path) as r:
+            r.read_header()
+            n_base = sum(len(tb.value.prompt_events[0][0]) for tb in r.read_time_blocks())
+        t_base = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        with PetsirdReader(base_path) as f:
+            n_ours = sum(len(ev) for _, ev in f.coincidences())
+        t_ours_prefix = time.perf_counter() - t0
+        assert n_base == n_ours == m
+        print(f"file: {n:,} events, {size_mb:.0f} MB ({1e6 * size_mb / n:.2f} bytes/event)")
+        print(f"write (directpet):           {n / t_write / 1e6:7.2f} M events/s  ({size_mb / t_write:6.1f} MB/s)")
+        print(f"read  (directpet):           {n / t_read / 1e6:7.2f} M events/s  ({size_mb / t_read:6.1f} MB/s)")
+        print(f"read  (plain readinto):      {'':>7}                ({size_mb / t_raw:6.1f} MB/s)  <- floor")
+        print(f"read  (petsird, {m:,} ev):   {m / t_base / 1e6:7.3f} M events/s; directpet on the same file "
+              f"{m / t_ours_prefix / 1e6:.2f} M events/s: {t_base / t_ours_prefix:.0f}x")
+        records.append({"case": "petsird_io", "device": host, "date": today(), "events": n, "mb": size_mb,
+                        "write_mev_s": n / t_write / 1e6, "read_mev_s": n / t_read / 1e6,
+                        "read_mb_s": size_mb / t_read, "readinto_mb_s": size_mb / t_raw,
+                        "baseline_events": m, "petsird_mev_s": m / t_base / 1e6,
+                        "speedup_vs_petsird": t_base / t_ours_prefix})
+
+        grid = ImageGrid((48, 144, 144), 4.0)
+        views = scanner.viewset(40, 3)
+        t0 = time.perf_counter()
+        h_cpu = direct_petsird.deposit_file(path, grid, views, xp=np, progress=False)
+        t_cpu = time.perf_counter() - t0
+        print(f"deposit_file CPU ({host}): {n / t_cpu / 1e6:.2f} M events/s ({t_cpu:.1f} s)")
+        records.append({"case": "petsird_deposit", "backend": "cpu", "device": host, "date": today(),
+                        "events": n, "seconds": t_cpu, "mev_s": n / t_cpu / 1e6})
+        try:
+            import cupy as cp
+        except ImportError:
+            cp = None
+            print("CuPy not installed: GPU not timed")
+        if cp is not None and cp.cuda.runtime.getDeviceCount() > 0:
+            direct_petsird.deposit_file(path, grid, views, xp=cp, progress=False)      # warm-up
+            cp.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            h_gpu = direct_petsird.deposit_file(path, grid, views, xp=cp, progress=False)
+            cp.cuda.Device().synchronize()
+            t_gpu = time.perf_counter() - t0
+            same = bool(np.array_equal(cp.asnumpy(h_gpu), h_cpu))
+            print(f"deposit_file GPU ({gpu_name()}): {n / t_gpu / 1e6:.2f} M events/s ({t_gpu:.1f} s); "
+                  f"identical to the CPU: {same}")
+            records.append({"case": "petsird_deposit", "backend": "cuda", "device": gpu_name(), "date": today(),
+                            "events": n, "seconds": t_gpu, "mev_s": n / t_gpu / 1e6, "identical_to_cpu": same})
+
+            eps = cp.asarray(rng.normal(1.0, 0.1, (n_per_ring, n_rings)).clip(0.6, 1.4))
+            normalisation_histo_images(header, grid, views, eps, xp=cp)
+            cp.cuda.Device().synchronize()
+            t0 = time.perf_counter()
+            normalisation_histo_images(header, grid, views, eps, xp=cp)
+            cp.cuda.Device().synchronize()
+            t_norm = time.perf_counter() - t0
+            print(f"normalisation_histo_images GPU: {t_norm:.2f} s for 120 views x 4 directions, 144 x 144 x 48")
+            records.append({"case": "normalisation_paper", "backend": "cuda", "device": gpu_name(), "date": today(),
+                            "seconds": t_norm, "views": 120, "n_sub": 2})
+        from directpet.direct import ViewSet
+
+        eps_host = rng.normal(1.0, 0.1, (n_per_ring, n_rings)).clip(0.6, 1.4)
+        t0 = time.perf_counter()
+        normalisation_histo_images(header, grid, ViewSet(1, 3), eps_host)
+        t_norm_cpu = 40 * (time.perf_counter() - t0)
+        print(f"normalisation_histo_images CPU: {t_norm_cpu:.1f} s for 120 views (extrapolated from 3)")
+        records.append({"case": "normalisation_paper", "backend": "cpu", "device": host, "date": today(),
+                        "seconds": t_norm_cpu, "views": 120, "n_sub": 2, "extrapolated_from_views": 3})
+    write_records(records, args.json)
+
+
+if __name__ == "__main__":
+    main()
