@@ -94,10 +94,29 @@ def attenuation_histo_images(mu, mu_grid: ImageGrid, grid: ImageGrid, viewset: V
             p, lo1, lo2 = _projection(mu, mu_grid, corners, u, e1, e2, h, step, chunk, xp, nd)
             s1 = (x * e1[0] + y * e1[1] + z * e1[2] - lo1) / h
             s2 = (x * e2[0] + y * e2[1] + z * e2[2] - lo2) / h
-            line = nd.map_coordinates(p, xp.stack([s1.ravel(), s2.ravel()]), order=1, mode="constant", cval=0.0)
+            line = _linear_or_zero(nd, p, [s1.ravel(), s2.ravel()], xp)
             acc += xp.exp(-line.reshape(grid.shape))
         out[v] = (acc / len(views)).astype(xp.float32)
+    if not bool(xp.isfinite(out).all()):
+        raise RuntimeError("attenuation_histo_images: non-finite factors (an interpolation failure); please report")
     return out
+
+
+def _linear_or_zero(nd, array, coords, xp):
+    """Linear interpolation of ``array`` at ``coords`` (one flat array per axis), 0 outside
+    ``[0, n - 1]`` on any axis: ``map_coordinates(..., mode='constant', cval=0)``'s semantics, with
+    the outside points masked here and every coordinate clipped into the array, so the interpolation
+    itself never reads outside (CuPy 14's constant mode left a few such outputs unwritten: NaN from
+    recycled memory, seen on an H200 on 2026-11-23).
+    """
+    inside = None
+    clipped = []
+    for c, n in zip(coords, array.shape):
+        ok = (c >= 0) & (c <= n - 1)
+        inside = ok if inside is None else inside & ok
+        clipped.append(xp.clip(c, 0, n - 1))
+    vals = nd.map_coordinates(array, xp.stack(clipped), order=1, mode="nearest")
+    return xp.where(inside, vals, 0.0)
 
 
 def _box_corners(g: ImageGrid) -> np.ndarray:
@@ -128,8 +147,7 @@ def _projection(mu, g: ImageGrid, corners, u, e1, e2, h, step, chunk, xp, nd):
         ix = (base[0][None] + tc * u[0]) / vx + (nx - 1) / 2
         iy = (base[1][None] + tc * u[1]) / vy + (ny - 1) / 2
         iz = (base[2][None] + tc * u[2]) / vz + (nz - 1) / 2
-        vals = nd.map_coordinates(mu, xp.stack([iz.ravel(), iy.ravel(), ix.ravel()]), order=1, mode="constant",
-                                  cval=0.0)
+        vals = _linear_or_zero(nd, mu, [iz.ravel(), iy.ravel(), ix.ravel()], xp)
         p += vals.reshape(tc.shape[0], n1, n2).sum(axis=0) * dt
     return p, lo1, lo2
 
