@@ -17,8 +17,8 @@ from petsird.helpers import generator, get_detection_efficiency  # noqa: E402
 from directpet.direct import CylindricalScanner, EventBatch, ViewSet, deposit, simulate_events, simulate_randoms  # noqa: E402
 from directpet.direct import petsird as direct_petsird  # noqa: E402
 from directpet.geometry import ImageGrid  # noqa: E402
-from directpet.io.petsird import (Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter,  # noqa: E402
-                                  _decode_varints, _encode_varints)
+from directpet import _core  # noqa: E402
+from directpet.io.petsird import Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter, _encode_varints  # noqa: E402
 from directpet.sim.phantoms import sphere_phantom  # noqa: E402
 
 SCANNER = CylindricalScanner()
@@ -55,7 +55,20 @@ def test_varints_match_petsirds_own_encoder(rng):
     stream.flush()
     encoded = _encode_varints(values)
     assert encoded.tobytes() == buffer.getvalue()
-    np.testing.assert_array_equal(_decode_varints(encoded, np.flatnonzero(encoded < 0x80)), values)
+    decoded, used = _core.decode_varints(encoded, values.size)
+    np.testing.assert_array_equal(decoded, values)
+    assert used == encoded.size
+    # stops after the last complete varint, and at max_values
+    part, used = _core.decode_varints(encoded[:-1], values.size)
+    assert part.size == values.size - 1 and used < encoded.size - 1
+    part, used = _core.decode_varints(encoded, 7)
+    np.testing.assert_array_equal(part, values[:7])
+    with pytest.raises(ValueError, match="longer than 5 bytes"):
+        _core.decode_varints(np.array([0x80] * 6 + [1], np.uint8), 1)
+    with pytest.raises(ValueError, match="beyond 32 bits"):
+        _core.decode_varints(np.array([0xFF] * 4 + [0x7F], np.uint8), 1)
+    with pytest.raises(ValueError, match="varints"):
+        _encode_varints(np.array([2**32], np.uint64))
 
 
 def test_files_we_write_read_back_with_petsirds_own_reader(tmp_path, rng):

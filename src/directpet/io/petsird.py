@@ -33,6 +33,8 @@ from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
+from .. import _core
+
 #: the PETSIRD release whose schema this module reads and writes
 SUPPORTED_VERSION = "0.12"
 
@@ -89,71 +91,43 @@ class Coincidences:
                             np.where(swap, n_tof_bins - 1 - self.tof_idx, self.tof_idx))
 
 
-def _encode_varints(values: np.ndarray) -> np.ndarray:
-    """LEB128 (yardl's unsigned varint) bytes of 32-bit ``values``, in order, as uint8.
-
-    Each value gets a row of 5 candidate bytes (7 bits each, the continuation bit set on all but its
-    last); a row-major boolean mask then keeps each value's first ``n_bytes`` of them, in order.
-    """
+def _encode_varints(values) -> np.ndarray:
+    """LEB128 (yardl's unsigned varint) bytes of 32-bit ``values``, in order, as uint8 (compiled)."""
     v = np.asarray(values).ravel()
     if v.size and (v.min() < 0 or v.max() >= 2**32):
         raise ValueError("varints: expected values in [0, 2**32)")
-    v = v.astype(np.uint32)
-    n_bytes = np.ones(v.shape, np.uint8)
-    for k in range(1, 5):
-        n_bytes += v >= np.uint32(1 << (7 * k))
-    rows = np.empty((v.size, 5), np.uint8)
-    for k in range(5):
-        rows[:, k] = ((v >> np.uint32(7 * k)) & np.uint32(0x7F)).astype(np.uint8) | ((n_bytes > k + 1) << 7).astype(np.uint8)
-    return rows[np.arange(5, dtype=np.uint8) < n_bytes[:, None]]
-
-
-def _decode_varints(data: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Values (uint64) of the varints of ``data`` ending at the positions ``ends`` (data[:ends[-1]+1])."""
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    lengths = ends - starts + 1
-    if lengths.max() > 5:
-        raise ValueError("event list: a varint longer than 5 bytes (not a 32-bit value; corrupt file)")
-    pos = np.arange(int(ends[-1]) + 1) - np.repeat(starts, lengths)
-    contrib = (data[: int(ends[-1]) + 1] & 0x7F).astype(np.uint64) << (7 * pos).astype(np.uint64)
-    return np.add.reduceat(contrib, starts)
+    return _core.encode_varints(np.ascontiguousarray(v, dtype=np.uint32))
 
 
 def _event_bytes(events: Coincidences) -> np.ndarray:
     # A CoincidenceEvent is three varints: detection_bins (a fixed vector of 2) and tof_idx.
-    rows = np.stack([events.bin0, events.bin1, events.tof_idx], axis=1).astype(np.uint64)
-    return _encode_varints(rows)
+    return _encode_varints(np.stack([events.bin0, events.bin1, events.tof_idx], axis=1))
 
 
 def _read_events(stream, n: int) -> Coincidences:
     """Read ``n`` CoincidenceEvent records from a yardl input stream without reading past them.
 
     Every varint is at least one byte, so reading as many bytes as varints are still open never
-    passes the end of the list; the bytes of a varint cut by a read are carried to the next one.
+    passes the end of the list; the bytes of a varint cut by a read are carried to the next round.
     """
     if n == 0:
         return Coincidences.empty()
-    values = []
-    carry = np.zeros(0, np.uint8)
-    open_varints = 3 * n
-    while open_varints > 0:
+    rows = np.empty(3 * n, np.uint32)
+    done = 0
+    carry = b""
+    while done < 3 * n:
         try:
-            chunk = np.frombuffer(bytes(stream.read_view(open_varints)), np.uint8)
+            chunk = stream.read_view(3 * n - done)
         except EOFError as err:
             raise EOFError("the file ends inside a list of coincidences") from err
-        data = np.concatenate((carry, chunk)) if carry.size else chunk
-        ends = np.flatnonzero(data < 0x80)
-        if ends.size:
-            values.append(_decode_varints(data, ends))
-            carry = data[int(ends[-1]) + 1:]
-        else:
-            carry = data
-        if carry.size > 4:
+        data = np.frombuffer(carry + bytes(chunk), np.uint8)
+        values, used = _core.decode_varints(data, 3 * n - done)
+        rows[done:done + values.size] = values
+        done += values.size
+        carry = data[used:].tobytes()
+        if len(carry) > 5:
             raise ValueError("event list: a varint longer than 5 bytes (not a 32-bit value; corrupt file)")
-        open_varints -= int(ends.size)
-    rows = np.concatenate(values).reshape(n, 3)
-    if np.any(rows >= 2**32):
-        raise ValueError("event list: a detection bin or TOF index beyond 32 bits (corrupt file)")
+    rows = rows.reshape(n, 3)
     return Coincidences(rows[:, 0], rows[:, 1], rows[:, 2])
 
 

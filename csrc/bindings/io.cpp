@@ -1,0 +1,39 @@
+// pybind11 bindings of the PETSIRD event-list varint codec (csrc/io/varint.hpp).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+
+#include "../io/varint.hpp"
+#include "arrays.hpp"
+
+namespace py = pybind11;
+
+namespace dp::bind {
+
+void register_io(py::module_& m) {
+    m.def("decode_varints", [](py::array_t<uint8_t, py::array::c_style> data, size_t max_values) {
+              py::array_t<uint32_t> out(static_cast<py::ssize_t>(max_values));
+              io::VarintDecode r{0, 0};
+              {
+                  py::gil_scoped_release release;
+                  r = io::decode_varints(data.data(), static_cast<size_t>(data.size()), max_values,
+                                         out.mutable_data());
+              }
+              return py::make_tuple(out[py::slice(0, static_cast<py::ssize_t>(r.values), 1)], r.bytes);
+          }, py::arg("data"), py::arg("max_values"),
+          "Decode at most max_values LEB128 varints (32-bit) from the uint8 array data; returns "
+          "(values uint32, bytes consumed), stopping after the last complete varint.");
+    m.def("encode_varints", [](py::array_t<uint32_t, py::array::c_style> values) {
+              const size_t n = static_cast<size_t>(values.size());
+              const size_t total = io::varint_bytes(values.data(), n);
+              py::array_t<uint8_t> out(static_cast<py::ssize_t>(total));
+              {
+                  py::gil_scoped_release release;
+                  io::encode_varints(values.data(), n, out.mutable_data());
+              }
+              return out;
+          }, py::arg("values"), "LEB128 varint bytes (uint8) of the uint32 values, in order.");
+}
+
+}  // namespace dp::bind
