@@ -266,6 +266,9 @@ def test_normalisation_bad_input():
         normalisation_histo_images(header, NORM_GRID, NORM_VIEWS, n_sub=0)
     with pytest.raises(TypeError, match="grid"):
         normalisation_histo_images(header, None, NORM_VIEWS)
+    from directpet.direct import CylindricalScanner
+    with pytest.raises(ValueError, match="scanner: the header's crystal rings"):
+        normalisation_histo_images(header, NORM_GRID, NORM_VIEWS, scanner=CylindricalScanner(radius_mm=400.0))
 
 
 @pytest.mark.gpu

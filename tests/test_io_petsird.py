@@ -30,6 +30,7 @@ def demo_header(with_module_pairs: bool = False):
     """petsird's own two-module-type demo scanner (TOF for (0,0) and (1,1), none for (1,0)); its
     module-pair efficiency tables are large, so file tests leave them out."""
     header = generator.get_header()
+    header.scanner.delayed_event_policy = petsird.CoincidencePolicy.REJECT_HIGHER_MULTIPLES   # demo: NONE
     if not with_module_pairs:
         header.scanner.detection_efficiencies.module_pair_sgidlut = []
         header.scanner.detection_efficiencies.module_pair_efficiencies_vectors = []
@@ -406,7 +407,7 @@ def test_lor_values_are_conserved_for_lors_crossing_the_fov(rng):
     grid = ImageGrid((34, 60, 60), 8.0)                     # covers the FOV and the detector length
     k1, k2 = rng.integers(0, n_per_ring, 300), rng.integers(0, n_per_ring, 300)
     ring = rng.integers(0, n_rings, 300)
-    lors = Coincidences(k1 * n_rings + ring, k2 * n_rings + ring, np.zeros(300))
+    lors = Coincidences(k1 * n_rings + ring, k2 * n_rings + ring, np.zeros(300, np.uint32))
     values = rng.uniform(0.5, 2.0, 300)
     fov = 200.0
     h = direct_petsird.lor_background(scanner, lors, values, grid, VIEWS, fov_radius_mm=fov)
@@ -418,3 +419,65 @@ def test_lor_values_are_conserved_for_lors_crossing_the_fov(rng):
         direct_petsird.lor_background(scanner, lors, values[:-1], grid, VIEWS, fov_radius_mm=fov)
     with pytest.raises(ValueError, match="fov_radius_mm"):
         direct_petsird.lor_background(scanner, lors, values, grid, VIEWS, fov_radius_mm=-1.0)
+
+
+def test_a_writer_left_by_an_exception_leaves_a_truncated_file(tmp_path, rng):
+    header = direct_petsird.scanner_header(SCANNER, crystal_mm=8.0)
+    scanner = PetsirdScanner(header.scanner)
+    path = tmp_path / "aborted.petsird"
+    with pytest.raises(RuntimeError, match="simulated failure"):
+        with PetsirdWriter(path, header) as w:
+            w.write_block({(0, 0): random_coincidences(scanner, (0, 0), 100, rng)})
+            raise RuntimeError("simulated failure")
+    with pytest.raises(ValueError, match="truncated"):
+        read_all(path)
+    w = PetsirdWriter(tmp_path / "twice.petsird", header)
+    w.close()
+    w.close()                                              # a second close does nothing
+    assert read_all(tmp_path / "twice.petsird") == 0
+
+
+def test_coincidences_refuse_what_a_uint32_cannot_hold():
+    with pytest.raises(TypeError, match="bin0 must hold integers"):
+        Coincidences(np.array([1.5]), np.array([1]), np.array([0]))
+    with pytest.raises(ValueError, match="tof_idx must lie in"):
+        Coincidences(np.array([1]), np.array([1]), np.array([-1]))
+    with pytest.raises(ValueError, match="bin1 must lie in"):
+        Coincidences(np.array([1]), np.array([2**32 + 5]), np.array([0]))
+
+
+def test_an_impossible_event_count_is_a_corrupt_file(tmp_path, small_file):
+    """A list that announces more coincidences than bytes remain is refused before any allocation."""
+    data = bytearray(small_file.read_bytes())
+    ours = _encode_varints(np.array([500], np.uint64)).tobytes()
+    huge = _encode_varints(np.array([2**31], np.uint64)).tobytes()
+    i = data.rindex(ours)                     # the second block's count of 500 events
+    bad = tmp_path / "huge_count.petsird"
+    bad.write_bytes(bytes(data[:i]) + huge + bytes(data[i + len(ours):]))
+    with pytest.raises(ValueError, match="announced but only"):
+        read_all(bad)
+
+
+def test_other_bad_arguments(tmp_path, rng):
+    scanner, n_per_ring, n_rings = _ring_scanner(tof=False)
+    grid = ImageGrid((4, 20, 20), 8.0)
+    with pytest.raises(ValueError, match="coincidences: detection_bins"):
+        direct_petsird.lor_background(scanner, Coincidences(np.array([10**6]), np.array([0]), np.array([0])), [1.0],
+                                      grid, VIEWS, fov_radius_mm=100.0)
+    ok = Coincidences(np.array([5]), np.array([0]), np.array([0]))
+    with pytest.raises(ValueError, match="chunk"):
+        direct_petsird.lor_background(scanner, ok, [1.0], grid, VIEWS, fov_radius_mm=100.0, chunk=0)
+    with pytest.raises(ValueError, match="crystal_efficiencies"):
+        direct_petsird.scanner_header(SCANNER, crystal_mm=8.0, crystal_efficiencies=-np.ones((n_per_ring, n_rings)))
+    from directpet.dualhead import DualHeadScanner
+    from directpet.dualhead import petsird as dualhead_petsird
+    small = DualHeadScanner.small()
+    with pytest.raises(ValueError, match="block_events"):
+        dualhead_petsird.write_counts(tmp_path / "d.petsird", small, np.zeros(small.n_lors, np.float32), block_events=0)
+    header = direct_petsird.scanner_header(SCANNER, crystal_mm=8.0)
+    header.scanner.delayed_event_policy = petsird.CoincidencePolicy.NONE
+    with PetsirdWriter(tmp_path / "nodelayed.petsird", header) as w, pytest.raises(ValueError, match="policy is NONE"):
+        w.write_block(delayeds={(0, 0): ok})
+    with petsird.BinaryPETSIRDReader(str(tmp_path / "nodelayed.petsird")) as r:   # the standard's shape: no lists
+        r.read_header()
+        assert all(tb.value.delayed_events == [] for tb in r.read_time_blocks())

@@ -70,6 +70,17 @@ def _pair_efficiency_function(efficiencies, header, n_crystals: int, xp):
     return lambda i, j: flat[i] * flat[j]
 
 
+def _check_scanner_matches(header, scanner: CylindricalScanner, n_per_ring: int, n_rings: int) -> None:
+    """The header's crystals must lie on ``scanner``'s cylinder and fill its axial length."""
+    centres = PetsirdScanner(header.scanner).element_centres[0].reshape(n_per_ring, n_rings, 3)
+    radius = float(np.hypot(centres[..., 0], centres[..., 1]).mean())
+    length = float(centres[0, -1, 2] - centres[0, 0, 2]) * n_rings / max(n_rings - 1, 1)
+    if abs(radius - scanner.radius_mm) > 1e-3 * scanner.radius_mm or \
+            (n_rings > 1 and abs(length - scanner.axial_length_mm) > 1e-3 * scanner.axial_length_mm):
+        raise ValueError(f"scanner: the header's crystal rings lie at radius {radius:.1f} mm over {length:.1f} mm, "
+                         f"the scanner's cylinder at {scanner.radius_mm} mm over {scanner.axial_length_mm} mm")
+
+
 def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, efficiencies=None, *,
                                scanner: CylindricalScanner = None, n_sub: int = 2, xp=np):
     """Per-view normalisation factors ``e_v`` (n_views, nz, ny, nx) float32 (module docstring).
@@ -97,6 +108,7 @@ def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, effici
     if isinstance(n_sub, (bool, np.bool_)) or int(n_sub) != n_sub or n_sub < 1:
         raise ValueError(f"n_sub: expected a positive integer, got {n_sub!r}")
     n_per_ring, n_rings = ring_shape(header)
+    _check_scanner_matches(header, scanner, n_per_ring, n_rings)
     efficiency = _pair_efficiency_function(efficiencies, header, n_per_ring * n_rings, xp)
     z, y, x = xp.meshgrid(*(xp.asarray(grid.centres(a), dtype=xp.float64) for a in range(3)), indexing="ij")
     out = xp.empty((len(viewset),) + grid.shape, dtype=xp.float32)

@@ -73,6 +73,8 @@ def scanner_header(scanner: CylindricalScanner, *, crystal_mm: float = 4.0, dept
         if efficiencies.shape != (n_per_ring, n_rings):
             raise ValueError(f"crystal_efficiencies: expected shape {(n_per_ring, n_rings)} (crystals per ring, "
                              f"rings), got {efficiencies.shape}")
+        if not np.all(np.isfinite(efficiencies)) or np.any(efficiencies < 0):
+            raise ValueError("crystal_efficiencies: expected finite values >= 0")
     return single_type_header(model_name, (depth_mm, tangential_mm, ring_mm), rings, rotations,
                               np.zeros((n_per_ring, 3)), tof_edges_mm=edges_ps * (0.5 * C_MM_PER_PS),
                               tof_fwhm_mm=scanner.tof_fwhm_ps * 0.5 * C_MM_PER_PS,
@@ -200,6 +202,9 @@ def lor_background(pscanner: PetsirdScanner, coincidences: Coincidences, values,
     pseudo-event at its most likely point; with TOF bins (``coincidences.tof_idx``) the value sits at
     the bin's most likely point. Values of LORs that miss the FOV are dropped.
     """
+    pscanner.check((0, 0), coincidences, where="coincidences")
+    if isinstance(chunk, (bool, np.bool_)) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise ValueError(f"chunk: expected an integer >= 1, got {chunk!r}")
     vals = np.asarray(values.get() if hasattr(values, "get") else values, np.float64).ravel()
     if vals.shape != (len(coincidences),):
         raise ValueError(f"values: expected ({len(coincidences)},) values, one per LOR, got {vals.shape}")

@@ -75,6 +75,8 @@ def coincidences_to_counts(scanner: DualHeadScanner, coincidences: Coincidences,
 def write_counts(path, scanner: DualHeadScanner, counts, *, block_events: int = 1 << 22) -> int:
     """Write a LOR histogram as PETSIRD list-mode prompts (``block_events`` per time block);
     returns the number of coincidences written."""
+    if isinstance(block_events, (bool, np.bool_)) or not isinstance(block_events, (int, np.integer)) or block_events < 1:
+        raise ValueError(f"block_events: expected an integer >= 1, got {block_events!r}")
     events = counts_to_coincidences(scanner, counts)
     with PetsirdWriter(path, scanner_header(scanner)) as writer:
         for start in range(0, max(len(events), 1), block_events):

@@ -68,6 +68,12 @@ class Coincidences:
     tof_idx: np.ndarray
 
     def __post_init__(self):
+        for name in ("bin0", "bin1", "tof_idx"):
+            a = np.asarray(getattr(self, name))
+            if a.dtype.kind not in "iu":
+                raise TypeError(f"Coincidences: {name} must hold integers, got dtype {a.dtype}")
+            if a.size and (int(a.min()) < 0 or int(a.max()) >= 2**32):
+                raise ValueError(f"Coincidences: {name} must lie in [0, 2**32), got {int(a.min())}..{int(a.max())}")
         arrays = [np.ascontiguousarray(a, dtype=np.uint32) for a in (self.bin0, self.bin1, self.tof_idx)]
         if any(a.ndim != 1 or a.shape != arrays[0].shape for a in arrays):
             raise ValueError("Coincidences: bin0, bin1 and tof_idx must be 1-D arrays of one length, got "
@@ -102,6 +108,16 @@ def _encode_varints(values) -> np.ndarray:
 def _event_bytes(events: Coincidences) -> np.ndarray:
     # A CoincidenceEvent is three varints: detection_bins (a fixed vector of 2) and tof_idx.
     return _encode_varints(np.stack([events.bin0, events.bin1, events.tof_idx], axis=1))
+
+
+def _bytes_left(stream) -> Optional[int]:
+    """Bytes of the file not yet consumed by a yardl input stream (None when it cannot tell)."""
+    try:
+        raw = stream._stream                     # the BufferedReader under petsird's CodedInputStream
+        buffered = stream._last_read_count - stream._offset
+        return os.fstat(raw.fileno()).st_size - raw.tell() + buffered
+    except (AttributeError, OSError, ValueError):
+        return None
 
 
 def _read_events(stream, n: int) -> Coincidences:
@@ -148,7 +164,12 @@ def _protocol_classes():
                 stream.write_bytes(_event_bytes(value).tobytes())
 
         def read(self, stream):
-            return _read_events(stream, stream.read_unsigned_varint())
+            n = stream.read_unsigned_varint()
+            left = _bytes_left(stream)
+            if left is not None and 3 * n > left:
+                raise ValueError(f"event list: {n} coincidences announced but only {left} bytes remain "
+                                 "(truncated or corrupt file)")
+            return _read_events(stream, n)
 
     class EventTimeBlockArraySerializer(binary.EventTimeBlockSerializer):
         # petsird's own record serializer (field order, read/write), its two coincidence fields swapped.
@@ -404,6 +425,7 @@ class PetsirdReader:
             # skip_completed_check: stopping early is the caller's choice; truncation is found while reading.
             self._reader = _codec()[0](self._file, skip_completed_check=True)
             self.header = self._reader.read_header()
+            self.scanner = PetsirdScanner(self.header.scanner)
         except RuntimeError as err:
             self._file.close()
             text = str(err)
@@ -413,12 +435,11 @@ class PetsirdReader:
             raise _bad_file(path, f"is not a PETSIRD binary file ({text})") from err
         except (EOFError, BufferError, ValueError, IndexError, UnicodeDecodeError) as err:
             self._file.close()
-            raise _bad_file(path, f"is not a PETSIRD binary file or has a truncated or corrupt header "
+            raise _bad_file(path, f"is not a PETSIRD binary file or has a truncated, corrupt or unusable header "
                                   f"({type(err).__name__}: {err})") from err
         except BaseException:
             self._file.close()
             raise
-        self.scanner = PetsirdScanner(self.header.scanner)
         self._blocks_read = False
 
     def __enter__(self) -> "PetsirdReader":
@@ -491,17 +512,38 @@ class PetsirdWriter:
         self.path, self.block_ms, self.header = os.fspath(path), int(block_ms), header
         self.scanner = PetsirdScanner(header.scanner)
         self._writer = _codec()[1](self.path)
-        self._writer.write_header(header)
+        try:
+            self._writer.write_header(header)
+        except BaseException:
+            self._writer._close()
+            raise
+        self._closed = False
         self._n_blocks = 0
         self.n_written = {"prompts": 0, "delayeds": 0}
 
     def __enter__(self) -> "PetsirdWriter":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def abort(self) -> None:
+        """Close without the stream's end mark: what was written reads back as a truncated file
+        (an error), never as a complete one."""
+        if not self._closed:
+            self._closed = True
+            self._writer._close()
 
     def _lists(self, events: Optional[Dict[Tuple[int, int], Coincidences]], kind: str):
+        petsird = _petsird()
+        policy = getattr(self.header.scanner, "prompt_event_policy" if kind == "prompts" else "delayed_event_policy")
+        if policy == petsird.CoincidencePolicy.NONE:     # the standard then wants no lists at all
+            if any(len(ev) for ev in (events or {}).values()):
+                raise ValueError(f"{kind}: the header's {kind[:-1]}_event_policy is NONE (no {kind} recorded)")
+            return []
         n = self.scanner.n_types
         lists = [[Coincidences.empty() for _ in range(t0 + 1)] for t0 in range(n)]
         for (t0, t1), ev in (events or {}).items():
@@ -535,6 +577,10 @@ class PetsirdWriter:
         self._n_blocks += 1
 
     def close(self) -> None:
+        """Write the stream's end mark and close (a second call does nothing)."""
+        if self._closed:
+            return
+        self._closed = True
         if self._n_blocks == 0:                      # a valid file with no events
             self._writer.write_time_blocks([])
         self._writer.close()
