@@ -24,7 +24,7 @@ ALLOWED = {
     "analysis": {"directpet._checks", "directpet.geometry", "directpet.analysis", "directpet.recon",
                  "directpet.sim"},
     "parallel": {"directpet._backend", "directpet._checks", "directpet.parallel", "directpet.recon"},
-    "io": {"directpet._checks", "directpet.geometry", "directpet.io"},
+    "io": {"directpet._checks", "directpet._core", "directpet.geometry", "directpet.io"},
 }
 
 

@@ -33,7 +33,7 @@ from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
-from .. import _core
+from .._core import decode_varints, encode_varints
 
 #: the PETSIRD release whose schema this module reads and writes
 SUPPORTED_VERSION = "0.12"
@@ -102,7 +102,7 @@ def _encode_varints(values) -> np.ndarray:
     v = np.asarray(values).ravel()
     if v.size and (v.min() < 0 or v.max() >= 2**32):
         raise ValueError("varints: expected values in [0, 2**32)")
-    return _core.encode_varints(np.ascontiguousarray(v, dtype=np.uint32))
+    return encode_varints(np.ascontiguousarray(v, dtype=np.uint32))
 
 
 def _event_bytes(events: Coincidences) -> np.ndarray:
@@ -137,7 +137,7 @@ def _read_events(stream, n: int) -> Coincidences:
         except EOFError as err:
             raise EOFError("the file ends inside a list of coincidences") from err
         data = np.frombuffer(carry + bytes(chunk), np.uint8)
-        values, used = _core.decode_varints(data, 3 * n - done)
+        values, used = decode_varints(data, 3 * n - done)
         rows[done:done + values.size] = values
         done += values.size
         carry = data[used:].tobytes()
