@@ -281,3 +281,6 @@ def test_normalisation_on_the_gpu_matches_the_cpu(rng):
     cpu = normalisation_histo_images(header, NORM_GRID, NORM_VIEWS, eps)
     gpu = normalisation_histo_images(header, NORM_GRID, NORM_VIEWS, cp.asarray(eps), xp=cp)
     np.testing.assert_allclose(cp.asnumpy(gpu), cpu, rtol=1e-6)
+    from_header = normalisation_histo_images(_ring_header(eps), NORM_GRID, NORM_VIEWS, xp=cp)   # tables on the GPU
+    assert isinstance(from_header, cp.ndarray)
+    np.testing.assert_allclose(cp.asnumpy(from_header), cpu, rtol=1e-6)

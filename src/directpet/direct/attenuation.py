@@ -24,7 +24,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module
+from .._checks import array_module, expect_instance
 from ..geometry import ImageGrid
 from .views import ViewSet
 
@@ -58,12 +58,9 @@ def attenuation_histo_images(mu, mu_grid: ImageGrid, grid: ImageGrid, viewset: V
     multiply by the geometric sensitivity (``sensitivity_attenuation(grid, viewset)``) for s_v.
     """
     xp = array_module(mu)
-    if not isinstance(mu_grid, ImageGrid):
-        raise TypeError(f"mu_grid: expected an ImageGrid, got {type(mu_grid).__name__}")
-    if not isinstance(grid, ImageGrid):
-        raise TypeError(f"grid: expected an ImageGrid, got {type(grid).__name__}")
-    if not isinstance(viewset, ViewSet):
-        raise TypeError(f"viewset: expected a ViewSet, got {type(viewset).__name__}")
+    expect_instance(mu_grid, ImageGrid, "mu_grid")
+    expect_instance(grid, ImageGrid, "grid")
+    expect_instance(viewset, ViewSet, "viewset")
     if not hasattr(mu, "shape") or tuple(mu.shape) != tuple(mu_grid.shape):
         raise ValueError(f"mu: expected shape {tuple(mu_grid.shape)} of mu_grid, got {getattr(mu, 'shape', None)}")
     mu = xp.ascontiguousarray(mu, dtype=xp.float32)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks import expect_instance, positive_int
 from ..geometry import ImageGrid
 from ..io.petsird import PetsirdScanner
 from .petsird import ring_shape
@@ -50,12 +51,8 @@ def _pair_efficiency_function(efficiencies, header, n_crystals: int, xp):
     if efficiencies is None:
         scanner = PetsirdScanner(header.scanner)
         n_energy = scanner.n_energy_bins[0]
-
-        def from_header(i, j):
-            host = [np.asarray(a.get() if hasattr(a, "get") else a) * n_energy for a in (i, j)]
-            hi, lo = np.maximum(*host), np.minimum(*host)        # PETSIRD's order: bin0 >= bin1
-            return xp.asarray(scanner.pair_efficiency((0, 0), hi, lo))
-        return from_header
+        # PETSIRD's order within a module type: bin0 >= bin1 (evaluated where i, j live)
+        return lambda i, j: scanner.pair_efficiency((0, 0), xp.maximum(i, j) * n_energy, xp.minimum(i, j) * n_energy)
     e = xp.asarray(efficiencies, dtype=xp.float64)
     if e.ndim == 2 and e.shape == (n_crystals, n_crystals):
         if not bool(xp.isfinite(e).all()) or bool((e < 0).any()):
@@ -99,14 +96,10 @@ def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, effici
     Bins no accepted direction reaches get 1 (their geometric sensitivity is 0 anyway).
     """
     scanner = CylindricalScanner() if scanner is None else scanner
-    if not isinstance(scanner, CylindricalScanner):
-        raise TypeError(f"scanner: expected a CylindricalScanner, got {type(scanner).__name__}")
-    if not isinstance(grid, ImageGrid):
-        raise TypeError(f"grid: expected an ImageGrid, got {type(grid).__name__}")
-    if not isinstance(viewset, ViewSet):
-        raise TypeError(f"viewset: expected a ViewSet, got {type(viewset).__name__}")
-    if isinstance(n_sub, (bool, np.bool_)) or int(n_sub) != n_sub or n_sub < 1:
-        raise ValueError(f"n_sub: expected a positive integer, got {n_sub!r}")
+    expect_instance(scanner, CylindricalScanner, "scanner")
+    expect_instance(grid, ImageGrid, "grid")
+    expect_instance(viewset, ViewSet, "viewset")
+    n_sub = positive_int("n_sub", n_sub)
     n_per_ring, n_rings = ring_shape(header)
     _check_scanner_matches(header, scanner, n_per_ring, n_rings)
     efficiency = _pair_efficiency_function(efficiencies, header, n_per_ring * n_rings, xp)
@@ -115,7 +108,7 @@ def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, effici
     for v in range(len(viewset)):
         total = xp.zeros(grid.shape, dtype=xp.float64)
         count = xp.zeros(grid.shape, dtype=xp.float64)
-        for view in viewset.cell_views(v, int(n_sub)):
+        for view in viewset.cell_views(v, n_sub):
             u = [float(c) for c in view.direction]
             t_plus, t_minus, ok = detector_exits(x, y, z, *u, scanner, xp)
             i = crystals_of_points(x + t_plus * u[0], y + t_plus * u[1], z + t_plus * u[2],

@@ -23,7 +23,9 @@ from typing import Iterator, Optional
 
 import numpy as np
 
-from .._checks import array_module
+from .._backend import resolve_backend
+from .._checks import array_module, expect_instance, positive_int
+from .._device import wants_cupy
 from ..geometry import ImageGrid
 from ..io.petsird import (Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter, nearest_elements,
                           single_type_header)
@@ -48,8 +50,7 @@ def scanner_header(scanner: CylindricalScanner, *, crystal_mm: float = 4.0, dept
     crystal_efficiencies : optional ``(n_per_ring, n_rings)`` detection efficiencies per crystal
         (module = ring position, element = ring), stored as PETSIRD detection-bin efficiencies.
     """
-    if not isinstance(scanner, CylindricalScanner):
-        raise TypeError(f"scanner: expected a CylindricalScanner, got {type(scanner).__name__}")
+    expect_instance(scanner, CylindricalScanner, "scanner")
     for name, value in (("crystal_mm", crystal_mm), ("depth_mm", depth_mm), ("tof_bin_ps", tof_bin_ps)):
         if not np.isfinite(value) or value <= 0:
             raise ValueError(f"{name}: expected a positive finite value, got {value!r}")
@@ -101,8 +102,7 @@ def events_to_coincidences(events: EventBatch, pscanner: PetsirdScanner) -> Coin
     Endpoints farther than a crystal's half diagonal from every crystal, or time differences outside
     the TOF bins, raise ValueError (events outside the scanner).
     """
-    if not isinstance(pscanner, PetsirdScanner):
-        raise TypeError(f"pscanner: expected a PetsirdScanner, got {type(pscanner).__name__}")
+    expect_instance(pscanner, PetsirdScanner, "pscanner")
     if pscanner.n_types != 1:
         raise ValueError(f"pscanner: expected a scanner of one module type, got {pscanner.n_types}")
     edges = _tof_edges(pscanner, (0, 0))
@@ -173,14 +173,11 @@ def deposit_file(path, grid: ImageGrid, viewset: ViewSet, *, kind: str = "prompt
     ``xp``: None picks CuPy when a GPU is usable (the events are decoded on the host and deposited
     on the GPU), else NumPy. See :func:`~directpet.direct.deposit` for ``mode`` and the stats.
     """
-    if xp is None:
-        from .._backend import cuda_device_count
-        xp = np
-        if cuda_device_count() > 0:
-            try:
-                import cupy as xp  # optional: deposit on the GPU when CuPy is there
-            except ImportError:
-                xp = np
+    if xp is None:                   # the GPU when one is usable and CuPy is there
+        if wants_cupy(None, resolve_backend("auto")):
+            import cupy as xp  # importable: checked by wants_cupy
+        else:
+            xp = np
     out, stats = None, DepositStats()
     for batch in read_events(path, kind, xp=xp, progress=progress):
         out, st = deposit(batch, grid, viewset, out=out, mode=mode, xp=xp, return_stats=True)
@@ -203,8 +200,7 @@ def lor_background(pscanner: PetsirdScanner, coincidences: Coincidences, values,
     the bin's most likely point. Values of LORs that miss the FOV are dropped.
     """
     pscanner.check((0, 0), coincidences, where="coincidences")
-    if isinstance(chunk, (bool, np.bool_)) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
-        raise ValueError(f"chunk: expected an integer >= 1, got {chunk!r}")
+    chunk = positive_int("chunk", chunk)
     vals = np.asarray(values.get() if hasattr(values, "get") else values, np.float64).ravel()
     if vals.shape != (len(coincidences),):
         raise ValueError(f"values: expected ({len(coincidences)},) values, one per LOR, got {vals.shape}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import expect_instance, to_numpy
+from .._checks import expect_instance, positive_int, to_numpy
 from ..io.petsird import Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter, single_type_header
 from .geometry import DualHeadScanner
 
@@ -75,8 +75,7 @@ def coincidences_to_counts(scanner: DualHeadScanner, coincidences: Coincidences,
 def write_counts(path, scanner: DualHeadScanner, counts, *, block_events: int = 1 << 22) -> int:
     """Write a LOR histogram as PETSIRD list-mode prompts (``block_events`` per time block);
     returns the number of coincidences written."""
-    if isinstance(block_events, (bool, np.bool_)) or not isinstance(block_events, (int, np.integer)) or block_events < 1:
-        raise ValueError(f"block_events: expected an integer >= 1, got {block_events!r}")
+    block_events = positive_int("block_events", block_events)
     events = counts_to_coincidences(scanner, counts)
     with PetsirdWriter(path, scanner_header(scanner)) as writer:
         for start in range(0, max(len(events), 1), block_events):

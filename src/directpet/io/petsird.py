@@ -33,6 +33,7 @@ from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
+from .._checks import array_module
 from .._core import decode_varints, encode_varints
 
 #: the PETSIRD release whose schema this module reads and writes
@@ -289,37 +290,50 @@ class PetsirdScanner:
                              f"of module types {pair}")
 
     # efficiencies ---------------------------------------------------------------------------------
-    def pair_efficiency(self, pair: Tuple[int, int], bin0, bin1, *, calibration: bool = True) -> np.ndarray:
+    def pair_efficiency(self, pair: Tuple[int, int], bin0, bin1, *, calibration: bool = True):
         """Coincidence detection efficiencies (float64, shape of the bins) from the header's
         component model: calibration x bin efficiencies x module-pair efficiencies (a missing
         component counts as 1; module pairs with SGID < 0 are not in coincidence: 0). Within one
-        module type the bins must be in PETSIRD's order, ``bin0 >= bin1``."""
-        t0, t1 = pair
-        b0, b1 = np.asarray(bin0, np.int64), np.asarray(bin1, np.int64)
-        eff = self.info.detection_efficiencies
-        out = np.full(np.broadcast_shapes(b0.shape, b1.shape), 1.0)
-        if eff is None:
-            return out
-        if calibration:
-            out *= float(eff.calibration_factor)
-        per_bin = eff.detection_bin_efficiencies
-        if per_bin:
-            out *= np.asarray(per_bin[t0], np.float64)[b0] * np.asarray(per_bin[t1], np.float64)[b1]
-        vectors = eff.module_pair_efficiencies_vectors
-        if vectors:
-            lut = eff.module_pair_sgidlut[t0][t1]
-            per_module = [self.n_elements[t] * self.n_energy_bins[t] for t in (t0, t1)]
-            m0, m1 = b0 // per_module[0], b1 // per_module[1]
-            in0, in1 = b0 % per_module[0], b1 % per_module[1]
-            table = np.full((self.n_modules[t0], self.n_modules[t1]), -1, np.int64)
-            for i, row in enumerate(lut):
-                table[i, :len(row)] = row
-            if t0 == t1:                                  # lower triangular: sgid[i][j], j <= i
-                table = np.where(np.tril(np.ones_like(table, bool)), table, table.T)
-            sgid = table[m0, m1]
-            values = np.stack([np.asarray(v.values, np.float64) for v in vectors[t0][t1]])
-            out *= np.where(sgid >= 0, values[np.maximum(sgid, 0), in0, in1], 0.0)
+        module type the bins must be in PETSIRD's order, ``bin0 >= bin1``. Bins may be NumPy or CuPy
+        arrays; the result lives with them (the header's tables are copied there once)."""
+        xp = array_module(bin0)
+        b0, b1 = xp.asarray(bin0, dtype=xp.int64), xp.asarray(bin1, dtype=xp.int64)
+        factor, per_bin, module_pairs = self._efficiency_tables(tuple(pair), xp)
+        out = xp.full(xp.broadcast(b0, b1).shape, factor if calibration else 1.0)
+        if per_bin is not None:
+            out *= per_bin[0][b0] * per_bin[1][b1]
+        if module_pairs is not None:
+            sgid_table, values, per_module = module_pairs
+            sgid = sgid_table[b0 // per_module[0], b1 // per_module[1]]
+            out *= xp.where(sgid >= 0, values[xp.maximum(sgid, 0), b0 % per_module[0], b1 % per_module[1]], 0.0)
         return out
+
+    def _efficiency_tables(self, pair, xp):
+        """(calibration factor, per-bin efficiencies of both types or None, (SGID table, module-pair
+        values, bins per module) or None) of a module-type pair, as ``xp`` arrays, built once."""
+        cache = self.__dict__.setdefault("_efficiency_cache", {})
+        key = (pair, xp.__name__)
+        if key in cache:
+            return cache[key]
+        t0, t1 = pair
+        eff = self.info.detection_efficiencies
+        factor, per_bin, module_pairs = 1.0, None, None
+        if eff is not None:
+            factor = float(eff.calibration_factor)
+            if eff.detection_bin_efficiencies:
+                per_bin = tuple(xp.asarray(np.asarray(eff.detection_bin_efficiencies[t], np.float64)) for t in (t0, t1))
+            vectors = eff.module_pair_efficiencies_vectors
+            if vectors:
+                table = np.full((self.n_modules[t0], self.n_modules[t1]), -1, np.int64)
+                for i, row in enumerate(eff.module_pair_sgidlut[t0][t1]):
+                    table[i, :len(row)] = row
+                if t0 == t1:                              # lower triangular: sgid[i][j], j <= i
+                    table = np.where(np.tril(np.ones_like(table, bool)), table, table.T)
+                values = np.stack([np.asarray(v.values, np.float64) for v in vectors[t0][t1]])
+                module_pairs = (xp.asarray(table), xp.asarray(values),
+                                tuple(self.n_elements[t] * self.n_energy_bins[t] for t in (t0, t1)))
+        cache[key] = (factor, per_bin, module_pairs)
+        return cache[key]
 
 
 def single_type_header(model_name: str, crystal_mm, element_offsets_mm, module_rotations, module_offsets_mm, *,
