@@ -121,6 +121,13 @@ def device_pointer(x) -> int:
     return int(x.__cuda_array_interface__["data"][0])
 
 
+def require_host_arrays(*arrays) -> None:
+    """TypeError unless every array given (None skipped) is a NumPy array: the CPU backends' inputs."""
+    for a in arrays:
+        if a is not None and not isinstance(a, np.ndarray):
+            raise TypeError("the CPU backend takes NumPy arrays; use backend='cuda' for GPU arrays")
+
+
 def expect_instance(value, cls, name: str):
     """value, or a TypeError naming the argument when it is not a ``cls``."""
     if not isinstance(value, cls):

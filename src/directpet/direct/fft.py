@@ -37,6 +37,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
+from .._checks import require_host_arrays
 from ..geometry import ImageGrid
 from .base import ViewProjector, ViewsLike
 from .kernels import SRKernel, sigma_from_fwhm, tof_fwhm_mm
@@ -302,8 +303,7 @@ class _CpuEngine:
         self.core.set_view(v, kernels=kernels, spectra=spectra, coefficients=coefficients)
 
     def project(self, forward, v, src, out):
-        if not isinstance(src, np.ndarray):
-            raise TypeError("the CPU backend takes NumPy arrays; use backend='cuda' for GPU arrays")
+        require_host_arrays(src)
         (self.core.forward if forward else self.core.adjoint)(v, src, out)
         return out
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-import numpy as np
-
 from .. import _core
+from .._checks import require_host_arrays
 from ..geometry import ImageGrid
 from .base import ViewOperator, ViewProjector, ViewsLike
 from .kernels import SRKernel
@@ -84,8 +83,7 @@ class _CpuEngine:
         self.op = op
 
     def project(self, forward: bool, src, out, v: int):
-        if not isinstance(src, np.ndarray):
-            raise TypeError("the CPU backend takes NumPy arrays; use backend='cuda' for GPU arrays")
+        require_host_arrays(src)
         lut = self.op.lut(v)
         _core.direct_project_cpu(forward, src, out, lut.lormap, lut.offsets, lut.flip, lut.values,
                                  self.op.threads)

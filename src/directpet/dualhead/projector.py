@@ -30,7 +30,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .. import _core
-from .._checks import check_volume, expect_instance, output_array
+from .._checks import check_volume, expect_instance, output_array, require_host_arrays
 from ..operators import LinearOperator
 from .model import PatchModel
 
@@ -135,19 +135,13 @@ class _CpuEngine:
     def __init__(self, op: DualHeadProjector):
         self.op = op
 
-    @staticmethod
-    def _numpy(*arrays):
-        for a in arrays:
-            if a is not None and not isinstance(a, np.ndarray):
-                raise TypeError("the CPU backend takes NumPy arrays; use backend='cuda' for GPU arrays")
-
     def forward(self, image, classes, skip, out):
-        self._numpy(image, skip, out)
+        require_host_arrays(image, skip, out)
         _core.dualhead_forward_cpu(self.op._model, image, classes, skip, out, self.op.threads)
         return out
 
     def back(self, y, classes, out):
-        self._numpy(y, out)
+        require_host_arrays(y, out)
         _core.dualhead_back_cpu(self.op._model, y, classes, out, self.op.threads)
         return out
 

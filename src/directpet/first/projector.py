@@ -28,7 +28,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .. import _core
-from .._checks import check_volume, expect_instance, like, output_array
+from .._checks import check_volume, expect_instance, like, output_array, require_host_arrays
 from ..operators import LinearOperator
 from .model import SuperLORTable
 
@@ -158,24 +158,18 @@ class _CpuEngine:
     def __init__(self, op: SuperLORProjector):
         self.op = op
 
-    @staticmethod
-    def _numpy(*arrays):
-        for a in arrays:
-            if a is not None and not isinstance(a, np.ndarray):
-                raise TypeError("the CPU backend takes NumPy arrays; use backend='cuda' for GPU arrays")
-
     def forward(self, image, angles, out):
-        self._numpy(image, out)
+        require_host_arrays(image, out)
         _core.first_forward_cpu(self.op.method, self.op._model, image, angles, out, self.op.threads)
         return out
 
     def back(self, sino, angles, out):
-        self._numpy(sino, out)
+        require_host_arrays(sino, out)
         _core.first_back_cpu(self.op.method, self.op._model, sino, angles, out, self.op.threads)
         return out
 
     def back_faithful(self, sino, factors, angles, out, sens):
-        self._numpy(sino, factors, out, sens)
+        require_host_arrays(sino, factors, out, sens)
         _core.first_back_faithful_cpu(self.op._model, sino, factors, angles, out, sens, self.op.threads)
         return out, sens
 
