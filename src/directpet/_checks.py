@@ -3,6 +3,8 @@ and what came."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 
@@ -163,3 +165,48 @@ def normalise_fields(obj, *, counts=(), positive=(), nonnegative=()):
             if not ok(v):
                 raise ValueError(f"{name}: expected {want}, got {v!r}")
             object.__setattr__(obj, name, v)
+
+
+def max_threads() -> int:
+    """The most CPU threads a compiled entry point accepts: 4 x the hardware threads (OpenMP
+    oversubscription beyond that only costs, and an absurd count crashes the runtime)."""
+    return 4 * (os.cpu_count() or 1)
+
+
+def check_threads(threads, name: str = "threads") -> int:
+    """CPU thread count for a compiled entry point: None -> 0 (OpenMP's default), else a positive
+    int no larger than :func:`max_threads`; errors name the argument."""
+    if threads is None:
+        return 0
+    n = positive_int(name, threads)
+    if n > max_threads():
+        raise ValueError(f"{name}: expected at most {max_threads()} (4 x the {os.cpu_count()} hardware "
+                         f"threads), got {n}")
+    return n
+
+
+def physical_memory_bytes() -> int:
+    """This machine's physical memory in bytes (0 when the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return 0
+
+
+def format_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024.0
+    return f"{n:.1f} PiB"
+
+
+def require_memory(name: str, n_bytes, what: str) -> None:
+    """ValueError naming ``name`` when ``what`` would need more than this machine's physical
+    memory: called with an estimate *before* allocating, so an impossible size is a clear error
+    rather than a MemoryError, an overflow or a killed interpreter."""
+    n_bytes = float(n_bytes)
+    total = physical_memory_bytes()
+    if total and n_bytes > total:
+        raise ValueError(f"{name}: {what} would need {format_bytes(n_bytes)}, more than this machine's "
+                         f"{format_bytes(total)} of memory")
