@@ -1,5 +1,7 @@
 """FIRST Super-LOR projectors against the float64 scipy.sparse references, adjointness, fast = matched,
-a geometric oracle (sinusoid of a point), bad input, and GPU against CPU.
+a geometric oracle (sinusoid of a point), the in-plane footprint against exact areas, the physical
+invariants of a rotating scanner (a voxel's per-angle total, a smooth sensitivity image), bad input,
+and GPU against CPU.
 
 Tolerances: float32 projections against the float64 matrices land near 2e-7 relative (L2); 1e-5
 leaves room for the rounding of sums over ~10^3 terms. The GPU's 'faithful' projectors read through
@@ -83,12 +85,18 @@ def test_exact_adjoint_pairs(method):
     assert P.adjointness_test(np.random.default_rng(5)) < 1e-5
 
 
-def test_faithful_back_is_not_the_transpose_but_close():
-    """The paper's interpolating back projector differs from H^T by a few per cent (documented)."""
+def test_faithful_back_is_not_the_transpose_but_close(volume):
+    """The paper's interpolating back projector differs from H^T by a few per cent (documented in
+    SuperLORProjector): 1.2 % adjointness mismatch and 2.8 % (L2) from H^T y measured on this
+    configuration; 4 % and 5 % allowed, 0.1 % required (it is not the transpose)."""
     s = RotatingScanner.small()
-    P = SuperLORProjector(build_super_lor_table(s), "faithful", backend="cpu")
+    table = build_super_lor_table(s)
+    P = SuperLORProjector(table, "faithful", backend="cpu")
     mismatch = P.adjointness_test(np.random.default_rng(6))
-    assert 1e-4 < mismatch < 0.2
+    assert 1e-3 < mismatch < 0.04
+    y = volume(s.sinogram_shape)
+    transpose = SuperLORProjector(table, "matched", backend="cpu").adjoint(y).astype(np.float64)
+    assert 1e-3 < _rel(P.adjoint(y), transpose) < 0.05
 
 
 def test_fast_equals_matched(volume):
@@ -115,7 +123,7 @@ def test_faithful_sensitivity_in_the_same_pass(problems, volume):
 def test_point_source_traces_its_sinusoid(rng):
     """Independent oracle: a point at (x0, y0) projects to s(phi) = -x0 sin(phi) + y0 cos(phi) and to
     the LORs whose centre slice is its slice (delta = 0). The centroid is exact only up to the ripple
-    of bilinear interpolation on a rotated lattice (a few hundredths of a bin seen; 0.1 bin allowed)."""
+    of the voxel's square footprint on a rotated lattice (a few hundredths of a bin; 0.1 bin allowed)."""
     s = RotatingScanner(n_rows=6, n_angles=16, n_radial=41, n_columns=20)
     P = SuperLORProjector(build_super_lor_table(s), "fast", backend="cpu")
     g = s.grid
@@ -134,6 +142,149 @@ def test_point_source_traces_its_sinusoid(rng):
     rows = sino.sum(axis=(0, 3))
     kc = np.add.outer(np.arange(s.n_rows), np.arange(s.n_rows))
     assert rows[kc == iz].sum() > 0.5 * rows.sum()
+
+
+# --- the in-plane footprint and the invariants of a rotating scanner ------------------------------------
+
+def test_cell_voxel_overlap_against_exact_areas(rng):
+    """The footprint weight (overlap of a voxel's square with a turned lattice cell), in the compiled
+    model and in the reference, against areas known in closed form and a brute-force integral."""
+    from directpet import _core
+
+    def both(dx, dy, phi):
+        r = float(ref.cell_voxel_overlap(dx, dy, phi))
+        assert r == pytest.approx(_core.first_cell_voxel_overlap(dx, dy, np.cos(phi), np.sin(phi)), abs=1e-14)
+        return r
+
+    for dx, dy in rng.uniform(-1.2, 1.2, (20, 2)):        # unturned: a product of 1D overlaps
+        assert both(dx, dy, 0.0) == pytest.approx(max(0, 1 - abs(dx)) * max(0, 1 - abs(dy)), abs=1e-14)
+    assert both(0.0, 0.0, np.pi / 4) == pytest.approx(2 * (np.sqrt(2) - 1), abs=1e-14)   # octagon
+    assert both(0.0, 0.0, np.pi / 2) == pytest.approx(1.0, abs=1e-14)
+    assert both(1.25, 0.0, np.pi / 4) == 0.0                                 # beyond reach
+    # brute force: the voxel sampled on a 1000 x 1000 midpoint grid (error ~ 1e-3 of the perimeter)
+    g = (np.arange(1000) + 0.5) / 1000 - 0.5
+    X, Y = np.meshgrid(g, g)
+    for dx, dy, phi in zip(*rng.uniform(-1, 1, (2, 5)), rng.uniform(0, np.pi, 5)):
+        u = (X + dx) * np.cos(phi) + (Y + dy) * np.sin(phi)
+        v = -(X + dx) * np.sin(phi) + (Y + dy) * np.cos(phi)
+        inside = (np.abs(u) <= 0.5) & (np.abs(v) <= 0.5)
+        assert both(dx, dy, phi) == pytest.approx(inside.mean(), abs=3e-3)
+
+
+def test_footprint_tables_partition_every_voxel_and_every_cell():
+    """The compiled tables equal the reference's areas, every in-grid voxel inside the lattice gives
+    away exactly its whole value (the cells tile the plane) and every lattice point far from the grid
+    edge reads a uniform image as uniform (the voxels tile the plane)."""
+    s = RotatingScanner(n_rows=2, n_angles=9, n_radial=17, n_columns=12)
+    table = build_super_lor_table(s)
+    model = SuperLORProjector(table, "fast", backend="cpu")._model
+    n, J, c = s.n_radial, table.J, 0.5 * (s.n_radial - 1)
+    for a in range(s.n_angles):
+        w, origin = model.footprint(a)                     # (n, n + 2J, 3, 3), (n, n + 2J, 2)
+        i, row, ix, iy, wr = ref.lattice_footprints(s, J, a)
+        slot_x, slot_y = ix - origin[i, row + J, 0], iy - origin[i, row + J, 1]
+        assert slot_x.min() >= 0 and slot_x.max() <= 2 and slot_y.min() >= 0 and slot_y.max() <= 2
+        np.testing.assert_allclose(w[i, row + J, slot_y, slot_x], wr, rtol=1e-6, atol=1e-7)
+        ox, oy = origin[..., 0, None, None] + np.arange(3), origin[..., 1, None, None] + np.arange(3)[:, None]
+        in_grid = (ox >= 0) & (ox < n) & (oy >= 0) & (oy < n)
+        assert w[in_grid].sum() == pytest.approx(wr.sum(), rel=1e-6)   # no weight the reference lacks
+        per_voxel = np.zeros((n, n))
+        np.add.at(per_voxel, (iy, ix), wr)
+        yy, xx = np.indices((n, n)) - c
+        covered = np.hypot(xx, yy) < c - 1                  # inside the lattice at every angle
+        np.testing.assert_allclose(per_voxel[covered], 1.0, atol=1e-12)
+        interior = w.sum(axis=(2, 3))[2:-2, J + 2:n + J - 2]
+        phi = a * np.pi / s.n_angles
+        ii, rr = np.meshgrid(np.arange(2, n - 2), np.arange(2, n - 2), indexing="ij")
+        fx = c + (ii - c) * np.cos(phi) - (rr - c) * np.sin(phi)
+        fy = c + (ii - c) * np.sin(phi) + (rr - c) * np.cos(phi)
+        far = (np.minimum(fx, fy) > 1.5) & (np.maximum(fx, fy) < n - 2.5)
+        np.testing.assert_allclose(interior[far], 1.0, atol=1e-6)
+
+
+def _per_angle_totals(P, iz, iy, ix, direct_only):
+    s = P.scanner
+    x = np.zeros(s.grid.shape, np.float32)
+    x[iz, iy, ix] = 1.0
+    y = np.asarray(P.forward(x), dtype=np.float64)
+    if direct_only:                                        # delta = 0: the in-plane sinograms
+        y = y[:, np.arange(s.n_rows), np.arange(s.n_rows)]
+    return y.reshape(s.n_angles, -1).sum(axis=1)
+
+
+def _spread(t):
+    return float((t.max() - t.min()) / t.mean())
+
+
+INVARIANT_SCANNER = RotatingScanner(n_rows=4, n_angles=13, n_radial=175, n_columns=56)
+
+
+def _uniform_along(table):
+    """The table with every tube replaced, along the LOR, by its value at the LOR's midpoint: the
+    tube then cannot change a voxel's total with its position along the LOR, and whatever changes
+    with the angle comes from the projector's sampling."""
+    from dataclasses import replace
+
+    mid = table.values[:, table.scanner.n_radial // 2]
+    return replace(table, values=np.repeat(mid[:, None], table.scanner.n_radial, axis=1))
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("method", METHODS)
+def test_a_voxel_projects_the_same_total_at_every_angle(method, backend, rng):
+    """Every gantry angle sees a voxel the same way in-plane. (1) With a tube that does not change
+    along the LOR, a single voxel anywhere in the field of view (the paper's 70 mm, n = 175) and in
+    any slice projects the same total into the direct (delta = 0) sinograms of every angle (1 %).
+    (2) With the analytic tube and every ring difference, a voxel on the rotation axis does (1 %).
+    Sampling the image bilinearly at the turned lattice points gave 29 % for the voxel on the axis.
+    Off the axis the analytic model's totals follow the voxel's position along the LORs (the axial
+    blur grows toward the heads; the virtual heads' oblique acceptance):
+    test_off_axis_totals_depend_on_the_along_position_only."""
+    s = INVARIANT_SCANNER
+    table = build_super_lor_table(s)
+    c, zc = s.n_radial // 2, s.n_slices // 2
+    P = SuperLORProjector(table, method, backend=backend)
+    assert _spread(_per_angle_totals(P, zc, c, c, direct_only=False)) < 0.01
+    P = SuperLORProjector(_uniform_along(table), method, backend=backend)
+    radius = c - table.J - 2                                # whole tubes inside the radial bins
+    for _ in range(3):
+        r, t = radius * np.sqrt(rng.uniform(0.05, 1.0)), rng.uniform(0, 2 * np.pi)
+        iy, ix = int(round(c + r * np.sin(t))), int(round(c + r * np.cos(t)))
+        iz = int(rng.integers(0, s.n_slices))
+        assert _spread(_per_angle_totals(P, iz, iy, ix, direct_only=True)) < 0.01, (iz, iy, ix)
+
+
+@pytest.mark.parametrize("method", ["fast", "faithful"])
+def test_off_axis_totals_depend_on_the_along_position_only(method):
+    """With every ring difference, a voxel's per-angle total depends on the angle only through its
+    position along the LORs: at the angle where an off-axis voxel lies on the LOR midline (along
+    position 0) its total equals that of the voxel on the axis (1 %)."""
+    s = RotatingScanner(n_rows=8, n_angles=8, n_radial=61, n_columns=30)
+    P = SuperLORProjector(build_super_lor_table(s), method, backend="cpu")
+    c, zc = s.n_radial // 2, s.n_slices // 2
+    on_axis = _per_angle_totals(P, zc, c, c, direct_only=False)
+    off_axis = _per_angle_totals(P, zc, c, c + 20, direct_only=False)   # at phi = 90 deg: along 0
+    assert abs(off_axis[s.n_angles // 2] / on_axis.mean() - 1) < 0.01
+    assert _spread(off_axis) > 0.02            # elsewhere the oblique acceptance does change
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("method", METHODS)
+def test_sensitivity_image_is_smooth(method, backend):
+    """The back projection of ones (a uniform scanner's sensitivity) is radially symmetric and smooth
+    in the field of view: within 2 % of a low-order radial fit (even polynomial of degree 6) in every
+    slice. With bilinear sampling the centre voxel stood 20 % above the fit, with rings of 4 %."""
+    s = RotatingScanner(n_rows=4, n_angles=32, n_radial=41, n_columns=20)
+    P = SuperLORProjector(build_super_lor_table(s), method, backend=backend)
+    sens = np.asarray(P.adjoint(np.ones(s.sinogram_shape, np.float32)), dtype=np.float64)
+    c = 0.5 * (s.n_radial - 1)
+    yy, xx = np.indices((s.n_radial, s.n_radial)) - c
+    r2 = (xx**2 + yy**2).ravel()
+    fov = r2 < (c - P.table.J - 1) ** 2
+    for plane in sens:
+        v = plane.ravel()[fov]
+        fit = np.polyval(np.polyfit(r2[fov], v, 3), r2[fov])
+        assert np.abs(v / fit - 1).max() < 0.02
 
 
 def test_bad_input_names_the_argument(volume):

@@ -101,7 +101,28 @@ void register_first(py::module_& m) {
             py::array_t<int32_t> b({M.D.n_deltas(), M.D.n});
             std::copy(M.base.begin(), M.base.end(), b.mutable_data());
             return b;
-        }, "floor of the axial offset (slices) of along-sample i per ring difference: (n_deltas, n).");
+        }, "floor of the axial offset (slices) of along-sample i per ring difference: (n_deltas, n).")
+        .def("footprint", [](const first::HostModel& M, int a) {
+            require(a >= 0 && a < M.n_angles, "a: angle index outside [0, n_angles)");
+            const auto& D = M.D;
+            const int64_t cells = static_cast<int64_t>(D.n) * D.n_rows_ext(), first_cell = a * cells;
+            py::array_t<float> w({D.n, D.n_rows_ext(), first::kFootprintSide, first::kFootprintSide});
+            py::array_t<int32_t> o({D.n, D.n_rows_ext(), 2});
+            std::copy_n(M.fp_weight.begin() + first_cell * first::kFootprintSlots, cells * first::kFootprintSlots,
+                        w.mutable_data());
+            int32_t* od = o.mutable_data();
+            for (int64_t k = 0; k < cells; ++k) {
+                od[2 * k] = M.fp_origin[first_cell + k].ix0;
+                od[2 * k + 1] = M.fp_origin[first_cell + k].iy0;
+            }
+            return py::make_tuple(w, o);
+        }, py::arg("a"),
+           "The in-plane footprint of angle a: (weights (n, n + 2J, 3, 3) [i, row + J, iy - iy0, ix - ix0], "
+           "origins (n, n + 2J, 2) [i, row + J, (ix0, iy0)]): the overlap areas of each lattice cell with the "
+           "3 x 3 voxels from its origin.");
+    m.def("first_cell_voxel_overlap", &first::cell_voxel_overlap, py::arg("dx"), py::arg("dy"), py::arg("cos_phi"),
+          py::arg("sin_phi"),
+          "Overlap area of the unit square centred at (dx, dy) with the unit square centred at 0 turned by phi.");
     m.def("first_forward_cpu", &forward_cpu, py::arg("method"), py::arg("model"), py::arg("image"),
           py::arg("angles"), py::arg("out"), py::arg("threads") = 0,
           "out (n_sel, n_rows, n_rows, n) = H image for the listed angles, on the CPU (OpenMP).");

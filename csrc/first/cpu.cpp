@@ -1,13 +1,13 @@
 // FIRST Super-LOR projectors on the CPU: OpenMP loops around tube.hpp.
 //
-// faithful / matched forward: one LOR at a time (lor_forward_matched; the CPU reads the image with
-//   exact float trilinear interpolation, so the two agree here; on the GPU "faithful" uses the
-//   texture unit).
+// faithful / matched forward: one LOR at a time (lor_forward_matched: footprint reads in-plane, linear
+//   interpolation in z in exact float arithmetic, so the two agree here; on the GPU "faithful" reads a
+//   per-angle resampled lattice through the texture unit).
 // matched back: one voxel at a time (voxel_back_matched, the exact transpose, gathered).
 // faithful back: one voxel at a time (voxel_back_faithful with software interpolation).
 // fast: the factored form. Forward: per angle, resample the image once on the LOR lattice
-//   (R[i][z][row], bilinear), then each LOR is a sum of folded slice taps over integer offsets of R.
-//   Back: the transposed steps (G = taps^T y per angle, then the transposed bilinear resampling).
+//   (R[i][z][row], the footprint weights), then each LOR is a sum of folded slice taps over integer
+//   offsets of R. Back: the transposed steps (G = taps^T y per angle, then the transposed resampling).
 #include <omp.h>
 
 #include <algorithm>
@@ -35,7 +35,8 @@ void forward_direct(const HostModel& M, const AngleList& A, const float* image, 
         const int d = r2 - r1 + D.n_rows - 1;
         float* out = sino + sino_index(D, al, r1, r2, 0);
         for (int rho = 0; rho < D.n; ++rho)
-            out[rho] = lor_forward_matched(D, image, M.Q.data(), M.base.data(), d, r1 + r2, rho, A.cos[al], A.sin[al]);
+            out[rho] = lor_forward_matched(D, M.footprints(), image, M.Q.data(), M.base.data(), d, r1 + r2, rho,
+                                           A.index[al]);
     }
 }
 
@@ -48,7 +49,8 @@ void back_matched(const HostModel& M, const AngleList& A, const float* sino, flo
             for (int ix = 0; ix < D.n; ++ix) {
                 float acc = 0.0f;
                 for (int al = 0; al < n_sel; ++al)
-                    acc += voxel_back_matched(D, sino, M.Q.data(), M.base.data(), al, ix, iy, iz, A.cos[al], A.sin[al]);
+                    acc += voxel_back_matched(D, M.footprints(), sino, M.Q.data(), M.base.data(), al, A.index[al], ix, iy,
+                                              iz, A.cos[al], A.sin[al]);
                 image[(static_cast<int64_t>(iz) * D.n + iy) * D.n + ix] = acc;
             }
 }
@@ -87,16 +89,14 @@ struct SinogramLayerReader {
 // Lattice buffer of one angle: R[i][z][row'], row' = rho + j + J in [0, n + 2J).
 int64_t lattice_size(const Dims& D) { return static_cast<int64_t>(D.n) * D.nz * D.n_rows_ext(); }
 
-void resample_angle(const Dims& D, const float* image, float cphi, float sphi, float* R) {
-    const float c = D.centre();
+void resample_angle(const HostModel& M, const float* image, int a, float* R) {
+    const Dims& D = M.D;
     const int64_t plane = static_cast<int64_t>(D.n) * D.n;
     for (int i = 0; i < D.n; ++i)
         for (int rr = 0; rr < D.n_rows_ext(); ++rr) {
-            float fx, fy;
-            lattice_point(i, rr - D.J, c, cphi, sphi, &fx, &fy);
-            const Bilinear b = bilinear_at(fx, fy);
+            const FootprintRead f = footprint_at(D, M.footprints(), a, i, rr);
             for (int z = 0; z < D.nz; ++z)
-                R[(static_cast<int64_t>(i) * D.nz + z) * D.n_rows_ext() + rr] = bilinear_read(image + z * plane, D.n, D.n, b);
+                R[(static_cast<int64_t>(i) * D.nz + z) * D.n_rows_ext() + rr] = footprint_read(image + z * plane, f);
         }
 }
 
@@ -112,7 +112,7 @@ void forward_fast(const HostModel& M, const AngleList& A, const float* image, fl
 #pragma omp parallel num_threads(nt)
         {
 #pragma omp for schedule(static)
-            for (int q = 0; q < na; ++q) resample_angle(D, image, A.cos[a0 + q], A.sin[a0 + q], R.data() + q * L);
+            for (int q = 0; q < na; ++q) resample_angle(M, image, A.index[a0 + q], R.data() + q * L);
 #pragma omp for collapse(3) schedule(dynamic, 2)
             for (int q = 0; q < na; ++q)
                 for (int r1 = 0; r1 < D.n_rows; ++r1)
@@ -174,15 +174,15 @@ void back_fast(const HostModel& M, const AngleList& A, const float* sino, float*
                             }
                         }
                 }
-            // image += the transposed bilinear resampling, gathered per voxel column.
+            // image += the transposed resampling, gathered per voxel column.
 #pragma omp for schedule(dynamic, 4)
             for (int iy = 0; iy < D.n; ++iy)
                 for (int ix = 0; ix < D.n; ++ix) {
                     float* col = image + static_cast<int64_t>(iy) * D.n + ix;
                     for (int q = 0; q < na; ++q) {
                         const float* Gq = G.data() + q * L;
-                        for_each_covering_lattice_point(D, ix, iy, A.cos[a0 + q], A.sin[a0 + q],
-                                                        [&](int i, int row, float w) {
+                        for_each_overlapping_lattice_point(D, M.footprints(), A.index[a0 + q], ix, iy, A.cos[a0 + q],
+                                                           A.sin[a0 + q], [&](int i, int row, float w) {
                             const float* g = Gq + static_cast<int64_t>(i) * D.nz * D.n_rows_ext() + row + D.J;
                             for (int z = 0; z < D.nz; ++z)
                                 col[static_cast<int64_t>(z) * D.n * D.n] += w * g[static_cast<int64_t>(z) * D.n_rows_ext()];

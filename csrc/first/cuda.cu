@@ -1,26 +1,31 @@
 // FIRST Super-LOR projectors on the GPU: launches around tube.hpp.
 //
-// faithful  forward: one thread per LOR (a warp = 32 radial bins of one row pair, so the Super-LOR is
-//           warp-uniform), the image read through a 3D texture with hardware trilinear filtering
-//           and the Super-LOR table through a layered texture; each lane fetches one table entry
-//           per 32 samples and the warp shares them with shuffles (the paper fetched one per
-//           sample and thread; the values are identical).
+// faithful  forward: (1) the image resampled once per angle on the LOR lattice with the footprint
+//           weights (the fast path's resampling, below), copied into a 3D array; (2) one thread per
+//           LOR (a warp = 32 radial bins of one row pair, so the Super-LOR is warp-uniform), the
+//           lattice read through a 3D texture with hardware trilinear filtering (the in-plane
+//           coordinates land on texel centres, so the filter interpolates the slices) and the
+//           Super-LOR table through a layered texture; each lane fetches one table entry per 32
+//           samples and the warp shares them with shuffles (the paper fetched one per sample and
+//           thread; the values are identical). The paper read the image itself at the rotated sample
+//           points; reading it through the footprint first keeps every voxel's projected total
+//           independent of the angle (tube.hpp).
 //           back: one thread per voxel; the sinogram (and the factors, for the sensitivity image in
 //           the same pass) as a layered texture, one layer per angle and ring difference (radial x
 //           axial, hardware bilinear filtering); the tube values from a shared-memory copy of the
 //           Super-LOR tables, ring differences grouped by Super-LOR; reads whose footprint lies
 //           outside a ring difference's LORs (which would return 0) skipped.
-// matched   forward: one thread per LOR, exact float trilinear reads; back: one thread per voxel
-//           gathering the exact transpose (tube.hpp).
+// matched   forward: one thread per LOR, footprint reads in-plane and exact float linear
+//           interpolation in z; back: one thread per voxel gathering the exact transpose (tube.hpp).
 // fast      forward: (1) resample the image once per angle on the LOR lattice R[i][z][row]
-//           (bilinear); (2) per angle, a block stages one along-plane R[i][*][*] at a time in
+//           (the footprint weights); (2) per angle, a block stages one along-plane R[i][*][*] at a time in
 //           shared memory (cp.async, double buffered) and each warp accumulates up to 16 LORs of
 //           one ring difference for 64 radial bins (2 per lane) in registers, sliding a window
 //           of slices down the plane: 40 FMAs per 6 shared loads, the folded taps warp-uniform.
 //           back: (1) per (angle, along sample i, 32 lattice rows) each thread owns one lattice
 //           column G[i][*][row] in shared memory and adds every ring difference's LORs to it
-//           (the sinogram rows staged per ring difference); (2) the transposed bilinear
-//           resampling gathered per voxel.
+//           (the sinogram rows staged per ring difference); (2) the transposed resampling
+//           gathered per voxel.
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
@@ -48,6 +53,7 @@ constexpr int kFastJ = 2, kFastK = 1;
 struct AngleChunk {
     int n;       // angles in this chunk
     int first;   // local index (in the call's sinogram) of the chunk's first angle
+    int a[kChunk];   // the angles' indices in the full sinogram (rows of the footprint tables)
     float c[kChunk];
     float s[kChunk];
 };
@@ -60,6 +66,7 @@ void for_each_chunk(const AngleList& A, int chunk, F&& f) {
         ch.n = std::min(chunk, n_sel - a0);
         ch.first = a0;
         for (int q = 0; q < ch.n; ++q) {
+            ch.a[q] = A.index[a0 + q];
             ch.c[q] = A.cos[a0 + q];
             ch.s[q] = A.sin[a0 + q];
         }
@@ -135,8 +142,10 @@ cuda::DeviceBuffer upload(const std::vector<T>& v) {
 }
 
 // --- faithful -------------------------------------------------------------------------------------
+// `lattice`: the chunk's resampled lattice as a 3D texture, x = row' (rho + j + J), y = slice,
+// z = q n + i (the layout of resample_kernel's output).
 __global__ void __launch_bounds__(256, 4)
-faithful_forward_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t image, cudaTextureObject_t table,
+faithful_forward_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t lattice, cudaTextureObject_t table,
                         const int* __restrict__ super_of_delta, const unsigned char* __restrict__ flip_k,
                         const float* __restrict__ slope, float* __restrict__ sino) {
     const int lane = threadIdx.x;
@@ -148,16 +157,16 @@ faithful_forward_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t im
     const int d = r2 - r1 + D.n_rows - 1;
     const int S = super_of_delta[d];
     const bool flip = flip_k[d] != 0;
-    const float sl = slope[d], c = D.centre(), cphi = A.c[q], sphi = A.s[q];
+    const float sl = slope[d], c = D.centre();
     const int nk = D.n_k(), per_i = D.n_j() * nk, total = D.n * per_i;
     const float kc = static_cast<float>(r1 + r2);
     float acc = 0.0f, my_p = 0.0f;
     int ctr = 0;
     for (int i = 0; i < D.n; ++i) {
         const float u = (static_cast<float>(i) - c) * sl;
+        const float tz = static_cast<float>(q * D.n + i) + 0.5f;
         for (int jj = 0; jj < D.n_j(); ++jj) {
-            float fx, fy;
-            lattice_point(i, rho + jj - D.J, c, cphi, sphi, &fx, &fy);
+            const float tx = static_cast<float>(rho + jj) + 0.5f;
             for (int kk = 0; kk < nk; ++kk, ++ctr) {
                 if ((ctr & 31) == 0) {                            // next 32 table entries, one per lane
                     const int e = ctr + lane;
@@ -169,7 +178,7 @@ faithful_forward_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t im
                 }
                 const float p = __shfl_sync(0xffffffffu, my_p, ctr & 31);
                 const float fz = kc + static_cast<float>(kk - D.K) + u;
-                acc += p * tex3D<float>(image, fx + 0.5f, fy + 0.5f, fz + 0.5f);
+                acc += p * tex3D<float>(lattice, tx, fz + 0.5f, tz);
             }
         }
     }
@@ -267,33 +276,35 @@ faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr,
 
 // --- matched ------------------------------------------------------------------------------------------
 __global__ void __launch_bounds__(256)
-matched_forward_kernel(const Dims D, const AngleChunk A, const float* __restrict__ image, const float* __restrict__ Q,
-                       const int* __restrict__ base, float* __restrict__ sino) {
+matched_forward_kernel(const Dims D, const AngleChunk A, const Footprints FP, const float* __restrict__ image,
+                       const float* __restrict__ Q, const int* __restrict__ base, float* __restrict__ sino) {
     const int row = blockIdx.y * blockDim.y + threadIdx.y;
     const int rho = blockIdx.x * 32 + threadIdx.x;
     if (row >= D.n_rows * D.n_rows || rho >= D.n) return;
     const int q = blockIdx.z;
     const int r1 = row / D.n_rows, r2 = row % D.n_rows;
     sino[sino_index(D, A.first + q, r1, r2, rho)] =
-        lor_forward_matched(D, image, Q, base, r2 - r1 + D.n_rows - 1, r1 + r2, rho, A.c[q], A.s[q]);
+        lor_forward_matched(D, FP, image, Q, base, r2 - r1 + D.n_rows - 1, r1 + r2, rho, A.a[q]);
 }
 
 __global__ void __launch_bounds__(256)
-matched_back_kernel(const Dims D, const AngleChunk A, const float* __restrict__ sino, const float* __restrict__ Q,
-                    const int* __restrict__ base, float* __restrict__ image, bool accumulate) {
+matched_back_kernel(const Dims D, const AngleChunk A, const Footprints FP, const float* __restrict__ sino,
+                    const float* __restrict__ Q, const int* __restrict__ base, float* __restrict__ image,
+                    bool accumulate) {
     const int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
     const int iz = blockIdx.z;
     if (ix >= D.n || iy >= D.n) return;
     float acc = 0.0f;
-    for (int q = 0; q < A.n; ++q) acc += voxel_back_matched(D, sino, Q, base, A.first + q, ix, iy, iz, A.c[q], A.s[q]);
+    for (int q = 0; q < A.n; ++q)
+        acc += voxel_back_matched(D, FP, sino, Q, base, A.first + q, A.a[q], ix, iy, iz, A.c[q], A.s[q]);
     const int64_t v = (static_cast<int64_t>(iz) * D.n + iy) * D.n + ix;
     image[v] = accumulate ? image[v] + acc : acc;
 }
 
 // --- fast ----------------------------------------------------------------------------------------------
 // Lattice buffer of a chunk: L[q][i][z][row'] with row' = rho + j + J in [0, pitch), zero past n + 2J.
-__global__ void resample_kernel(const Dims D, const AngleChunk A, int pitch, const float* __restrict__ image,
-                                float* __restrict__ L) {
+__global__ void resample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pitch,
+                                const float* __restrict__ image, float* __restrict__ L) {
     const int rr = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
     const int q = blockIdx.z;
     if (rr >= pitch || i >= D.n) return;
@@ -302,11 +313,9 @@ __global__ void resample_kernel(const Dims D, const AngleChunk A, int pitch, con
         for (int z = 0; z < D.nz; ++z) out[static_cast<int64_t>(z) * pitch] = 0.0f;
         return;
     }
-    float fx, fy;
-    lattice_point(i, rr - D.J, D.centre(), A.c[q], A.s[q], &fx, &fy);
+    const FootprintRead f = footprint_at(D, FP, A.a[q], i, rr);
     const int64_t plane = static_cast<int64_t>(D.n) * D.n;
-    const Bilinear b = bilinear_at(fx, fy);
-    for (int z = 0; z < D.nz; ++z) out[static_cast<int64_t>(z) * pitch] = bilinear_read(image + z * plane, D.n, D.n, b);
+    for (int z = 0; z < D.nz; ++z) out[static_cast<int64_t>(z) * pitch] = footprint_read(image + z * plane, f);
 }
 
 // One warp's work in the fast forward: ring difference d, LOR rows m0 .. m0 + count - 1.
@@ -496,10 +505,10 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int pla
         out[static_cast<int64_t>(z) * pitch] = rr < D.n_rows_ext() ? col[(z + pz_lo) * 256] : 0.0f;
 }
 
-// The transposed bilinear resampling, gathered per voxel: 8 slices per thread.
+// The transposed resampling, gathered per voxel: 8 slices per thread.
 __global__ void __launch_bounds__(256)
-unresample_kernel(const Dims D, const AngleChunk A, int pitch, const float* __restrict__ G, float* __restrict__ image,
-                  bool accumulate) {
+unresample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pitch, const float* __restrict__ G,
+                  float* __restrict__ image, bool accumulate) {
     constexpr int ZB = 8;
     const int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
     const int z0 = blockIdx.z * ZB;
@@ -510,7 +519,7 @@ unresample_kernel(const Dims D, const AngleChunk A, int pitch, const float* __re
     const int nzb = D.nz - z0 < ZB ? D.nz - z0 : ZB;
     for (int q = 0; q < A.n; ++q) {
         const float* Gq = G + static_cast<int64_t>(q) * D.n * D.nz * pitch;
-        for_each_covering_lattice_point(D, ix, iy, A.c[q], A.s[q], [&](int i, int row, float w) {
+        for_each_overlapping_lattice_point(D, FP, A.a[q], ix, iy, A.c[q], A.s[q], [&](int i, int row, float w) {
             const float* g = Gq + (static_cast<int64_t>(i) * D.nz + z0) * pitch + row + D.J;
 #pragma unroll
             for (int zz = 0; zz < ZB; ++zz)
@@ -534,15 +543,16 @@ struct DeviceModel::Impl {
     HostModel host;
     cuda::DeviceBuffer Q, base, slope, super_of_delta, flip_k, units;
     cuda::DeviceBuffer delta_order, group_start, group_super, group_flip;
+    cuda::DeviceBuffer fp_weight, fp_origin;   // footprint tables of every angle (tube.hpp)
     int n_units = 0;
     TextureArray table;              // Super-LOR tubes: layered ((2J+1)(2K+1), x) by (n, y) by n_super
     // workspaces, grown on demand
-    cuda::DeviceBuffer lattice;      // fast: chunk x n x nz x pitch
-    TextureArray image;              // faithful forward: 3D (n, n, nz)
+    cuda::DeviceBuffer lattice;      // fast and faithful forward: chunk x n x nz x pitch
+    TextureArray lattice_tex;        // faithful forward: the lattice as a 3D array (pitch, nz, chunk n)
     cuda::DeviceBuffer table_linear; // the same tables in global memory (faithful back: staged to shared)
     TextureArray corrections[2];     // faithful back: layered (n, n_rows) x chunk * n_deltas, float / float2
     cuda::DeviceBuffer layers;       // staging of the corrections
-    int pitch = 0, pz_lo = 0, plane_rows = 0, faithful_chunk = 0;
+    int pitch = 0, pz_lo = 0, plane_rows = 0, faithful_chunk = 0, faithful_forward_chunk = 0;
     int max_smem = 0;                // shared memory a block may opt into (bytes), read once
 
     explicit Impl(const HostModel& h) : host(h) {
@@ -556,6 +566,8 @@ struct DeviceModel::Impl {
         group_start = upload(host.group_start);
         group_super = upload(host.group_super);
         group_flip = upload(host.group_flip);
+        fp_weight = upload(host.fp_weight);
+        fp_origin = upload(host.fp_origin);
         table.create(D.n_j() * D.n_k(), D.n, D.n_super, true, false);   // [S][i][(j, k)]: (j, k) fastest
         table.copy_from(host.table.data(), false, nullptr, D.n_super);
         table_linear = upload(host.table);
@@ -573,15 +585,22 @@ struct DeviceModel::Impl {
         std::stable_sort(u.begin(), u.end(), [](const FastUnit& a, const FastUnit& b) { return a.count > b.count; });
         n_units = static_cast<int>(u.size());
         units = upload(u);
-        int max_layers = 0, dev = 0;
+        int max_layers = 0, max_depth = 0, dev = 0;
         DP_CUDA_CHECK(cudaGetDevice(&dev));
         DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_layers, cudaDevAttrMaxTexture2DLayeredLayers, dev));
+        DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_depth, cudaDevAttrMaxTexture3DDepth, dev));
         DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
         faithful_chunk = std::min(kChunk, max_layers / D.n_deltas());
         if (faithful_chunk < 1)
             throw ValueError("n_rows: " + std::to_string(D.n_deltas()) + " ring differences exceed the GPU's " +
                              std::to_string(max_layers) + " texture layers (faithful back projector)");
+        faithful_forward_chunk = std::min(kChunk, max_depth / D.n);
+        if (faithful_forward_chunk < 1)
+            throw ValueError("n: " + std::to_string(D.n) + " along-samples exceed the GPU's 3D texture depth " +
+                             std::to_string(max_depth) + " (faithful forward projector)");
     }
+
+    Footprints footprints() const { return {fp_weight.as<float>(), fp_origin.as<FootprintOrigin>()}; }
 
     float* lattice_for(int chunk) {
         const size_t need = static_cast<size_t>(chunk) * host.D.n * host.D.nz * pitch * sizeof(float);
@@ -600,7 +619,8 @@ size_t DeviceModel::bytes() const {
     const Impl& m = *impl_;
     return m.Q.bytes() + m.base.bytes() + m.slope.bytes() + m.super_of_delta.bytes() + m.flip_k.bytes() +
            m.delta_order.bytes() + m.group_start.bytes() + m.group_super.bytes() + m.group_flip.bytes() +
-           m.units.bytes() + m.table.bytes() + m.lattice.bytes() + m.image.bytes() + m.corrections[0].bytes() + m.corrections[1].bytes() + m.table_linear.bytes() +
+           m.units.bytes() + m.table.bytes() + m.lattice.bytes() + m.lattice_tex.bytes() +
+           m.fp_weight.bytes() + m.fp_origin.bytes() + m.corrections[0].bytes() + m.corrections[1].bytes() + m.table_linear.bytes() +
            m.layers.bytes();
 }
 namespace {
@@ -643,12 +663,21 @@ void forward(Method method, DeviceModel& model, const AngleList& angles, const f
     const Dims& D = m.host.D;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     const dim3 lor_block(32, 8);
+    auto resample = [&](const AngleChunk& ch, float* L) {
+        resample_kernel<<<dim3(div_up(m.pitch, 32), div_up(D.n, 8), ch.n), dim3(32, 8), 0, s>>>(D, ch, m.footprints(),
+                                                                                               m.pitch, image, L);
+        DP_CUDA_CHECK_LAUNCH("resample_kernel");
+    };
     if (method == Method::Faithful) {
-        if (!m.image.ready()) m.image.create(D.n, D.n, D.nz, false, false);
-        m.image.copy_from(image, true, s, D.nz);
-        for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
+        const int chunk = std::min<int>(m.faithful_forward_chunk, static_cast<int>(angles.index.size()));
+        float* L = m.lattice_for(chunk);
+        if (!m.lattice_tex.ready())
+            m.lattice_tex.create(m.pitch, D.nz, m.faithful_forward_chunk * D.n, false, false);
+        for_each_chunk(angles, m.faithful_forward_chunk, [&](const AngleChunk& ch) {
+            resample(ch, L);
+            m.lattice_tex.copy_from(L, true, s, ch.n * D.n);
             const dim3 grid(div_up(D.n, 32), div_up(static_cast<int64_t>(D.n_rows) * D.n_rows, 8), ch.n);
-            faithful_forward_kernel<<<grid, lor_block, 0, s>>>(D, ch, m.image.tex(), m.table.tex(),
+            faithful_forward_kernel<<<grid, lor_block, 0, s>>>(D, ch, m.lattice_tex.tex(), m.table.tex(),
                                                                m.super_of_delta.as<int>(), m.flip_k.as<unsigned char>(),
                                                                m.slope.as<float>(), sino);
             DP_CUDA_CHECK_LAUNCH("faithful_forward_kernel");
@@ -658,7 +687,8 @@ void forward(Method method, DeviceModel& model, const AngleList& angles, const f
     if (method == Method::Matched) {
         for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
             const dim3 grid(div_up(D.n, 32), div_up(static_cast<int64_t>(D.n_rows) * D.n_rows, 8), ch.n);
-            matched_forward_kernel<<<grid, lor_block, 0, s>>>(D, ch, image, m.Q.as<float>(), m.base.as<int>(), sino);
+            matched_forward_kernel<<<grid, lor_block, 0, s>>>(D, ch, m.footprints(), image, m.Q.as<float>(),
+                                                              m.base.as<int>(), sino);
             DP_CUDA_CHECK_LAUNCH("matched_forward_kernel");
         });
         return;
@@ -669,8 +699,7 @@ void forward(Method method, DeviceModel& model, const AngleList& angles, const f
     set_smem(reinterpret_cast<const void*>(kernel), smem);
     float* L = m.lattice_for(std::min<int>(kChunk, static_cast<int>(angles.index.size())));
     for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
-        resample_kernel<<<dim3(div_up(m.pitch, 32), div_up(D.n, 8), ch.n), dim3(32, 8), 0, s>>>(D, ch, m.pitch, image, L);
-        DP_CUDA_CHECK_LAUNCH("resample_kernel");
+        resample(ch, L);
         const dim3 grid(div_up(D.n, 64), div_up(m.n_units, 8), ch.n);
         kernel<<<grid, 256, smem, s>>>(D, ch, m.pitch, m.pz_lo, m.plane_rows, m.n_units, m.units.as<FastUnit>(), L,
                                        m.Q.as<float>(), m.base.as<int>(), sino);
@@ -690,8 +719,8 @@ void back(Method method, DeviceModel& model, const AngleList& angles, const floa
     if (method == Method::Matched) {
         for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
             const dim3 grid(div_up(D.n, 32), div_up(D.n, 8), D.nz);
-            matched_back_kernel<<<grid, vox_block, 0, s>>>(D, ch, sino, m.Q.as<float>(), m.base.as<int>(), image,
-                                                           ch.first > 0);
+            matched_back_kernel<<<grid, vox_block, 0, s>>>(D, ch, m.footprints(), sino, m.Q.as<float>(),
+                                                           m.base.as<int>(), image, ch.first > 0);
             DP_CUDA_CHECK_LAUNCH("matched_back_kernel");
         });
         return;
@@ -706,7 +735,7 @@ void back(Method method, DeviceModel& model, const AngleList& angles, const floa
             D, ch, m.pitch, m.pz_lo, m.plane_rows, sino, m.Q.as<float>(), m.base.as<int>(), G);
         DP_CUDA_CHECK_LAUNCH("fast_back_kernel");
         unresample_kernel<<<dim3(div_up(D.n, 32), div_up(D.n, 8), div_up(D.nz, 8)), vox_block, 0, s>>>(
-            D, ch, m.pitch, G, image, ch.first > 0);
+            D, ch, m.footprints(), m.pitch, G, image, ch.first > 0);
         DP_CUDA_CHECK_LAUNCH("unresample_kernel");
     });
 }

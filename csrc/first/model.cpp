@@ -1,6 +1,8 @@
 // The FIRST projector model on the host: Super-LOR tables, the ring-difference groups and the
 // folded slice taps derived from them (used by the CPU projectors and uploaded by the CUDA ones),
 // the angle lists and the method names.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -11,11 +13,96 @@
 
 namespace dp::first {
 
+namespace {
+
+// One Sutherland-Hodgman step: the part of polygon (x, y)[0..n) where sign * (coordinate - bound) >= 0
+// (coordinate y when along_y, else x). Returns the new vertex count (at most n + 1).
+int clip_polygon(const double* x, const double* y, int n, bool along_y, double bound, double sign, double* ox,
+                 double* oy) {
+    int m = 0;
+    for (int k = 0; k < n; ++k) {
+        const int p = k == 0 ? n - 1 : k - 1;
+        const double ep = sign * ((along_y ? y[p] : x[p]) - bound);
+        const double ek = sign * ((along_y ? y[k] : x[k]) - bound);
+        if ((ep >= 0.0) != (ek >= 0.0)) {          // the side from p to k crosses the boundary
+            const double t = ep / (ep - ek);
+            ox[m] = x[p] + t * (x[k] - x[p]);
+            oy[m] = y[p] + t * (y[k] - y[p]);
+            ++m;
+        }
+        if (ek >= 0.0) {
+            ox[m] = x[k];
+            oy[m] = y[k];
+            ++m;
+        }
+    }
+    return m;
+}
+
+// The footprint tables (tube.hpp) of every angle, in double precision, stored as float.
+void build_footprints(HostModel& M) {
+    const Dims& D = M.D;
+    const int rows = D.n_rows_ext();
+    const int64_t cells = static_cast<int64_t>(M.n_angles) * D.n * rows;
+    M.fp_weight.assign(cells * kFootprintSlots, 0.0f);
+    M.fp_origin.assign(cells, FootprintOrigin{0, 0});
+    const double c = 0.5 * (D.n - 1);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int a = 0; a < M.n_angles; ++a)
+        for (int i = 0; i < D.n; ++i) {
+            const double phi = M_PI * a / M.n_angles, cp = std::cos(phi), sp = std::sin(phi);
+            const double reach = 0.5 + 0.5 * (std::fabs(cp) + std::fabs(sp));
+            for (int rr = 0; rr < rows; ++rr) {
+                const double di = i - c, dr = (rr - D.J) - c;
+                const double fx = c + di * cp - dr * sp, fy = c + di * sp + dr * cp;
+                const int ix0 = static_cast<int>(std::floor(fx - reach)) + 1;
+                const int iy0 = static_cast<int>(std::floor(fy - reach)) + 1;
+                const int64_t cell = (static_cast<int64_t>(a) * D.n + i) * rows + rr;
+                M.fp_origin[cell] = FootprintOrigin{static_cast<int16_t>(ix0), static_cast<int16_t>(iy0)};
+                float* w = &M.fp_weight[cell * kFootprintSlots];
+                for (int oy = 0; oy < kFootprintSide; ++oy)
+                    for (int ox = 0; ox < kFootprintSide; ++ox) {
+                        const double area = cell_voxel_overlap(ix0 + ox - fx, iy0 + oy - fy, cp, sp);
+                        // slivers of rounding where the squares only touch are no overlap
+                        w[oy * kFootprintSide + ox] = area > 1e-12 ? static_cast<float>(area) : 0.0f;
+                    }
+            }
+        }
+}
+
+}  // namespace
+
+double cell_voxel_overlap(double dx, double dy, double cos_phi, double sin_phi) {
+    const double reach = 0.5 + 0.5 * (std::fabs(cos_phi) + std::fabs(sin_phi));
+    const double du = dx * cos_phi + dy * sin_phi, dv = -dx * sin_phi + dy * cos_phi;
+    if (std::fabs(dx) >= reach || std::fabs(dy) >= reach || std::fabs(du) >= reach || std::fabs(dv) >= reach)
+        return 0.0;                                 // separated along an image or a lattice axis
+    // the cell's corners (u, v) = (+-1/2, +-1/2) counter-clockwise, at x = u c - v s, y = u s + v c
+    double x[8], y[8], tx[8], ty[8];
+    const double hc = 0.5 * cos_phi, hs = 0.5 * sin_phi;
+    x[0] = hc + hs, y[0] = hs - hc;
+    x[1] = hc - hs, y[1] = hs + hc;
+    x[2] = -hc - hs, y[2] = -hs + hc;
+    x[3] = -hc + hs, y[3] = -hs - hc;
+    int n = 4;
+    n = clip_polygon(x, y, n, false, dx - 0.5, 1.0, tx, ty);
+    n = clip_polygon(tx, ty, n, false, dx + 0.5, -1.0, x, y);
+    n = clip_polygon(x, y, n, true, dy - 0.5, 1.0, tx, ty);
+    n = clip_polygon(tx, ty, n, true, dy + 0.5, -1.0, x, y);
+    double twice = 0.0;                             // shoelace
+    for (int k = 0; k < n; ++k) {
+        const int p = k == 0 ? n - 1 : k - 1;
+        twice += x[p] * y[k] - x[k] * y[p];
+    }
+    return 0.5 * std::fabs(twice);
+}
+
 HostModel make_model(const Dims& D, int n_angles, const float* table, const int* super_of_delta,
                      const unsigned char* flip_k, const float* slope) {
     require(D.n > 0 && D.n_rows > 0 && D.nz == 2 * D.n_rows - 1 && D.J >= 0 && D.K >= 0 && D.n_super > 0,
             "model: inconsistent sizes");
     require(n_angles > 0, "n_angles: expected a positive number of angles");
+    require(D.n + 2 * D.J < 32000, "n: the footprint origins are 16-bit: expected fewer than 32000 radial bins");
     HostModel M;
     M.D = D;
     M.n_angles = n_angles;
@@ -65,6 +152,7 @@ HostModel make_model(const Dims& D, int n_angles, const float* table, const int*
             M.group_flip.push_back(M.flip_k[order[e]]);
         }
     M.group_start.push_back(nd);
+    build_footprints(M);
     return M;
 }
 

@@ -23,14 +23,20 @@ struct HostModel {
     // ring differences grouped by (Super-LOR, k-mirror) for the faithful back projector
     std::vector<int> delta_order, group_start, group_super;
     std::vector<unsigned char> group_flip;
+    // in-plane footprints of every angle's lattice points (tube.hpp): (n_angles, n, n_rows_ext, 9)
+    // overlap areas and (n_angles, n, n_rows_ext) origins
+    std::vector<float> fp_weight;
+    std::vector<FootprintOrigin> fp_origin;
 
+    Footprints footprints() const { return {fp_weight.data(), fp_origin.data()}; }
     DeltaGroups groups() const {
         return {delta_order.data(), group_start.data(), group_super.data(), group_flip.data(),
                 static_cast<int>(group_super.size())};
     }
 };
 
-// Builds the model and its folded taps; throws dp::ValueError on inconsistent inputs.
+// Builds the model, its folded taps and the footprint tables of all n_angles angles (OpenMP);
+// throws dp::ValueError on inconsistent inputs.
 HostModel make_model(const Dims& D, int n_angles, const float* table, const int* super_of_delta, const unsigned char* flip_k,
                      const float* slope);
 
@@ -40,6 +46,11 @@ struct AngleList {
     std::vector<float> cos, sin;
 };
 AngleList make_angles(const int* angles, int n_sel, int n_angles);
+
+// Overlap area of the unit square centred at (dx, dy) (a voxel, axis-aligned, in voxel units relative
+// to the lattice point) with the unit square centred at 0 turned by phi (the lattice point's cell):
+// the footprint weight, exposed for the tests.
+double cell_voxel_overlap(double dx, double dy, double cos_phi, double sin_phi);
 
 enum class Method { Faithful, Matched, Fast };
 Method parse_method(const std::string& name);

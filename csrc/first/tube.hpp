@@ -84,30 +84,97 @@ DP_HD Taps axial_taps(int i, float c, float slope) {
     return linear_taps((static_cast<float>(i) - c) * slope);
 }
 
-// Bilinear interpolation weights at continuous (fx, fy): computed once per lattice point and used
-// for every slice the point is read in.
-struct Bilinear {
-    Taps x, y;
+// ---------------------------------------------------------------------------------------------
+// In-plane footprint. The tube's in-plane samples (i, row) form a lattice of unit cells turned by
+// phi, one voxel apart along and across the LOR. A lattice point stands for its cell and takes from
+// voxel (ix, iy) the overlap area of the voxel's unit square and the cell's turned unit square. The
+// cells tile the plane, so every voxel gives away its whole value at every angle (a single voxel
+// projects the same in-plane total at every angle); the voxels tile the plane, so a uniform image
+// is read as uniform. (Bilinear reads at the lattice points keep only the second property: a voxel
+// on the rotation centre is read with total weight 1 at 0 degrees and 1.34 at 45 degrees.)
+//
+// A voxel and a cell overlap only when their centres are less than
+// footprint_reach = 1/2 + (|cos phi| + |sin phi|) / 2 apart along each image axis and along each
+// lattice axis, so a lattice point meets at most 3 x 3 voxels, from its origin (ix0, iy0) on. The
+// weights of every lattice point of every angle are computed once, on the host in double precision
+// (make_model), and read by every method and backend from the same table:
+//   weight[cell * 9 + 3 * (iy - iy0) + (ix - ix0)],  origin[cell] = (ix0, iy0),
+//   cell = (a * n + i) * n_rows_ext + (row + J)   (a: the angle's index in the full sinogram).
+constexpr int kFootprintSide = 3;
+constexpr int kFootprintSlots = kFootprintSide * kFootprintSide;
+
+struct FootprintOrigin {
+    int16_t ix0, iy0;
 };
 
-DP_HD Bilinear bilinear_at(float fx, float fy) { return {linear_taps(fx), linear_taps(fy)}; }
-
-// Bilinear read of plane[ny][nx] with weights b; zero outside the plane.
-DP_HD float bilinear_read(const float* plane, int nx, int ny, const Bilinear& b) {
-    const Taps& tx = b.x;
-    const Taps& ty = b.y;
-    float acc = 0.0f;
-    for (int dy = 0; dy < 2; ++dy) {
-        const int y = ty.i0 + dy;
-        if (y < 0 || y >= ny) continue;
-        const float wy = dy ? ty.w1 : ty.w0;
-        for (int dx = 0; dx < 2; ++dx) {
-            const int x = tx.i0 + dx;
-            if (x < 0 || x >= nx) continue;
-            acc += (dx ? tx.w1 : tx.w0) * wy * plane[static_cast<int64_t>(y) * nx + x];
-        }
+struct Footprints {
+    const float* weight;              // (n_angles, n, n_rows_ext, 9)
+    const FootprintOrigin* origin;    // (n_angles, n, n_rows_ext)
+    DP_HD int64_t cell(const Dims& D, int a, int i, int rr) const {
+        return (static_cast<int64_t>(a) * D.n + i) * D.n_rows_ext() + rr;
     }
+};
+
+DP_HD float footprint_reach(float cphi, float sphi) { return 0.5f + 0.5f * (fabsf(cphi) + fabsf(sphi)); }
+
+// The in-grid voxels of one lattice point as 9 fixed slots (plane offset, weight); slots outside the
+// grid get weight 0 and offset 0, so that a read of every slot is always in bounds.
+struct FootprintRead {
+    int off[kFootprintSlots];
+    float w[kFootprintSlots];
+};
+
+DP_HD FootprintRead footprint_at(const Dims& D, const Footprints& F, int a, int i, int rr) {
+    const int64_t cell = F.cell(D, a, i, rr);
+    const FootprintOrigin o = F.origin[cell];
+    const float* w = F.weight + cell * kFootprintSlots;
+    FootprintRead r;
+    for (int oy = 0; oy < kFootprintSide; ++oy)
+        for (int ox = 0; ox < kFootprintSide; ++ox) {
+            const int x = o.ix0 + ox, y = o.iy0 + oy, slot = oy * kFootprintSide + ox;
+            const bool in = x >= 0 && x < D.n && y >= 0 && y < D.n;
+            r.off[slot] = in ? y * D.n + x : 0;
+            r.w[slot] = in ? w[slot] : 0.0f;
+        }
+    return r;
+}
+
+// The footprint-weighted read of one image plane (n x n).
+DP_HD float footprint_read(const float* plane, const FootprintRead& r) {
+    float acc = 0.0f;
+    for (int k = 0; k < kFootprintSlots; ++k) acc += r.w[k] * plane[r.off[k]];
     return acc;
+}
+
+// The transpose: calls f(i, row, w) for every lattice point (i in [0, n), row in [-J, n + J)) whose
+// cell overlaps voxel (ix, iy), w > 0 being the table's weight. Candidates lie within reach of the
+// voxel's lattice coordinates (0.01 of margin for their float rounding; the slot test against the
+// stored origin decides, so the pairs and weights are exactly those of the forward reads).
+#ifdef __CUDACC__
+#pragma nv_exec_check_disable
+#endif
+template <typename F>
+DP_HD void for_each_overlapping_lattice_point(const Dims& D, const Footprints& FP, int a, int ix, int iy, float cphi,
+                                              float sphi, F&& f) {
+    const float c = D.centre();
+    float i_f, row_f;
+    voxel_lattice_coords(ix, iy, c, cphi, sphi, &i_f, &row_f);
+    const float reach = footprint_reach(cphi, sphi) + 0.01f;
+    int i_lo = static_cast<int>(ceilf(i_f - reach)), i_hi = static_cast<int>(floorf(i_f + reach));
+    int r_lo = static_cast<int>(ceilf(row_f - reach)), r_hi = static_cast<int>(floorf(row_f + reach));
+    i_lo = i_lo > 0 ? i_lo : 0;
+    i_hi = i_hi < D.n - 1 ? i_hi : D.n - 1;
+    r_lo = r_lo > -D.J ? r_lo : -D.J;
+    r_hi = r_hi < D.n - 1 + D.J ? r_hi : D.n - 1 + D.J;
+    for (int i = i_lo; i <= i_hi; ++i)
+        for (int row = r_lo; row <= r_hi; ++row) {
+            const int64_t cell = FP.cell(D, a, i, row + D.J);
+            const FootprintOrigin o = FP.origin[cell];
+            const int ox = ix - o.ix0, oy = iy - o.iy0;
+            if (ox < 0 || ox >= kFootprintSide || oy < 0 || oy >= kFootprintSide) continue;
+            const float w = FP.weight[cell * kFootprintSlots + oy * kFootprintSide + ox];
+            if (w != 0.0f) f(i, row, w);
+        }
 }
 
 // Folded slice taps Q[0..2K+1] of one (delta, i, j) from the tube's axial samples P[0..2K] and the
@@ -136,70 +203,38 @@ DP_HD int64_t sino_index(const Dims& D, int al, int r1, int r2, int rho) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Matched forward projection of one LOR with a software image reader (exact float trilinear):
-// sum over along samples i and radial offsets j of the in-plane bilinear read of each of the
-// 2K+2 slices the folded taps touch. `image` is (nz, n, n).
-DP_HD float lor_forward_matched(const Dims& D, const float* image, const float* Q, const int* base, int d,
-                                int kc, int rho, float cphi, float sphi) {
-    const float c = D.centre();
+// Matched forward projection of one LOR (angle a of the full sinogram): sum over along samples i and
+// radial offsets j of the footprint-weighted reads of each of the 2K+2 slices the folded taps touch.
+// `image` is (nz, n, n).
+DP_HD float lor_forward_matched(const Dims& D, const Footprints& FP, const float* image, const float* Q, const int* base,
+                                int d, int kc, int rho, int a) {
     const int nn = D.n;
     const int64_t plane = static_cast<int64_t>(nn) * nn;
     float acc = 0.0f;
     for (int i = 0; i < nn; ++i) {
         const int z0 = kc + base[static_cast<int64_t>(d) * nn + i] - D.K;
         for (int jj = 0; jj < D.n_j(); ++jj) {
-            float fx, fy;
-            lattice_point(i, rho + jj - D.J, c, cphi, sphi, &fx, &fy);
-            const Bilinear b = bilinear_at(fx, fy);
+            const FootprintRead r = footprint_at(D, FP, a, i, rho + jj);
             const float* q = Q + q_index(D, d, i, jj, 0);
             for (int t = 0; t < D.n_taps(); ++t) {
                 const int z = z0 + t;
                 if (z < 0 || z >= D.nz || q[t] == 0.0f) continue;
-                acc += q[t] * bilinear_read(image + z * plane, nn, nn, b);
+                acc += q[t] * footprint_read(image + z * plane, r);
             }
         }
     }
     return acc;
 }
 
-// ---------------------------------------------------------------------------------------------
-// The transpose of the in-plane bilinear resampling: calls f(i, row, w) for every lattice point
-// (i in [0, n), row in [-J, n + J)) whose bilinear footprint covers voxel (ix, iy), w > 0 being
-// the weight lattice_point + linear_taps give that voxel (computed exactly as the forward does).
-// |fx - ix| < 1 and |fy - iy| < 1 imply |i - i_f| < sqrt(2) and |row - row_f| < sqrt(2): at most
-// a 3 x 3 block of candidates around the voxel's lattice coordinates.
-#ifdef __CUDACC__
-#pragma nv_exec_check_disable
-#endif
-template <typename F>
-DP_HD void for_each_covering_lattice_point(const Dims& D, int ix, int iy, float cphi, float sphi, F&& f) {
-    const float c = D.centre();
-    float i_f, row_f;
-    voxel_lattice_coords(ix, iy, c, cphi, sphi, &i_f, &row_f);
-    int i_lo = static_cast<int>(ceilf(i_f - 1.4142136f)), i_hi = static_cast<int>(floorf(i_f + 1.4142136f));
-    int r_lo = static_cast<int>(ceilf(row_f - 1.4142136f)), r_hi = static_cast<int>(floorf(row_f + 1.4142136f));
-    i_lo = i_lo > 0 ? i_lo : 0;
-    i_hi = i_hi < D.n - 1 ? i_hi : D.n - 1;
-    r_lo = r_lo > -D.J ? r_lo : -D.J;
-    r_hi = r_hi < D.n - 1 + D.J ? r_hi : D.n - 1 + D.J;
-    for (int i = i_lo; i <= i_hi; ++i)
-        for (int row = r_lo; row <= r_hi; ++row) {
-            float fx, fy;
-            lattice_point(i, row, c, cphi, sphi, &fx, &fy);
-            const float w = tap_weight(linear_taps(fx), ix) * tap_weight(linear_taps(fy), iy);
-            if (w != 0.0f) f(i, row, w);
-        }
-}
-
 // Matched back projection of one voxel: the exact transpose of lor_forward_matched, gathered.
-// For every lattice point covering the voxel, every ring difference and every folded tap t, the
+// For every lattice point whose cell overlaps the voxel, every ring difference and every folded tap t, the
 // one LOR (kc = iz - base + K - t, of the ring difference's parity) and the 2J+1 radial bins
 // rho = row - j that read this voxel through that sample are visited. `sino` is
-// (n_angles_sel, n_rows, n_rows, n) and al the local angle.
-DP_HD float voxel_back_matched(const Dims& D, const float* sino, const float* Q, const int* base, int al,
-                               int ix, int iy, int iz, float cphi, float sphi) {
+// (n_angles_sel, n_rows, n_rows, n), al the local angle and a its index in the full sinogram.
+DP_HD float voxel_back_matched(const Dims& D, const Footprints& FP, const float* sino, const float* Q, const int* base,
+                               int al, int a, int ix, int iy, int iz, float cphi, float sphi) {
     float acc = 0.0f;
-    for_each_covering_lattice_point(D, ix, iy, cphi, sphi, [&](int i, int row, float w_xy) {
+    for_each_overlapping_lattice_point(D, FP, a, ix, iy, cphi, sphi, [&](int i, int row, float w_xy) {
         for (int d = 0; d < D.n_deltas(); ++d) {
             const int delta = d - (D.n_rows - 1);
             const int ad = delta < 0 ? -delta : delta;

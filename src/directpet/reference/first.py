@@ -4,9 +4,12 @@ For small configurations only (a few thousand LORs and voxels): every entry is e
 NumPy, straight from the definitions in :mod:`directpet.first.geometry` and the Super-LOR table,
 so that the compiled projectors can be checked entry by entry:
 
-* :func:`system_matrix`: ``H`` with ``H[lor, voxel] = sum_{(i,j,k)} P_delta[i, j, k] w_tri(sample, voxel)``
-  (trilinear interpolation weights, zero outside the grid). ``forward = H x`` (the ``faithful``,
-  ``matched`` and ``fast`` forward projectors), ``back = H^T y`` (``matched`` and ``fast``).
+* :func:`system_matrix`: ``H`` with
+  ``H[lor, voxel] = sum_{(i,j,k)} P_delta[i, j, k] A(cell(i, rho + j), voxel_xy) w_lin(z_sample, voxel_z)``:
+  in-plane the overlap area ``A`` of the sample's lattice cell (the unit square around the lattice
+  point, turned by the angle) with the voxel's unit square (:func:`cell_voxel_overlap`), axially
+  linear interpolation, zero outside the grid. ``forward = H x`` (the ``faithful``, ``matched``
+  and ``fast`` forward projectors), ``back = H^T y`` (``matched`` and ``fast``).
 * :func:`faithful_back_matrix`: ``B`` of the paper's voxel-driven back projector, which is not
   ``H^T``: for each voxel, angle and ring difference it reads the sinogram by bilinear interpolation
   at the voxel's own (radial, axial) LOR coordinates shifted by each tube offset ``(j, k)`` and weights
@@ -48,6 +51,87 @@ def _linear_taps(f, n):
     return out
 
 
+def _clip_polygons(px, py, count, along_y, bound, sign):
+    """One Sutherland-Hodgman step on a batch of convex polygons: keep ``sign * (coord - bound) >= 0``.
+
+    px, py: (N, M) vertices (the first ``count[k]`` of row k are used); returns (qx, qy, new_count)
+    with M + 1 columns.
+    """
+    N, M = px.shape
+    qx, qy = np.zeros((N, M + 1)), np.zeros((N, M + 1))
+    out = np.zeros(N, dtype=np.int64)
+    rows = np.arange(N)
+    for k in range(M):
+        valid = k < count
+        prev = np.where(k == 0, count - 1, k - 1).clip(0, M - 1)
+        xa, ya, xb, yb = px[rows, prev], py[rows, prev], px[:, k], py[:, k]
+        ea = sign * ((ya if along_y else xa) - bound)
+        eb = sign * ((yb if along_y else xb) - bound)
+        cross = valid & ((ea >= 0) != (eb >= 0))
+        t = ea / np.where(cross, ea - eb, 1.0)
+        r = rows[cross]
+        qx[r, out[cross]] = (xa + t * (xb - xa))[cross]
+        qy[r, out[cross]] = (ya + t * (yb - ya))[cross]
+        out += cross
+        keep = valid & (eb >= 0)
+        r = rows[keep]
+        qx[r, out[keep]] = xb[keep]
+        qy[r, out[keep]] = yb[keep]
+        out += keep
+    return qx, qy, out
+
+
+def cell_voxel_overlap(dx, dy, phi) -> np.ndarray:
+    """Overlap area of the unit square centred at ``(dx, dy)`` (axis-aligned: a voxel) with the unit
+    square centred at 0 turned by ``phi`` (a lattice cell), float64, broadcast over the arguments.
+
+    The cell is clipped by the voxel's four sides and its area taken by the shoelace formula.
+    """
+    dx, dy, phi = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (dx, dy, phi)))
+    shape = dx.shape
+    dx, dy, phi = dx.ravel(), dy.ravel(), phi.ravel()
+    u = np.array([0.5, 0.5, -0.5, -0.5])          # the cell's corners, counter-clockwise
+    v = np.array([-0.5, 0.5, 0.5, -0.5])
+    c, s = np.cos(phi)[:, None], np.sin(phi)[:, None]
+    px, py = u * c - v * s, u * s + v * c
+    count = np.full(dx.size, 4)
+    for along_y, centre in ((False, dx), (True, dy)):
+        for sign in (1.0, -1.0):
+            px, py, count = _clip_polygons(px, py, count, along_y, centre - 0.5 * sign, sign)
+    idx = np.arange(px.shape[1])
+    nxt = np.where(idx[None, :] + 1 < count[:, None], idx[None, :] + 1, 0)
+    used = idx[None, :] < count[:, None]
+    rows = np.arange(dx.size)[:, None]
+    cross = px * py[rows, nxt] - px[rows, nxt] * py
+    return (0.5 * np.abs(np.where(used, cross, 0.0).sum(axis=1))).reshape(shape)
+
+
+def lattice_footprints(scanner: RotatingScanner, J: int, angle: int):
+    """In-plane weights of one angle's lattice: every (lattice point, voxel) pair with a non-zero overlap.
+
+    Returns ``(i, row, ix, iy, w)`` flat arrays: along sample i in [0, n), radial lattice row in
+    [-J, n + J), voxel (ix, iy) inside the grid, overlap area w (float64).
+    """
+    n = scanner.n_radial
+    c = 0.5 * (n - 1)
+    phi = angle * np.pi / scanner.n_angles
+    cp, sn = np.cos(phi), np.sin(phi)
+    i, row = np.meshgrid(np.arange(n), np.arange(-J, n + J), indexing="ij")
+    fx = c + (i - c) * cp - (row - c) * sn
+    fy = c + (i - c) * sn + (row - c) * cp
+    # every voxel within 2 of the lattice point along both axes (a superset of the overlapping ones)
+    off = np.arange(-2, 3)
+    ix = np.rint(fx)[..., None, None] + off[None, None, None, :]
+    iy = np.rint(fy)[..., None, None] + off[None, None, :, None]
+    shape = np.broadcast_shapes(ix.shape, iy.shape)
+    ix, iy = np.broadcast_to(ix, shape), np.broadcast_to(iy, shape)
+    w = cell_voxel_overlap(ix - fx[..., None, None], iy - fy[..., None, None], phi)
+    ok = (w > 1e-12) & (ix >= 0) & (ix < n) & (iy >= 0) & (iy < n)
+    ii = np.broadcast_to(i[..., None, None], shape)
+    rr = np.broadcast_to(row[..., None, None], shape)
+    return ii[ok], rr[ok], ix[ok].astype(np.int64), iy[ok].astype(np.int64), w[ok]
+
+
 def system_matrix(table: SuperLORTable, angles: Optional[Sequence[int]] = None) -> sp.csr_matrix:
     """The forward projector as a sparse matrix (n_angles_sel * n_rows^2 * n_radial, n_voxels), float64."""
     s = table.scanner
@@ -56,35 +140,28 @@ def system_matrix(table: SuperLORTable, angles: Optional[Sequence[int]] = None) 
     c = 0.5 * (n - 1)
     slope = table.slope
     rows, cols, vals = [], [], []
-    r1, r2 = np.meshgrid(np.arange(R), np.arange(R), indexing="ij")
-    i = np.arange(n)
-    j = np.arange(-J, J + 1)
     k = np.arange(-K, K + 1)
     for ai, a in enumerate(a_sel):
-        phi = a * np.pi / s.n_angles
-        cp, sn = np.cos(phi), np.sin(phi)
+        fi, frow, fx, fy, fw = lattice_footprints(s, J, a)
         for q1 in range(R):
             for q2 in range(R):
                 d = q2 - q1
                 P = table.tube(d).astype(np.float64)                       # (n, 2J+1, 2K+1)
-                rho = np.arange(n)
-                # sample grid (rho, i, j, k)
-                I, Jj, Kk = np.meshgrid(i, j, k, indexing="ij")               # (n, 2J+1, 2K+1)
-                m = rho[:, None, None, None] + Jj[None]
-                fx = c + (I[None] - c) * cp - (m - c) * sn
-                fy = c + (I[None] - c) * sn + (m - c) * cp
-                u = (I[None] - c) * slope[d + R - 1]
-                fz = (q1 + q2) + Kk[None] + u
-                w = np.broadcast_to(P[None], fx.shape)
-                lor = ((ai * R + q1) * R + q2) * n + np.broadcast_to(rho[:, None, None, None], fx.shape)
-                for zi, wz in _linear_taps(fz, nz):
-                    for yi, wy in _linear_taps(fy, n):
-                        for xi, wx in _linear_taps(fx, n):
-                            ww = w * wz * wy * wx
-                            ok = ww != 0
-                            rows.append(lor[ok])
-                            cols.append(((zi * n + yi) * n + xi)[ok])
-                            vals.append(ww[ok])
+                # every (footprint entry, radial offset j, axial offset k): LOR rho = row - j
+                for jj in range(-J, J + 1):
+                    rho = frow - jj
+                    inside = (rho >= 0) & (rho < n)
+                    e_i, e_rho = fi[inside], rho[inside]
+                    e_w = fw[inside][:, None] * P[e_i, jj + J, :]              # (entries, 2K+1)
+                    vox_xy = (fy[inside] * n + fx[inside])[:, None]
+                    fz = (q1 + q2) + k[None, :] + (e_i[:, None] - c) * slope[d + R - 1]
+                    lor = np.broadcast_to((((ai * R + q1) * R + q2) * n + e_rho)[:, None], fz.shape)
+                    for zi, wz in _linear_taps(fz, nz):
+                        ww = e_w * wz
+                        ok = ww != 0
+                        rows.append(lor[ok])
+                        cols.append((zi * n * n + vox_xy)[ok])
+                        vals.append(ww[ok])
     shape = (len(a_sel) * R * R * n, nz * n * n)
     return sp.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
                          shape=shape).tocsr()
@@ -160,4 +237,5 @@ def faithful_back(table: SuperLORTable, sinogram, angles: Optional[Sequence[int]
     return (B @ np.asarray(sinogram, dtype=np.float64).ravel()).reshape(s.grid.shape)
 
 
-__all__ = ["back", "faithful_back", "faithful_back_matrix", "forward", "system_matrix"]
+__all__ = ["back", "cell_voxel_overlap", "faithful_back", "faithful_back_matrix", "forward", "lattice_footprints",
+           "system_matrix"]
