@@ -26,7 +26,7 @@ from directpet import recon
 from directpet.first import (AngleSubsets, RotatingScanner, SuperLORProjector, build_super_lor_table,
                              model_consistent_sinogram)
 
-from _common import cpu_name, gpu_name, print_table, time_device, time_host, today, write_records
+from _common import cpu_name, print_table, stamp, time_device, time_host, write_records
 
 FP32_TFLOPS = 67.0          # H100/H200 SXM, plain fp32 (datasheet; science.md 4)
 TEX_BILINEAR_PER_S = 132 * 4 * 1.98e9   # 4 texture units per SM, one bilinear texel set per clock
@@ -39,7 +39,8 @@ def work_counts(s: RotatingScanner, J=2, K=1):
     samples = lors * n * (2 * J + 1) * (2 * K + 1)
     rows_sum = sum(R - abs(d) for d in range(-(R - 1), R))                  # = R^2
     stencil_flop = 2 * A * rows_sum * n * n * (2 * J + 1) * (2 * K + 2)     # folded taps per LOR and i
-    resample_flop = 2 * 4 * A * n * (n + 2 * J) * nz
+    # the in-plane resampling: 9 footprint weights (3 x 3 voxels) per lattice point and slice
+    resample_flop = 2 * 9 * A * n * (n + 2 * J) * nz
     # faithful back: per voxel, angle, ring difference and (j, k) one bilinear sinogram fetch, the
     # reads that fall wholly outside the ring difference's LORs skipped (the kernels skip them: they
     # would return 0); the fraction read is estimated from 10^6 random (voxel, angle, delta, k)
@@ -57,8 +58,9 @@ def work_counts(s: RotatingScanner, J=2, K=1):
     faithful_back_fetches = int(read.mean() * all_reads) * (2 * J + 1)
     return {"samples": samples, "stencil_flop": stencil_flop, "resample_flop": resample_flop,
             "fast_flop": stencil_flop + resample_flop,
-            # faithful forward: one trilinear fetch (two bilinear texel sets) per sample; the table
-            # is fetched once per 32 samples and shared through shuffles
+            # faithful forward: the resampling above (FMAs, negligible next to the fetches), then one
+            # trilinear fetch (two bilinear texel sets) per sample of the resampled lattice; the
+            # table is fetched once per 32 samples and shared through shuffles
             "faithful_fwd_bilinear": 2 * samples + samples // 32,
             # faithful back: the sinogram reads (the tube values come from shared memory)
             "faithful_back_bilinear": faithful_back_fetches}
@@ -72,8 +74,6 @@ def main():
     args = ap.parse_args()
     import cupy as cp
 
-    gpu = gpu_name()
-    date = today()
     s = RotatingScanner()
     table = build_super_lor_table(s)
     counts = work_counts(s)
@@ -138,16 +138,17 @@ def main():
 
     for method, (fp, bp) in gpu_ms.items():
         for op, ms, cpu in (("fp", fp, cpu_ms[method][0]), ("bp", bp, cpu_ms[method][1])):
-            records.append({"case": "full", "method": method, "op": op, "ms": ms,
-                            "speedup_vs_cpu": cpu / ms, "speedup_vs_cpu_fast": cpu_ms["fast"][0 if op == "fp" else 1] / ms,
-                            "device": gpu, "date": date})
-    records.append({"case": "full", "method": "faithful", "op": "bp+sens", "ms": faithful_sens_ms,
-                    "speedup_vs_cpu": None, "device": gpu, "date": date})
+            records.append(stamp({"case": "full", "method": method, "op": op, "ms": ms,
+                                  "speedup_vs_cpu": cpu / ms,
+                                  "speedup_vs_cpu_fast": cpu_ms["fast"][0 if op == "fp" else 1] / ms}))
+    records.append(stamp({"case": "full", "method": "faithful", "op": "bp+sens", "ms": faithful_sens_ms,
+                          "speedup_vs_cpu": None}))
     for method, (fp, bp) in cpu_ms.items():
         for op, ms in (("fp", fp), ("bp", bp)):
-            records.append({"case": "full", "method": "cpu", "cpu_method": method, "op": op, "ms": ms,
-                            "speedup_vs_cpu": 1.0, "device": f"{cpu_name()} ({threads} threads)", "date": date,
-                            "note": None if method == "fast" else f"measured on {cpu_angles} angles, scaled to {s.n_angles}"})
+            records.append(stamp({"case": "full", "method": "cpu", "cpu_method": method, "op": op, "ms": ms,
+                                  "speedup_vs_cpu": 1.0, "note": None if method == "fast" else
+                                  f"measured on {cpu_angles} angles, scaled to {s.n_angles}"},
+                                 device=f"{cpu_name()} ({threads} threads)"))
 
     write_records(records, args.out)       # the projector records, before the reconstruction part
 
@@ -162,9 +163,9 @@ def main():
         it_ms = 1e3 * float(np.median(res.iteration_times[1:] if len(res.iteration_times) > 1 else res.iteration_times))
         cpu_it = cpu_ms[method][0] + cpu_ms[method][1]
         rows.append({"method": method, "op": "osem iteration", "ms": it_ms})
-        records.append({"case": "osem_iteration", "method": method, "op": "iteration", "ms": it_ms,
-                        "speedup_vs_cpu": cpu_it / it_ms, "device": gpu, "date": date,
-                        "note": "13 subsets x 10 angles, data on the GPU; CPU reference = its fp + bp time"})
+        records.append(stamp({"case": "osem_iteration", "method": method, "op": "iteration", "ms": it_ms,
+                              "speedup_vs_cpu": cpu_it / it_ms,
+                              "note": "13 subsets x 10 angles, data on the GPU; CPU reference = its fp + bp time"}))
         print(f"  OSEM iteration ({method}): {it_ms:.1f} ms", flush=True)
 
     for r in rows:

@@ -1,0 +1,97 @@
+"""FIRST: the invariants of a rotating scanner at the paper's size (issue 16 section 1), measured.
+
+For each method at full size (image 175 x 175 x 59, sinogram 130 x 30 x 30 x 175):
+
+* ``axis_spread``: the per-angle total of a single voxel on the rotation axis (central slice), over
+  every ring difference, ``(max - min) / mean`` over the 130 angles; every angle sees it the same way.
+* ``inplane_spread``: the largest such spread of voxels at 8, 18 and 30 mm from the axis in the
+  direct (delta = 0) sinograms, projected with the tube replaced along the LOR by its midpoint value
+  (so that only the projector's sampling can make the total depend on the angle).
+* ``sensitivity_dev``: the back projection of ones (a uniform scanner's sensitivity image) against a
+  radial fit (a polynomial of degree 4 in r per slice: the virtual heads' sensitivity has a |r| cusp
+  on the axis, where the farther head limits the oblique acceptance) inside the field of view
+  (r < c - J - 1): the largest relative deviation over all slices, and ``sensitivity_centre``: the
+  centre voxel of the central slice over the fit there.
+
+Run with the current tree (``python benchmarks/first_invariants.py``) and with a build of an
+earlier commit for a before/after comparison (set ``DIRECTPET_COMMIT`` to that commit: the records
+carry it). Writes JSON records (``--out``).
+
+    python benchmarks/first_invariants.py [--backend cpu|cuda] [--methods fast,faithful] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import replace
+
+import numpy as np
+
+from directpet.first import RotatingScanner, SuperLORProjector, build_super_lor_table
+
+from _common import cpu_name, print_table, stamp, write_records
+
+
+def per_angle_totals(P, iz, iy, ix, direct_only):
+    s = P.scanner
+    x = np.zeros(s.grid.shape, np.float32)
+    x[iz, iy, ix] = 1.0
+    y = P.forward(x)
+    y = np.asarray(y.get() if hasattr(y, "get") else y, dtype=np.float64)
+    if direct_only:
+        y = y[:, np.arange(s.n_rows), np.arange(s.n_rows)]
+    t = y.reshape(s.n_angles, -1).sum(axis=1)
+    return float((t.max() - t.min()) / t.mean())
+
+
+def sensitivity_deviation(P):
+    s = P.scanner
+    sens = P.adjoint(np.ones(s.sinogram_shape, np.float32))
+    sens = np.asarray(sens.get() if hasattr(sens, "get") else sens, dtype=np.float64)
+    c = 0.5 * (s.n_radial - 1)
+    yy, xx = np.indices((s.n_radial, s.n_radial)) - c
+    r = np.hypot(xx, yy).ravel()
+    fov = r < c - P.table.J - 1
+    worst, centre = 0.0, None
+    for z, plane in enumerate(sens):
+        v = plane.ravel()[fov]
+        coef = np.polyfit(r[fov], v, 4)
+        worst = max(worst, float(np.abs(v / np.polyval(coef, r[fov]) - 1).max()))
+        if z == s.n_slices // 2:
+            centre = float(plane[s.n_radial // 2, s.n_radial // 2] / np.polyval(coef, 0.0))
+    return worst, centre
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--backend", default="cpu", choices=("cpu", "cuda"))
+    ap.add_argument("--methods", default=None, help="comma-separated (default: all on cuda, fast on cpu)")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "first_invariants.json"))
+    args = ap.parse_args()
+    methods = (args.methods or ("fast,matched,faithful" if args.backend == "cuda" else "fast")).split(",")
+    s = RotatingScanner()
+    table = build_super_lor_table(s)
+    mid = table.values[:, s.n_radial // 2]
+    uniform = replace(table, values=np.repeat(mid[:, None], s.n_radial, axis=1))
+    c, zc = s.n_radial // 2, s.n_slices // 2
+    rows, records = [], []
+    for method in methods:
+        P = SuperLORProjector(table, method, backend=args.backend)
+        U = SuperLORProjector(uniform, method, backend=args.backend)
+        axis = per_angle_totals(P, zc, c, c, direct_only=False)
+        inplane = max(per_angle_totals(U, zc + dz, c + dy, c + dx, direct_only=True)
+                      for dz, dy, dx in ((1, 14, 14), (0, -45, 0), (1, 53, -53)))   # 8, 18, 30 mm
+        dev, centre = sensitivity_deviation(P)
+        row = {"method": method, "backend": args.backend, "axis_spread": axis, "inplane_spread": inplane,
+               "sensitivity_dev": dev, "sensitivity_centre": centre}
+        rows.append(row)
+        device = None if args.backend == "cuda" else f"{cpu_name()} ({os.cpu_count()} CPUs)"
+        records.append(stamp(dict(row, case="full"), device=device))
+        print(row, flush=True)
+    print_table(rows, ["method", "backend", "axis_spread", "inplane_spread", "sensitivity_dev", "sensitivity_centre"])
+    write_records(records, args.out)
+
+
+if __name__ == "__main__":
+    main()
