@@ -1,19 +1,31 @@
-"""Shared helpers for the benchmark scripts: device description, timing, records, tables."""
+"""Shared helpers for the benchmark scripts: device description, timing, records, tables.
+
+Every record a benchmark writes goes through :func:`stamp`, which adds where, when, how and from
+which tree it was measured: ``device``, ``date`` (UTC), ``command`` and ``commit``.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import platform
+import shlex
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
 
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STAMP_FIELDS = ("device", "date", "command", "commit")
+
 
 def today() -> str:
-    return _dt.date.today().isoformat()
+    """The UTC date, YYYY-MM-DD (the records' ``date``)."""
+    return _dt.datetime.now(_dt.timezone.utc).date().isoformat()
 
 
 def cpu_name() -> str:
@@ -27,6 +39,11 @@ def cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
+def cpu_device() -> str:
+    """The CPU as a record's device: its model and logical CPU count."""
+    return f"{cpu_name()} ({os.cpu_count()} CPUs)"
+
+
 def gpu_name() -> str | None:
     try:
         import cupy  # optional: only for naming the GPU and for event timing
@@ -34,6 +51,67 @@ def gpu_name() -> str | None:
         return cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     except Exception:  # no CuPy or no device: the benchmark runs CPU-only
         return None
+
+
+def nvidia_smi_name() -> str | None:
+    """The GPU model from nvidia-smi (names joined when they differ), or None without one. Does not
+    initialise CUDA in this process (a parent of GPU worker processes may call it)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = list(dict.fromkeys(line.strip() for line in out.splitlines() if line.strip()))
+    return " / ".join(names) or None
+
+
+@functools.lru_cache(maxsize=None)
+def machine_device() -> str:
+    """This machine's compute device: the GPU's name (CuPy, else nvidia-smi), else the CPU model and
+    its logical CPU count."""
+    return gpu_name() or nvidia_smi_name() or cpu_device()
+
+
+def command_line() -> str:
+    """How this process was started, as a shell command: ``python`` + sys.argv."""
+    return "python " + shlex.join(sys.argv)
+
+
+@functools.lru_cache(maxsize=None)
+def git_commit() -> str:
+    """The checkout's commit, with ``+dirty`` when tracked files differ from it.
+
+    ``DIRECTPET_COMMIT`` overrides it: a copy of the working tree without ``.git`` (a lent GPU
+    machine) is given the commit of the tree it was copied from that way. "unknown" when neither
+    is available (no git, or not a git checkout).
+    """
+    given = os.environ.get("DIRECTPET_COMMIT", "").strip()
+    if given:
+        return given
+    try:
+        def git(*args):
+            return subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+                                  check=True).stdout.strip()
+
+        head = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def stamp(record: dict, device: str | None = None, command: str | None = None) -> dict:
+    """Add ``device``, ``date``, ``command`` and ``commit`` to a new record (in place) and return it.
+
+    device: the given one, else the record's own, else :func:`machine_device` (CPU timings on a GPU
+    machine name the CPU: pass ``device=cpu_name() + " (N threads)"``). command: the given one (the
+    command that produced a log this record summarises), else :func:`command_line`. date is UTC.
+    """
+    record["device"] = device or record.get("device") or machine_device()
+    record["date"] = today()
+    record["command"] = command or command_line()
+    record["commit"] = git_commit()
+    return record
 
 
 def time_host(fn, repeat: int = 5, warmup: int = 1) -> float:
@@ -82,10 +160,16 @@ def rel_err(y, y_ref) -> float:
 
 
 def write_records(records, path):
+    """Write the records as a JSON list; warn (stderr) about any record without the stamp fields."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w") as f:
         json.dump(records, f, indent=1)
     print(f"wrote {len(records)} records to {path}")
+    unstamped = [i for i, r in enumerate(records) if any(k not in r for k in STAMP_FIELDS)]
+    if unstamped:
+        print(f"warning: {path}: {len(unstamped)} record(s) without {', '.join(STAMP_FIELDS)} "
+              f"(indices {unstamped[:10]}{' ...' if len(unstamped) > 10 else ''}): build them with stamp()",
+              file=sys.stderr)
 
 
 def print_table(rows, columns):

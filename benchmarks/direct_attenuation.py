@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import cpu_name, gpu_name, today, write_records  # noqa: E402
+from _common import cpu_name, gpu_name, stamp, write_records  # noqa: E402
 
 from directpet.direct import CylindricalScanner, attenuation_histo_images  # noqa: E402
 from directpet.geometry import ImageGrid  # noqa: E402
@@ -55,9 +55,9 @@ def main():
         e = np.concatenate(errs)
         print(f"GPU ({gpu_name()}): {ms:.0f} ms for 120 views; line-integral error vs analytic chords: median "
               f"{np.median(e):.2e}, 99th percentile {np.percentile(e, 99):.2e}")
-        records.append({"case": "attenuation_paper", "backend": "cuda", "device": gpu_name(), "date": today(),
-                        "ms": ms, "views": 120, "median_rel_err": float(np.median(e)),
-                        "p99_rel_err": float(np.percentile(e, 99))})
+        records.append(stamp({"case": "attenuation_paper", "backend": "cuda", "ms": ms, "views": 120,
+                              "median_rel_err": float(np.median(e)), "p99_rel_err": float(np.percentile(e, 99))},
+                             device=gpu_name()))
     except ImportError:
         print("CuPy not installed: GPU not timed")
     # the CPU: 3 views (one azimuth cell, the 3 tilts), extrapolated to 120 by the view count
@@ -67,8 +67,8 @@ def main():
     attenuation_histo_images(mu, mu_grid, grid, ViewSet(1, 3))
     ms_cpu = 1e3 * (time.perf_counter() - t0) * 40
     print(f"CPU ({cpu_name()}, NumPy/SciPy): {ms_cpu:.0f} ms for 120 views (extrapolated from 3)")
-    records.append({"case": "attenuation_paper", "backend": "cpu", "device": cpu_name(), "date": today(),
-                    "ms": ms_cpu, "views": 120, "extrapolated_from_views": 3})
+    records.append(stamp({"case": "attenuation_paper", "backend": "cpu", "ms": ms_cpu, "views": 120,
+                          "extrapolated_from_views": 3}, device=cpu_name()))
     write_records(records, args.json)
 
 

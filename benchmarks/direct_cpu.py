@@ -20,7 +20,7 @@ import directpet as dp
 from directpet.direct import HistoImageProjector, SRKernel, View
 from directpet.reference import direct as ref
 
-from _common import cpu_name, print_table, time_host, today, write_records
+from _common import cpu_name, print_table, stamp, time_host, today, write_records
 
 
 def main():
@@ -47,10 +47,10 @@ def main():
             for name, fn in (("fp", lambda: op.forward(x, 0, out=out)), ("bp", lambda: op.adjoint(x, 0, out=out))):
                 ms = time_host(fn, repeat=repeat, warmup=1)
                 flops = 2.0 * lut.n_offsets * grid.n_voxels
-                records.append(dict(case=case, method="cpu", op=name, threads=threads, ms=ms,
-                                    n_offsets=lut.n_offsets, gflops=flops / ms / 1e6,
-                                    gflops_per_core=flops / ms / 1e6 / threads,
-                                    shape=list(grid.shape), device=cpu_name(), date=today()))
+                records.append(stamp(dict(case=case, method="cpu", op=name, threads=threads, ms=ms,
+                                          n_offsets=lut.n_offsets, gflops=flops / ms / 1e6,
+                                          gflops_per_core=flops / ms / 1e6 / threads,
+                                          shape=list(grid.shape)), device=cpu_name()))
         # float64 reference at the small size, and the fast CPU path at the same small size.
         op_s = HistoImageProjector(small, [view], kernel, backend="cpu", threads=1, check_finite=False)
         lut_s = op_s.lut(0)
@@ -58,9 +58,9 @@ def main():
                                  ("bp", lambda: op_s.adjoint(xs, 0), lambda: ref.back(xs, lut_s))):
             t_ref = time_host(slow, repeat=1, warmup=0)
             t_fast = time_host(fast, repeat=3, warmup=1)
-            records.append(dict(case=case, method="reference_f64", op=name, threads=1, ms=t_ref,
-                                n_offsets=lut_s.n_offsets, shape=list(small.shape), speedup_vs_reference=t_ref / t_fast,
-                                device=cpu_name(), date=today()))
+            records.append(stamp(dict(case=case, method="reference_f64", op=name, threads=1, ms=t_ref,
+                                      n_offsets=lut_s.n_offsets, shape=list(small.shape),
+                                      speedup_vs_reference=t_ref / t_fast), device=cpu_name()))
     print(f"device: {cpu_name()} ({n_threads} threads), date {today()}")
     print_table(records, ["case", "method", "op", "threads", "shape", "n_offsets", "ms", "gflops_per_core", "speedup_vs_reference"])
     write_records(records, args.out)

@@ -33,7 +33,7 @@ import directpet as dp
 from directpet import direct
 from directpet.direct import HistoImageProjector, SRKernel, View
 
-from _common import cpu_name, gpu_name, print_table, rel_err, time_device, time_host, today, write_records
+from _common import cpu_name, gpu_name, print_table, rel_err, stamp, time_device, time_host, today, write_records
 
 FP32_TFLOPS = 67.0   # H100 SXM / H200 dense fp32 (datasheet); floor only
 HBM_TBPS = 3.0       # measured device-to-device copy on the H100 of this workplace (KINDS.md)
@@ -58,8 +58,7 @@ class Bench:
         return xs, [self.cp.asarray(x) for x in xs]
 
     def add(self, **rec):
-        rec.update(device=rec.get("device", self.device), date=today())
-        self.records.append(rec)
+        self.records.append(stamp(rec, device=rec.get("device", self.device)))
 
     def gpu_op(self, launch, grid, xs_dev):
         """Device time (ms) of one projection through the bare launcher (no Python-side checks)."""

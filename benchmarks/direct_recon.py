@@ -23,7 +23,7 @@ import directpet as dp
 from directpet import direct, recon, sim
 from directpet.direct import FFTProjector, HistoImageProjector, SRKernel, ViewSet, ViewSubsets
 
-from _common import cpu_name, gpu_name, print_table, today, write_records
+from _common import cpu_name, gpu_name, print_table, stamp, today, write_records
 
 
 def make_data(grid, viewset, op, xp, seed=1):
@@ -81,15 +81,15 @@ def main():
         iteration_ms(op, data, 1)  # warm-up: LUT upload, plans
         ms = iteration_ms(op, data, 2 if args.quick else 3)
         pm = projection_ms(op, data, cupy, sync)
-        records.append(dict(case=case, backend="cuda", ms=ms, projection_ms=pm, other_ms=ms - pm,
-                            other_fraction=(ms - pm) / ms, device=gpu, date=today()))
+        records.append(stamp(dict(case=case, backend="cuda", ms=ms, projection_ms=pm, other_ms=ms - pm,
+                                  other_fraction=(ms - pm) / ms), device=gpu))
         if not args.skip_cpu and case != "iteration_invariant":
             op_c = make("cpu")
             data_c = data.to(np)
             ms_c = iteration_ms(op_c, data_c, 1)  # the update pass alone, as on the GPU
             pm_c = projection_ms(op_c, data_c, np, lambda: None, n=1)
-            records.append(dict(case=case, backend="cpu", ms=ms_c, projection_ms=pm_c, other_ms=ms_c - pm_c,
-                                other_fraction=(ms_c - pm_c) / ms_c, device=cpu, date=today()))
+            records.append(stamp(dict(case=case, backend="cpu", ms=ms_c, projection_ms=pm_c, other_ms=ms_c - pm_c,
+                                      other_fraction=(ms_c - pm_c) / ms_c), device=cpu))
         del op, data
         cupy.get_default_memory_pool().free_all_blocks()
 
@@ -114,12 +114,12 @@ def main():
         fn(n)
         sync()
         dt = time.perf_counter() - t0
-        records.append(dict(case=what, backend="cuda", ms=dt * 1e3, events=n, events_per_s=n / dt, device=gpu, date=today()))
+        records.append(stamp(dict(case=what, backend="cuda", ms=dt * 1e3, events=n, events_per_s=n / dt), device=gpu))
     t0 = time.perf_counter()
     direct.simulate_deposit(info, scanner, grid, viewset, 20_000_000, backend="cpu", seed=3)
     dt = time.perf_counter() - t0
-    records.append(dict(case="event_simulation_deposition", backend="cpu", ms=dt * 1e3, events=20_000_000,
-                        events_per_s=20e6 / dt, device=cpu, date=today()))
+    records.append(stamp(dict(case="event_simulation_deposition", backend="cpu", ms=dt * 1e3, events=20_000_000,
+                              events_per_s=20e6 / dt), device=cpu))
     print(f"GPU: {gpu}; CPU: {cpu}; date {today()}")
     print_table(records, ["case", "backend", "ms", "projection_ms", "other_ms", "other_fraction", "events_per_s"])
     write_records(records, args.out)

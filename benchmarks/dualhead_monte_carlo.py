@@ -24,7 +24,7 @@ import directpet as dp
 from directpet.dualhead import DualHeadScanner, simulate_events
 from directpet.sim import derenzo_phantom
 
-from _common import cpu_name, gpu_name, print_table, today, write_records
+from _common import cpu_name, gpu_name, print_table, stamp, write_records
 
 PAPER_TRUES = 172_000_000
 
@@ -58,31 +58,32 @@ def main():
     cuda = dp.cuda_device_count() > 0
     rows = []
     for case, activity in sources(scanner).items():
-        base = dict(case=case, date=today())
+        base = dict(case=case)
         ref = None
         for threads in sorted({1, n_threads}):
             n = n_cpu // 4 if threads == 1 else n_cpu
             counts, st, s = run(scanner, activity, "cpu", n, threads=threads)
-            rows.append(dict(base, backend="cpu", threads=threads, decays=n, seconds=s,
-                             decays_per_s=st.decays_per_second, trues=st.n_trues, sensitivity=st.sensitivity,
-                             device=cpu_name()))
+            rows.append(stamp(dict(base, backend="cpu", threads=threads, decays=n, seconds=s,
+                                   decays_per_s=st.decays_per_second, trues=st.n_trues, sensitivity=st.sensitivity),
+                              device=cpu_name()))
             if threads == n_threads:
                 ref = (counts, st)
         if cuda:
             counts, st, s = run(scanner, activity, "cuda", n_cpu)
             differ = int(np.count_nonzero(counts != ref[0]))
-            rows.append(dict(base, backend="cuda", decays=n_cpu, seconds=s, decays_per_s=st.decays_per_second,
-                             trues=st.n_trues, sensitivity=st.sensitivity, lors_differing_from_cpu=differ,
-                             same_counters=(st.n_in_band, st.n_crossed, st.n_trues) ==
-                             (ref[1].n_in_band, ref[1].n_crossed, ref[1].n_trues), device=gpu_name()))
+            rows.append(stamp(dict(base, backend="cuda", decays=n_cpu, seconds=s, decays_per_s=st.decays_per_second,
+                                   trues=st.n_trues, sensitivity=st.sensitivity, lors_differing_from_cpu=differ,
+                                   same_counters=(st.n_in_band, st.n_crossed, st.n_trues) ==
+                                   (ref[1].n_in_band, ref[1].n_crossed, ref[1].n_trues)), device=gpu_name()))
             run(scanner, activity, "cuda", n_gpu // 20)  # warm-up at size
             _, st, s = run(scanner, activity, "cuda", n_gpu, seed=2)
-            rows.append(dict(base, backend="cuda", decays=n_gpu, seconds=s, decays_per_s=st.decays_per_second,
-                             trues=st.n_trues, sensitivity=st.sensitivity, device=gpu_name()))
+            rows.append(stamp(dict(base, backend="cuda", decays=n_gpu, seconds=s, decays_per_s=st.decays_per_second,
+                                   trues=st.n_trues, sensitivity=st.sensitivity), device=gpu_name()))
             if case == "derenzo":
                 _, st, s = run(scanner, activity, "cuda", n_trues=trues, seed=3)
-                rows.append(dict(base, backend="cuda", decays=st.n_decays, seconds=s, decays_per_s=st.decays_per_second,
-                                 trues=st.n_trues, sensitivity=st.sensitivity, target_trues=trues, device=gpu_name()))
+                rows.append(stamp(dict(base, backend="cuda", decays=st.n_decays, seconds=s,
+                                       decays_per_s=st.decays_per_second, trues=st.n_trues,
+                                       sensitivity=st.sensitivity, target_trues=trues), device=gpu_name()))
     print_table(rows, ["case", "backend", "threads", "decays", "seconds", "decays_per_s", "trues", "sensitivity",
                        "lors_differing_from_cpu", "same_counters", "target_trues"])
     write_records(rows, args.out)

@@ -37,8 +37,9 @@ planes of q x D^2 FMAs (= M / fill), against the FMA rate (shared loads: 2.25 pe
 
 Records (list of dicts, merged into --json, default benchmarks/results/dualhead_projectors.json):
 case ('full_iteration': ms per iteration and op; 'per_subset': that over the number of subsets),
-method ('default', 'alg1', 'alg2', 'alg3', 'cpu'), op ('fp', 'bp'), ms, device, date, plus scanner,
-model, n_subsets, macs, extrapolated, note.
+method ('default', 'alg1', 'alg2', 'alg3', 'cpu'), op ('fp', 'bp'), ms, device, date, command, commit, plus scanner,
+model, n_subsets, macs, extrapolated, note, floors_ms (the floors above per full projection: fma_fp,
+lds_fp, l2_fp, fma_bp, lds_bp) and l2_window_bytes.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ import numpy as np
 
 from directpet.dualhead import DualHeadScanner, PatchModel
 
-from _common import cpu_name, gpu_name, print_table, time_device, time_host, today, write_records
+from _common import cpu_name, gpu_name, print_table, stamp, time_device, time_host, write_records
 
 PAPER_MS = {"fp": 111.38e3, "bp": 678.27e3}   # Tesla C2070, algorithm 3 forward / back, per iteration
 SUBSET_SEED = 201272
@@ -281,7 +282,6 @@ def main():
     ratios = [cp.asarray(rng.uniform(0.5, 1.5, n).astype(np.float32)) for n in lens]
     ys = [cp.empty(n, cp.float32) for n in lens]
     img = cp.empty(scanner.grid.shape, cp.float32)
-    date = today()
     records, rows, it_ms = [], [], {}
     sample = sorted({0, n_sub // 2})
     # the probe: the first few classes of subset 0 (rate before committing to whole subsets)
@@ -293,11 +293,12 @@ def main():
     probe_r = cp.asarray(rng.uniform(0.5, 1.5, probe_n).astype(np.float32))
 
     def record(method, op, ms, note, device, extra=None):
-        base = {"method": method, "op": op, "device": device, "date": date, "scanner": size, "model": model_kind,
-                "n_subsets": n_sub, "macs": M, "macs_dense": M_dense, "extrapolated": note is not None, "note": note}
+        base = {"method": method, "op": op, "scanner": size, "model": model_kind, "n_subsets": n_sub, "macs": M,
+                "macs_dense": M_dense, "extrapolated": note is not None, "note": note,
+                "floors_ms": floors, "l2_window_bytes": 4.0 * D * D * lor_planes}
         base.update(extra or {})
-        records.append(dict(base, case="full_iteration", ms=ms))
-        records.append(dict(base, case="per_subset", ms=ms / n_sub))
+        records.append(stamp(dict(base, case="full_iteration", ms=ms), device=device))
+        records.append(stamp(dict(base, case="per_subset", ms=ms / n_sub), device=device))
 
     for method in [m for m in GPU_METHODS if m in methods]:
         P = DualHeadProjector(model, method, backend="cuda", check_finite=False)

@@ -21,7 +21,7 @@ import numpy as np
 import directpet as dp
 from directpet.first import RotatingScanner, simulate_sinogram
 
-from _common import cpu_name, gpu_name, print_table, today, write_records
+from _common import cpu_name, gpu_name, print_table, stamp, write_records
 
 
 def sources(scanner):
@@ -53,13 +53,13 @@ def main():
     cuda = dp.cuda_device_count() > 0
     rows = []
     for case, activity in sources(scanner).items():
-        base = dict(case=case, date=today())
+        base = dict(case=case)
         ref = None
         for threads in sorted({1, n_threads}):
             n = n_cpu // 10 if threads == 1 else n_cpu
             sino, st, s = run(scanner, activity, n, "cpu", threads)
-            rows.append(dict(base, backend="cpu", threads=threads, decays=n, seconds=s, decays_per_s=n / s,
-                             binned=st.n_binned, device=cpu_name()))
+            rows.append(stamp(dict(base, backend="cpu", threads=threads, decays=n, seconds=s, decays_per_s=n / s,
+                                   binned=st.n_binned), device=cpu_name()))
             if threads == n_threads:
                 ref = (sino, st)
         if cuda:
@@ -67,13 +67,13 @@ def main():
             moved = float(np.abs(sino.astype(np.float64) - ref[0]).sum() / 2)
             counters = {k: getattr(st, k) - getattr(ref[1], k)
                         for k in ("n_entered_both", "n_detected_both", "n_binned", "n_outside_radial")}
-            rows.append(dict(base, backend="cuda", decays=n_cpu, seconds=s, decays_per_s=n_cpu / s, binned=st.n_binned,
-                             moved_vs_cpu=moved, moved_fraction=moved / ref[1].n_binned, counter_diff=counters,
-                             device=gpu_name()))
+            rows.append(stamp(dict(base, backend="cuda", decays=n_cpu, seconds=s, decays_per_s=n_cpu / s,
+                                   binned=st.n_binned, moved_vs_cpu=moved, moved_fraction=moved / ref[1].n_binned,
+                                   counter_diff=counters), device=gpu_name()))
             run(scanner, activity, n_gpu // 20, "cuda")  # warm-up at size
             _, st, s = run(scanner, activity, n_gpu, "cuda", seed=2)
-            rows.append(dict(base, backend="cuda", decays=n_gpu, seconds=s, decays_per_s=n_gpu / s,
-                             binned=st.n_binned, device=gpu_name()))
+            rows.append(stamp(dict(base, backend="cuda", decays=n_gpu, seconds=s, decays_per_s=n_gpu / s,
+                                   binned=st.n_binned), device=gpu_name()))
     print_table(rows, ["case", "backend", "threads", "decays", "seconds", "decays_per_s", "binned",
                        "moved_vs_cpu", "moved_fraction"])
     for r in rows:

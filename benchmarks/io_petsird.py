@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import cpu_name, gpu_name, today, write_records  # noqa: E402
+from _common import cpu_name, gpu_name, stamp, write_records  # noqa: E402
 
 from directpet.direct import CylindricalScanner, normalisation_histo_images  # noqa: E402
 from directpet.direct import petsird as direct_petsird  # noqa: E402
@@ -105,11 +105,11 @@ def main():
         print(f"read  (plain readinto):      {'':>7}                ({size_mb / t_raw:6.1f} MB/s)  <- floor")
         print(f"read  (petsird, {m:,} ev):   {m / t_base / 1e6:7.3f} M events/s; directpet on the same file "
               f"{m / t_ours_prefix / 1e6:.2f} M events/s: {t_base / t_ours_prefix:.0f}x")
-        records.append({"case": "petsird_io", "device": host, "date": today(), "events": n, "mb": size_mb,
-                        "write_mev_s": n / t_write / 1e6, "read_mev_s": n / t_read / 1e6,
-                        "read_mb_s": size_mb / t_read, "readinto_mb_s": size_mb / t_raw,
-                        "baseline_events": m, "petsird_mev_s": m / t_base / 1e6,
-                        "speedup_vs_petsird": t_base / t_ours_prefix})
+        records.append(stamp({"case": "petsird_io", "events": n, "mb": size_mb,
+                              "write_mev_s": n / t_write / 1e6, "read_mev_s": n / t_read / 1e6,
+                              "read_mb_s": size_mb / t_read, "readinto_mb_s": size_mb / t_raw,
+                              "baseline_events": m, "petsird_mev_s": m / t_base / 1e6,
+                              "speedup_vs_petsird": t_base / t_ours_prefix}, device=host))
 
         grid = ImageGrid((48, 144, 144), 4.0)
         views = scanner.viewset(40, 3)
@@ -117,8 +117,8 @@ def main():
         h_cpu = direct_petsird.deposit_file(path, grid, views, xp=np, progress=False)
         t_cpu = time.perf_counter() - t0
         print(f"deposit_file CPU ({host}): {n / t_cpu / 1e6:.2f} M events/s ({t_cpu:.1f} s)")
-        records.append({"case": "petsird_deposit", "backend": "cpu", "device": host, "date": today(),
-                        "events": n, "seconds": t_cpu, "mev_s": n / t_cpu / 1e6})
+        records.append(stamp({"case": "petsird_deposit", "backend": "cpu", "events": n, "seconds": t_cpu,
+                              "mev_s": n / t_cpu / 1e6}, device=host))
         try:
             import cupy as cp
         except ImportError:
@@ -134,8 +134,8 @@ def main():
             same = bool(np.array_equal(cp.asnumpy(h_gpu), h_cpu))
             print(f"deposit_file GPU ({gpu_name()}): {n / t_gpu / 1e6:.2f} M events/s ({t_gpu:.1f} s); "
                   f"identical to the CPU: {same}")
-            records.append({"case": "petsird_deposit", "backend": "cuda", "device": gpu_name(), "date": today(),
-                            "events": n, "seconds": t_gpu, "mev_s": n / t_gpu / 1e6, "identical_to_cpu": same})
+            records.append(stamp({"case": "petsird_deposit", "backend": "cuda", "events": n, "seconds": t_gpu,
+                                  "mev_s": n / t_gpu / 1e6, "identical_to_cpu": same}, device=gpu_name()))
 
             eps = cp.asarray(rng.normal(1.0, 0.1, (n_per_ring, n_rings)).clip(0.6, 1.4))
             normalisation_histo_images(header, grid, views, eps, xp=cp)
@@ -145,8 +145,8 @@ def main():
             cp.cuda.Device().synchronize()
             t_norm = time.perf_counter() - t0
             print(f"normalisation_histo_images GPU: {t_norm:.2f} s for 120 views x 4 directions, 144 x 144 x 48")
-            records.append({"case": "normalisation_paper", "backend": "cuda", "device": gpu_name(), "date": today(),
-                            "seconds": t_norm, "views": 120, "n_sub": 2})
+            records.append(stamp({"case": "normalisation_paper", "backend": "cuda", "seconds": t_norm, "views": 120,
+                                  "n_sub": 2}, device=gpu_name()))
         from directpet.direct import ViewSet
 
         eps_host = rng.normal(1.0, 0.1, (n_per_ring, n_rings)).clip(0.6, 1.4)
@@ -154,8 +154,8 @@ def main():
         normalisation_histo_images(header, grid, ViewSet(1, 3), eps_host)
         t_norm_cpu = 40 * (time.perf_counter() - t0)
         print(f"normalisation_histo_images CPU: {t_norm_cpu:.1f} s for 120 views (extrapolated from 3)")
-        records.append({"case": "normalisation_paper", "backend": "cpu", "device": host, "date": today(),
-                        "seconds": t_norm_cpu, "views": 120, "n_sub": 2, "extrapolated_from_views": 3})
+        records.append(stamp({"case": "normalisation_paper", "backend": "cpu", "seconds": t_norm_cpu, "views": 120,
+                              "n_sub": 2, "extrapolated_from_views": 3}, device=host))
     write_records(records, args.json)
 
 

@@ -24,7 +24,8 @@ per iteration at --bus-gbps of NCCL bus bandwidth.
         [--kernel variant1] [--backend auto|nccl|torch] [--json benchmarks/results/multi_gpu.json]
 
 Records (merged into --json; other cases, e.g. the Dask sweep's, are kept): case, gpus, ms,
-speedup, device, date, grid, voxel_mm, views, subsets, kernel, iterations, comm, max_rel_diff.
+speedup, device, date, command, commit, grid, voxel_mm, views, subsets, kernel, iterations, comm,
+max_rel_diff.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import gpu_name, print_table, today, write_records  # noqa: E402
+from _common import gpu_name, print_table, stamp, write_records  # noqa: E402
 
 CASES = {"osem_paper": ((48, 144, 144), 4.0), "osem_2mm": ((96, 288, 288), 2.0)}
 
@@ -108,7 +109,7 @@ def main():
     if not counts:
         raise SystemExit(f"--gpus {args.gpus}: only {n_avail} GPU(s) here")
     comm_kind = resolve_comm_backend(args.backend)
-    device, date = gpu_name(), today()
+    device = gpu_name()
     print(f"{n_avail} x {device}; communicator {comm_kind}; kernel {args.kernel}; {args.iterations} OSEM iterations "
           f"(8 subsets of 15 views)")
     records, rows = [], []
@@ -127,13 +128,13 @@ def main():
             diff = float(np.abs(image - ref_image).max() / np.abs(ref_image).max())
             floor = floor_ms(ref_ms, [o["views"] for o in out], image_bytes, g, args.bus_gbps)
             rec = {"case": case, "gpus": g, "ms": ms, "speedup": ref_ms / ms if counts[0] == 1 else None,
-                   "device": device, "date": date, "grid": list(shape[::-1]), "voxel_mm": voxel, "views": 120,
+                   "grid": list(shape[::-1]), "voxel_mm": voxel, "views": 120,
                    "subsets": 8, "kernel": args.kernel, "iterations": args.iterations,
                    "comm": comm_kind if g > 1 else "none", "max_rel_diff": diff,
                    "first_iteration_ms": 1e3 * max(o["times"][0] for o in out),
                    "setup_s": max(o["setup_s"] for o in out), "views_per_gpu": [o["views"] for o in out],
                    "gpu_pool_bytes": [o["gpu_bytes"] for o in out], "floor_ms": floor}
-            records.append(rec)
+            records.append(stamp(rec, device=device))
             rows.append({"case": case, "gpus": g, "ms / iteration": ms, "speed-up": rec["speedup"],
                          "floor ms": floor, "% of floor": 100 * floor / ms, "max rel diff": diff})
             print(f"  {case} on {g} GPU(s): {ms:.1f} ms per iteration (first {rec['first_iteration_ms']:.1f} ms; "

@@ -23,11 +23,9 @@ cases, or of other cluster sizes / sizes / devices, are kept).
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 
@@ -38,20 +36,9 @@ from directpet import analysis
 from directpet.demo import KERNEL_MODELS, SIZES, ha_noise_jobs, noise_realisation_job
 from directpet.parallel import SweepResult, aggregate, run_sweep
 
-from _common import cpu_name, print_table, write_records
+from _common import cpu_name, nvidia_smi_name, print_table, stamp, write_records
 
 TARGET_NOISE = 0.08
-
-
-def gpu_device_name() -> str | None:
-    """The GPU model from nvidia-smi (names joined when they differ), or None without one."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=30, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return None
-    names = list(dict.fromkeys(line.strip() for line in out.splitlines() if line.strip()))
-    return " / ".join(names) or None
 
 
 def per_job_summary(result: SweepResult) -> list:
@@ -76,24 +63,41 @@ def per_job_summary(result: SweepResult) -> list:
     return out
 
 
-def pm(g, v, scale=1.0, fmt="{:.3f}"):
+def pm(g, v, scale=1.0, fmt="{:.3f}", std_fmt=None):
     if g[f"{v}_n"] == 0:
         return "-"
     s = fmt.format(scale * g[f"{v}_mean"])
     if g[f"{v}_n"] > 1:
-        s += " ± " + fmt.format(scale * g[f"{v}_std"])
+        s += " ± " + (std_fmt or fmt).format(scale * g[f"{v}_std"])
     return s
 
 
-def print_kernel_table(result: SweepResult, iterations: int):
+def kernel_summary(result: SweepResult, reference: str = "invariant") -> tuple:
+    """Per kernel, mean / std / count over the realisations of the per-job summary (CRC and noise
+    at the last pass, pass and CRC at 8 % noise, seconds per job); and the paired differences of the
+    CRC at 8 % noise against ``reference`` (same realisation, so the same data), per kernel."""
     per_job = per_job_summary(result)
     groups = aggregate(per_job, by=("kernel",),
                        values=("crc_last", "noise_last", "iter_at_target", "crc_at_target", "seconds"))
+    ref = {r["realisation"]: r["crc_at_target"] for r in per_job if r["kernel"] == reference}
+    diffs = [{"kernel": r["kernel"], "crc_at_target_minus_ref": r["crc_at_target"] - ref[r["realisation"]]}
+             for r in per_job if r["kernel"] != reference and r["realisation"] in ref]
+    paired = [dict(g, reference=reference) for g in aggregate(diffs, by=("kernel",),
+                                                                values=("crc_at_target_minus_ref",))]
+    return groups, paired
+
+
+def print_kernel_table(groups: list, paired: list, iterations: int):
     rows = [{"kernel": g["kernel"], "n": g["n"],
              f"CRC @{iterations}": pm(g, "crc_last"), f"noise @{iterations} (%)": pm(g, "noise_last", 100, "{:.2f}"),
              "pass @8%": pm(g, "iter_at_target", fmt="{:.1f}") + f" ({g['iter_at_target_n']}/{g['n']})",
              "CRC @8%": pm(g, "crc_at_target"), "s / job": pm(g, "seconds", fmt="{:.1f}")} for g in groups]
     print_table(rows, list(rows[0]))
+    if paired:
+        print(f"\npaired differences of the CRC at 8 % noise against {paired[0]['reference']} (same data), "
+              "mean ± std over realisations:")
+        print_table([{"kernel": g["kernel"], "CRC @8% - ref": pm(g, "crc_at_target_minus_ref", fmt="{:+.4f}", std_fmt="{:.4f}"),
+                      "n": g["crc_at_target_minus_ref_n"]} for g in paired], ["kernel", "CRC @8% - ref", "n"])
 
 
 def compare_runs(a: SweepResult, b: SweepResult) -> float:
@@ -158,7 +162,7 @@ def main():
         runs = [("gpu", n) for n in parse_counts(args.gpus, "--gpus")]
         if max(n for _, n in runs) > n_gpus:
             raise SystemExit(f"--gpus: asked for {max(n for _, n in runs)} GPU workers, {n_gpus} GPUs are usable")
-        backend, device = "cuda", gpu_device_name() or "unknown GPU"
+        backend, device = "cuda", nvidia_smi_name() or "unknown GPU"   # nvidia-smi: no CUDA in this parent
 
     events = None if args.events is None else int(args.events)
     jobs = ha_noise_jobs(args.kernels.split(","), args.realisations, args.size, args.iterations, args.seed0,
@@ -167,7 +171,6 @@ def main():
     print(f"[HA] noise-realisation sweep: {len(jobs)} jobs ({args.realisations} realisations x "
           f"{len(jobs) // args.realisations} kernel models), {shape[0]}x{shape[1]}x{shape[2]} voxels, "
           f"{events or SIZES[args.size][2]:,} events, {args.iterations} block-RAMLA passes; device {device}")
-    date = _dt.datetime.now(_dt.timezone.utc).date().isoformat()
     os.makedirs(args.out, exist_ok=True)
 
     results, records, timing_rows = [], [], []
@@ -184,11 +187,13 @@ def main():
     ref = next((r for k, n, r in results if n == 1), None)
     for kind, n, res in results:
         speedup = ref.wall_s / res.wall_s if ref is not None and res.wall_s > 0 else None
-        records.append({"case": "sweep", "gpus": n if kind == "gpu" else 0, "workers": n, "ms": 1e3 * res.wall_s,
-                        "speedup": speedup, "jobs": len(jobs), "failed": len(res.failed), "size": args.size,
-                        "iterations": args.iterations, "realisations": args.realisations, "device": device,
-                        "date": date, "kernels": args.kernels.split(","), "events": events or SIZES[args.size][2],
-                        "startup_s": res.startup_s, "cluster": res.cluster})
+        records.append(stamp({"case": "sweep", "gpus": n if kind == "gpu" else 0, "workers": n,
+                              "ms": 1e3 * res.wall_s, "speedup": speedup, "jobs": len(jobs), "failed": len(res.failed),
+                              "size": args.size, "iterations": args.iterations, "realisations": args.realisations,
+                              "kernels": args.kernels.split(","), "events": events or SIZES[args.size][2],
+                              "startup_s": res.startup_s, "cluster": res.cluster}, device=device))
+        if res.rows:   # the table's numbers, per kernel over the realisations (see kernel_summary)
+            records[-1]["per_kernel"], records[-1]["paired_crc_at_8pct"] = kernel_summary(res)
         timing_rows.append({"workers": n, "kind": kind, "sweep s": res.wall_s, "speed-up": speedup,
                             "jobs": len(jobs), "failed": len(res.failed),
                             "max |diff| vs first run": compare_runs(res, results[0][2]) if res is not results[0][2]
@@ -202,7 +207,7 @@ def main():
     else:
         print(f"\nper kernel, mean ± std over realisations (pass @8%: first pass reaching {100 * TARGET_NOISE:g} % "
               f"noise, interpolated; (k/n): realisations reaching it)")
-        print_kernel_table(best, args.iterations)
+        print_kernel_table(*kernel_summary(best), args.iterations)
         agg = best.aggregate(by=("kernel", "iteration"), values=("crc", "noise"))
         fig_path = os.path.join(args.out, "contrast_noise_errorbars.png")
         analysis.plot_contrast_noise_errorbars(agg, fig_path, target_noise=TARGET_NOISE,

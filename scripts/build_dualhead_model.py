@@ -9,14 +9,17 @@ and storage, and save it as .npz.
 holds taps for those classes only) and extrapolates the full build from them; --seeds also builds
 the seed DRFs (all folded planes; on the CPU only sensible for small scanners) for the storage report.
 Prints the build time, candidate and evaluation counts, taps, taps per (class, plane), host and GPU
-bytes and the storage report, and writes them as JSON with --json.
+bytes and the storage report, and writes them with --json as one record stamped like the benchmarks'
+(device, date, command, commit: benchmarks/_common.py stamp).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import sys
 import time
 
 import numpy as np
@@ -25,6 +28,9 @@ import directpet
 from directpet._backend import cuda_status
 from directpet.dualhead import (DualHeadScanner, build_patch_model, build_seed_drf, patch_candidate_counts,
                                 storage_report)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+from _common import cpu_device, gpu_name, nvidia_smi_name, stamp  # noqa: E402
 
 SIZES = {
     "full": DualHeadScanner(),
@@ -73,7 +79,8 @@ def main():
           f"max {r.max()}, empty rows {np.count_nonzero(r == 0)} of {r.size}")
     print(f"bytes: {model.nbytes:,} host (tap_start int64 + dy, dz int16 + w float32); the GPU projectors "
           f"hold about the same before their own re-layout")
-    record = {"size": args.size, "scanner": scanner.to_dict(), "seconds": seconds, "meta": meta,
+    record = {"case": "dualhead_model_build", "backend": meta["backend"], "size": args.size,
+              "scanner": scanner.to_dict(), "seconds": seconds, "meta": meta,
               "candidates_all_planes": int(all_planes.sum()), "candidates_evaluated": int(evaluated.sum()),
               "n_taps": model.n_taps, "nbytes": model.nbytes,
               "taps_per_row": {"mean": float(r.mean()), "max": int(r.max()), "median": float(np.median(r))},
@@ -96,8 +103,10 @@ def main():
     model.save(args.out)
     print(f"saved {args.out}")
     if args.json:
+        device = ((gpu_name() or nvidia_smi_name()) if meta["backend"] == "cuda" else None) or cpu_device()
         with open(args.json, "w") as f:
-            json.dump(record, f, indent=1, default=str)
+            json.dump(stamp(record, device=device), f, indent=1, default=str)
+        print(f"wrote {args.json}")
 
 
 if __name__ == "__main__":

@@ -3,25 +3,65 @@
 # whole test suite (gpu-marked tests included), compute-sanitizer memcheck on a small case, and the
 # benchmarks. Logs and JSON records go to OUTDIR.
 #
-#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|realdata|multigpu|all]
+#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|realdata|demo|multigpu|all]
 #
 # tests: the whole pytest suite + compute-sanitizer memcheck; projectors: benchmarks/direct_projectors.py;
 # recon: benchmarks/direct_recon.py and the [HA] section 6 experiment (scripts/run_experiment.py);
 # first: the FIRST family's gpu-marked tests and benchmarks/first_projectors.py; dualhead: the dual-head
-# family's gpu-marked tests, the full-size model build, benchmarks/dualhead_projectors.py and its experiment;
+# family's gpu-marked tests, the model build (full size; quick: the benchmark's --small scanner),
+# benchmarks/dualhead_projectors.py and its experiment;
 # realdata: the PETSIRD / corrections / NIfTI / autograd tests, the real-data notebook at the 'small' size and
 # benchmarks/io_petsird.py (petsird and nibabel wheels from .whl/io when missing);
+# demo: `python -m directpet.cli demo` end to end as the README runs it, twice (benchmarks/demo_timing.py: the
+# first run with an empty CuPy kernel cache, the second with the kernels it compiled);
 # multigpu (a host with 2+ GPUs, not part of 'all'): the NCCL test, benchmarks/multi_gpu.py and the Dask sweep
 # benchmarks/sweep_ha.py on 1 and 2 GPU workers (dask wheels from .whl/dask when distributed is missing).
+#
+# Every stage runs even when an earlier one failed, so that one call leaves every log; the script
+# remembers each failing stage (a non-zero exit of pytest, a benchmark, an experiment, a wheel install,
+# compute-sanitizer, or memory errors in its log) and exits 1 at the end with a line naming them.
+# A failed build ends the script at once (nothing after it could run).
+#
+# Records carry the commit of the tree (benchmarks/_common.py stamp). On a machine that got a copy of the
+# working tree without .git, pass it in: DIRECTPET_COMMIT=<git rev-parse HEAD of the source>[+dirty].
 set -uo pipefail
-OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|realdata|multigpu|all]}
+OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|realdata|demo|multigpu|all]}
 MODE=${2:-full}
 WHAT=${3:-all}
 mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 QUICK=""; [ "$MODE" = quick ] && QUICK=--quick
+
+FAILED=()
+# stage NAME LOG COMMAND...: run COMMAND with stdout and stderr in LOG; a non-zero exit status is
+# remembered under NAME (and returned). The caller tails LOG afterwards, so no pipe hides the status.
+stage() {
+  local name=$1 log=$2 rc
+  shift 2
+  "$@" > "$log" 2>&1
+  rc=$?
+  if [ "$rc" -ne 0 ]; then
+    FAILED+=("$name (exit $rc)")
+    echo "!! $name failed: exit status $rc (log: $log)"
+  fi
+  return "$rc"
+}
+# the lines of LOG (default 20) after a stage
+show() { tail -"${2:-20}" "$1"; }
+finish() {
+  if [ "${#FAILED[@]}" -gt 0 ]; then
+    local f line=""
+    for f in "${FAILED[@]}"; do line+="${line:+; }$f"; done
+    echo "== FAILED stages (${#FAILED[@]}): $line"
+    exit 1
+  fi
+  echo "== all stages passed"
+  exit 0
+}
+runs() { [ "$WHAT" = all ] || [ "$WHAT" = "$1" ]; }
 
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
@@ -35,112 +75,143 @@ QUICK=""; [ "$MODE" = quick ] && QUICK=--quick
 echo "== build" | tee -a "$OUTDIR/build.log"
 # Hopper only here (sm_90 machine code + PTX): the device build need not wait for other targets.
 if ! $PY -m pip install --no-build-isolation --no-deps -v -C cmake.define.CMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" . >> "$OUTDIR/build.log" 2>&1; then
-  tail -60 "$OUTDIR/build.log"; exit 1
+  tail -60 "$OUTDIR/build.log"
+  FAILED+=("build (pip install; log: $OUTDIR/build.log)")
+  finish
 fi
 grep -E "Compiling entry|registers|spill" "$OUTDIR/build.log" | grep -B1 -A1 "sm_90" | grep -E "registers|spill" | sort | uniq -c | head -20
-$PY -c "import directpet as d; print('has_cuda', d.has_cuda(), 'devices', d.cuda_device_count())"
+$PY -c "import directpet as d; print('has_cuda', d.has_cuda(), 'devices', d.cuda_device_count())" || FAILED+=("import directpet")
+# the machine as a record (GPU, driver, clocks, nvcc, Python and library versions) and the commit every
+# record of this call carries
+stage environment "$OUTDIR/environment.log" $PY benchmarks/stage_records.py environment --json "$OUTDIR/environment.json"
+show "$OUTDIR/environment.log" 3
+grep -q '"commit": "unknown"' "$OUTDIR/environment.json" 2>/dev/null && \
+  echo "!! records will say commit 'unknown': no git here; set DIRECTPET_COMMIT (see the top of this script)"
 
-if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
+if runs tests; then
   echo "== tests"
-  $PY -m pytest tests -q -rs -p no:cacheprovider > "$OUTDIR/tests.log" 2>&1
-  tail -15 "$OUTDIR/tests.log"
+  stage tests "$OUTDIR/tests.log" $PY -m pytest tests -q -rs -p no:cacheprovider
+  rc=$?
+  show "$OUTDIR/tests.log" 15
+  $PY benchmarks/stage_records.py pytest "$OUTDIR/tests.log" --status $rc --json "$OUTDIR/tests.json" \
+    --command "python -m pytest tests -q -rs -p no:cacheprovider" > /dev/null || FAILED+=("tests record")
   echo "== compute-sanitizer memcheck"
-  { command -v compute-sanitizer && compute-sanitizer --tool memcheck --leak-check full $PY scripts/sanitizer_case.py; } > "$OUTDIR/sanitizer.log" 2>&1
-  tail -4 "$OUTDIR/sanitizer.log"
+  SAN="compute-sanitizer --tool memcheck --leak-check full $PY scripts/sanitizer_case.py"
+  stage compute-sanitizer "$OUTDIR/sanitizer.log" $SAN
+  rc=$?
+  show "$OUTDIR/sanitizer.log" 4
+  # leaks reported at exit are the objects alive then (see RESULTS.md); any other error fails the stage
+  $PY benchmarks/stage_records.py sanitizer "$OUTDIR/sanitizer.log" --status $rc --json "$OUTDIR/sanitizer.json" \
+    --command "$SAN" || FAILED+=("compute-sanitizer errors (log: $OUTDIR/sanitizer.log)")
 fi
 
-if [ "$WHAT" = all ] || [ "$WHAT" = projectors ]; then
+if runs projectors; then
   echo "== projector benchmark"
-  $PY benchmarks/direct_projectors.py $QUICK --out "$OUTDIR/direct_projectors.json" > "$OUTDIR/bench_projectors.log" 2>&1
-  tail -70 "$OUTDIR/bench_projectors.log"
+  stage bench_projectors "$OUTDIR/bench_projectors.log" \
+    $PY benchmarks/direct_projectors.py $QUICK --out "$OUTDIR/direct_projectors.json"
+  show "$OUTDIR/bench_projectors.log" 70
 fi
 
-if [ "$WHAT" = all ] || [ "$WHAT" = recon ]; then
+if runs recon; then
   echo "== reconstruction benchmark"
-  $PY benchmarks/direct_recon.py $QUICK --out "$OUTDIR/direct_recon.json" > "$OUTDIR/bench_recon.log" 2>&1
-  tail -14 "$OUTDIR/bench_recon.log"
+  stage bench_recon "$OUTDIR/bench_recon.log" $PY benchmarks/direct_recon.py $QUICK --out "$OUTDIR/direct_recon.json"
+  show "$OUTDIR/bench_recon.log" 14
   echo "== [HA] section 6 experiment"
   if [ "$MODE" = quick ]; then EXP="--size small --iterations 10"; else EXP="--size paper --iterations 40"; fi
-  $PY scripts/run_experiment.py "$OUTDIR/experiment" $EXP > "$OUTDIR/experiment.log" 2>&1
-  tail -16 "$OUTDIR/experiment.log"
+  stage experiment "$OUTDIR/experiment.log" $PY scripts/run_experiment.py "$OUTDIR/experiment" $EXP
+  show "$OUTDIR/experiment.log" 16
 fi
 
-if [ "$WHAT" = all ] || [ "$WHAT" = first ]; then
+if runs first; then
   if [ "$WHAT" = first ]; then
     echo "== FIRST gpu tests"
-    $PY -m pytest tests/test_first_*.py -q -rs -m gpu -p no:cacheprovider > "$OUTDIR/tests_first.log" 2>&1
-    tail -8 "$OUTDIR/tests_first.log"
+    stage tests_first "$OUTDIR/tests_first.log" $PY -m pytest tests/test_first_*.py -q -rs -m gpu -p no:cacheprovider
+    show "$OUTDIR/tests_first.log" 8
   fi
   echo "== FIRST projector benchmark"
-  $PY benchmarks/first_projectors.py $QUICK --out "$OUTDIR/first_projectors.json" > "$OUTDIR/bench_first.log" 2>&1
-  tail -32 "$OUTDIR/bench_first.log"
+  stage bench_first "$OUTDIR/bench_first.log" $PY benchmarks/first_projectors.py $QUICK --out "$OUTDIR/first_projectors.json"
+  show "$OUTDIR/bench_first.log" 32
   echo "== FIRST Monte Carlo benchmark"
-  $PY benchmarks/first_monte_carlo.py $QUICK --out "$OUTDIR/first_monte_carlo.json" > "$OUTDIR/bench_first_mc.log" 2>&1
-  tail -12 "$OUTDIR/bench_first_mc.log"
+  stage bench_first_mc "$OUTDIR/bench_first_mc.log" \
+    $PY benchmarks/first_monte_carlo.py $QUICK --out "$OUTDIR/first_monte_carlo.json"
+  show "$OUTDIR/bench_first_mc.log" 12
   echo "== FIRST experiment (Derenzo + point sources, Monte Carlo data, OSEM per method)"
   if [ "$MODE" = quick ]; then FSIZE=small; else FSIZE=full; fi
-  $PY -m directpet.cli demo first --size $FSIZE --quiet --out "$OUTDIR/first_experiment" > "$OUTDIR/first_experiment.log" 2>&1
-  tail -30 "$OUTDIR/first_experiment.log"
+  stage first_experiment "$OUTDIR/first_experiment.log" \
+    $PY -m directpet.cli demo first --size $FSIZE --quiet --out "$OUTDIR/first_experiment"
+  show "$OUTDIR/first_experiment.log" 30
 fi
 
-if [ "$WHAT" = all ] || [ "$WHAT" = dualhead ]; then
+if runs dualhead; then
   if [ "$WHAT" = dualhead ]; then
     echo "== dual-head gpu tests"
-    $PY -m pytest tests/test_dualhead_*.py -q -rs -m gpu -p no:cacheprovider > "$OUTDIR/tests_dualhead.log" 2>&1
-    tail -8 "$OUTDIR/tests_dualhead.log"
+    stage tests_dualhead "$OUTDIR/tests_dualhead.log" $PY -m pytest tests/test_dualhead_*.py -q -rs -m gpu -p no:cacheprovider
+    show "$OUTDIR/tests_dualhead.log" 8
   fi
-  if [ "$MODE" = quick ]; then DSIZE=small; else DSIZE=full; fi
-  echo "== dual-head model build ($DSIZE)"
-  $PY scripts/build_dualhead_model.py /tmp/dualhead_model_$DSIZE.npz --size $DSIZE --backend cuda --json "$OUTDIR/dualhead_model.json" > "$OUTDIR/dualhead_model.log" 2>&1
-  tail -20 "$OUTDIR/dualhead_model.log"
+  # quick: the benchmark's --small scanner, which build_dualhead_model.py calls 'medium'
+  if [ "$MODE" = quick ]; then DSIZE=small; MSIZE=medium; DSMALL=--small; else DSIZE=full; MSIZE=full; DSMALL=""; fi
+  MODEL="/tmp/dualhead_model_$MSIZE.npz"
+  echo "== dual-head model build ($MSIZE)"
+  stage dualhead_model "$OUTDIR/dualhead_model.log" \
+    $PY scripts/build_dualhead_model.py "$MODEL" --size $MSIZE --backend cuda --json "$OUTDIR/dualhead_model.json"
+  show "$OUTDIR/dualhead_model.log" 20
   echo "== dual-head projector benchmark"
-  $PY benchmarks/dualhead_projectors.py --model /tmp/dualhead_model_$DSIZE.npz --json "$OUTDIR/dualhead_projectors.json" > "$OUTDIR/bench_dualhead.log" 2>&1
-  tail -30 "$OUTDIR/bench_dualhead.log"
+  stage bench_dualhead "$OUTDIR/bench_dualhead.log" \
+    $PY benchmarks/dualhead_projectors.py $DSMALL --model "$MODEL" --json "$OUTDIR/dualhead_projectors.json"
+  show "$OUTDIR/bench_dualhead.log" 30
   echo "== dual-head Monte Carlo benchmark"
-  $PY benchmarks/dualhead_monte_carlo.py $QUICK --out "$OUTDIR/dualhead_monte_carlo.json" > "$OUTDIR/bench_dualhead_mc.log" 2>&1
-  tail -12 "$OUTDIR/bench_dualhead_mc.log"
+  stage bench_dualhead_mc "$OUTDIR/bench_dualhead_mc.log" \
+    $PY benchmarks/dualhead_monte_carlo.py $QUICK --out "$OUTDIR/dualhead_monte_carlo.json"
+  show "$OUTDIR/bench_dualhead_mc.log" 12
   echo "== dual-head experiment (Derenzo + point sources, Monte Carlo data, OSEM)"
-  $PY -m directpet.cli demo dualhead --size $DSIZE --quiet --out "$OUTDIR/dualhead_experiment" > "$OUTDIR/dualhead_experiment.log" 2>&1
-  tail -30 "$OUTDIR/dualhead_experiment.log"
+  stage dualhead_experiment "$OUTDIR/dualhead_experiment.log" \
+    $PY -m directpet.cli demo dualhead --size $DSIZE --quiet --out "$OUTDIR/dualhead_experiment"
+  show "$OUTDIR/dualhead_experiment.log" 30
 fi
 
-if [ "$WHAT" = all ] || [ "$WHAT" = realdata ]; then
+if runs realdata; then
   # petsird / nibabel wheels from .whl/io when the machine has no network
-  $PY -c "import petsird, nibabel" 2>/dev/null || $PY -m pip install -q --no-index --find-links .whl/io petsird nibabel > "$OUTDIR/io_install.log" 2>&1
+  if ! $PY -c "import petsird, nibabel" 2>/dev/null; then
+    stage io_install "$OUTDIR/io_install.log" $PY -m pip install -q --no-index --find-links .whl/io petsird nibabel
+  fi
   echo "== real-data tests (PETSIRD, corrections, NIfTI, autograd)"
-  $PY -m pytest tests/test_io_petsird.py tests/test_direct_corrections.py tests/test_io_nifti.py tests/test_autograd.py \
-    tests/test_direct_deposition.py tests/test_direct_simulation.py tests/test_direct_views.py -q -rs -p no:cacheprovider > "$OUTDIR/tests_realdata.log" 2>&1
-  tail -8 "$OUTDIR/tests_realdata.log"
-  echo "== real-data notebook at the 'small' size (cells run as a script)"
-  DIRECTPET_NOTEBOOK_SIZE=small DIRECTPET_NOTEBOOK_OUT="$OUTDIR/realdata_notebook" MPLBACKEND=Agg $PY - > "$OUTDIR/realdata_notebook.log" 2>&1 <<'PYEOF'
-import json, time
-t0 = time.perf_counter()
-cells = [c for c in json.load(open("notebooks/real_data_workflow.ipynb"))["cells"] if c["cell_type"] == "code"]
-scope = {}
-for c in cells:
-    t = time.perf_counter()
-    exec("".join(c["source"]), scope)
-    print(f"[cell {time.perf_counter() - t:.1f} s]")
-print(f"notebook total {time.perf_counter() - t0:.1f} s")
-PYEOF
-  tail -25 "$OUTDIR/realdata_notebook.log"
+  stage tests_realdata "$OUTDIR/tests_realdata.log" \
+    $PY -m pytest tests/test_io_petsird.py tests/test_direct_corrections.py tests/test_io_nifti.py tests/test_autograd.py \
+    tests/test_direct_deposition.py tests/test_direct_simulation.py tests/test_direct_views.py -q -rs -p no:cacheprovider
+  show "$OUTDIR/tests_realdata.log" 8
+  echo "== real-data notebook at the 'small' size (cells run as a script, timed)"
+  stage realdata_notebook "$OUTDIR/realdata_notebook.log" \
+    $PY benchmarks/notebook_timing.py notebooks/real_data_workflow.ipynb --set DIRECTPET_NOTEBOOK_SIZE=small \
+    --set DIRECTPET_NOTEBOOK_OUT="$OUTDIR/realdata_notebook" --json "$OUTDIR/realdata_notebook.json"
+  show "$OUTDIR/realdata_notebook.log" 25
   echo "== PETSIRD throughput and normalisation benchmark"
-  $PY benchmarks/io_petsird.py --json "$OUTDIR/io_petsird.json" > "$OUTDIR/bench_io.log" 2>&1
-  tail -12 "$OUTDIR/bench_io.log"
+  stage bench_io "$OUTDIR/bench_io.log" $PY benchmarks/io_petsird.py --json "$OUTDIR/io_petsird.json"
+  show "$OUTDIR/bench_io.log" 12
+fi
+
+if runs demo; then
+  echo "== directpet demo end to end (empty CuPy kernel cache, then warm)"
+  stage demo "$OUTDIR/demo.log" $PY benchmarks/demo_timing.py --runs 2 --fresh-cupy-cache \
+    --log "$OUTDIR/demo_output.log" --json "$OUTDIR/demo.json" -- --out "$OUTDIR/demo"
+  show "$OUTDIR/demo.log" 6
 fi
 
 if [ "$WHAT" = multigpu ]; then
   export NCCL_NVLS_ENABLE=0          # NVLink multicast stays off on the lent machines
-  $PY -c "import distributed" 2>/dev/null || $PY -m pip install -q --no-index --find-links .whl/dask distributed > "$OUTDIR/dask_install.log" 2>&1
+  if ! $PY -c "import distributed" 2>/dev/null; then
+    stage dask_install "$OUTDIR/dask_install.log" $PY -m pip install -q --no-index --find-links .whl/dask distributed
+  fi
   $PY -c "import cupy.cuda.nccl as n; print('cupy nccl available', n.available)" || true
   echo "== multi-GPU tests"
-  $PY -m pytest tests/test_parallel.py tests/test_sweep.py -q -rs -p no:cacheprovider > "$OUTDIR/tests_multigpu.log" 2>&1
-  tail -6 "$OUTDIR/tests_multigpu.log"
+  stage tests_multigpu "$OUTDIR/tests_multigpu.log" $PY -m pytest tests/test_parallel.py tests/test_sweep.py -q -rs -p no:cacheprovider
+  show "$OUTDIR/tests_multigpu.log" 6
   echo "== multi-GPU OSEM benchmark"
-  $PY benchmarks/multi_gpu.py --json "$OUTDIR/multi_gpu.json" > "$OUTDIR/bench_multi_gpu.log" 2>&1
-  tail -12 "$OUTDIR/bench_multi_gpu.log"
+  stage bench_multi_gpu "$OUTDIR/bench_multi_gpu.log" $PY benchmarks/multi_gpu.py --json "$OUTDIR/multi_gpu.json"
+  show "$OUTDIR/bench_multi_gpu.log" 12
   echo "== Dask sweep ([HA] section 6, 5 kernels x 20 noise realisations) on 1 and 2 GPU workers"
   if [ "$MODE" = quick ]; then SWEEP="--quick"; else SWEEP=""; fi
-  $PY benchmarks/sweep_ha.py $SWEEP --gpus 1,2 --out "$OUTDIR/sweep" --json "$OUTDIR/multi_gpu.json" > "$OUTDIR/sweep.log" 2>&1
-  tail -20 "$OUTDIR/sweep.log"
+  stage sweep "$OUTDIR/sweep.log" $PY benchmarks/sweep_ha.py $SWEEP --gpus 1,2 --out "$OUTDIR/sweep" --json "$OUTDIR/multi_gpu.json"
+  show "$OUTDIR/sweep.log" 20
 fi
+
+finish
