@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from directpet.direct import HistoImageData
+from directpet.dualhead import DualHeadScanner, PatchModel
 from directpet.first import RotatingScanner, SinogramData, SuperLORTable, build_super_lor_table
 from directpet.geometry import ImageGrid
 
@@ -67,3 +68,51 @@ def test_wrong_versions_and_formats(tmp_path, rng, kind):
         _rewrite(path, tmp_path / f"{name}.npz", **change)
         with pytest.raises(ValueError, match="path"):
             load(tmp_path / f"{name}.npz")
+
+
+def _patch_model_file(tmp_path, rng):
+    s = DualHeadScanner.small()
+    n = 40
+    model = PatchModel.from_taps(s, rng.integers(0, s.n_classes, n), rng.integers(0, s.n_planes, n),
+                                 rng.integers(0, s.D, n), rng.integers(0, s.D, n), rng.uniform(0.1, 1.0, n))
+    model.save(tmp_path / "model.npz")
+    return tmp_path / "model.npz", PatchModel.load
+
+
+def _first_member_data(data: bytes) -> int:
+    """Offset of the first zip member's (compressed) data: after its 30-byte local header, name and extra."""
+    name_len, extra_len = int.from_bytes(data[26:28], "little"), int.from_bytes(data[28:30], "little")
+    return 30 + name_len + extra_len
+
+
+@pytest.mark.parametrize("kind", ["table", "sino", "model"])
+def test_damaged_zip_members_name_the_path(tmp_path, rng, kind):
+    """Damage that zipfile / zlib report with their own exceptions (NotImplementedError for an unknown
+    compression method or zip version, zlib.error for a corrupt deflate stream) is a ValueError naming
+    the path, like any unreadable file."""
+    path, load = _patch_model_file(tmp_path, rng) if kind == "model" else _good_files(tmp_path, rng)[kind]
+    data = path.read_bytes()
+    load(path)                                             # the good file loads
+    central = data.index(b"PK\x01\x02")                 # the first member's central directory entry
+    method = bytearray(data)
+    method[central + 10:central + 12] = (99).to_bytes(2, "little")   # compression method 99
+    version = bytearray(data)
+    version[central + 6:central + 8] = (147).to_bytes(2, "little")  # needs zip version 14.7
+    deflate = bytearray(data)
+    start = _first_member_data(data)
+    deflate[start:start + 16] = bytes(range(240, 256))     # not a deflate stream
+    for name, damaged in (("method", method), ("version", version), ("deflate", deflate)):
+        (tmp_path / f"{name}.npz").write_bytes(bytes(damaged))
+        with pytest.raises(ValueError, match=f"path: .*{name}.npz"):
+            load(tmp_path / f"{name}.npz")
+
+
+@pytest.mark.parametrize("kind, key", [("table", "values"), ("model", "tap_w")])
+def test_nan_in_a_stored_model_names_the_path_and_the_array(tmp_path, rng, kind, key):
+    path, load = _patch_model_file(tmp_path, rng) if kind == "model" else _good_files(tmp_path, rng)[kind]
+    with np.load(path) as f:
+        bad = np.array(f[key])
+    bad.reshape(-1)[rng.integers(bad.size)] = np.nan
+    _rewrite(path, tmp_path / "nan.npz", **{key: bad})
+    with pytest.raises(ValueError, match=f"path: .*nan.npz.*{key}"):
+        load(tmp_path / "nan.npz")

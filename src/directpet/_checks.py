@@ -52,12 +52,63 @@ def like(x, shape):
     return xp.empty(shape, dtype=xp.float32)
 
 
-def output_array(like_array, out, shape):
-    """The caller's ``out`` (checked: float32, C-contiguous, ``shape``) or a new array of ``shape``
-    living where ``like_array`` lives."""
+def output_array(like_array, out, shape, *, inputs=()):
+    """The caller's ``out`` (checked: float32, C-contiguous, ``shape``, sharing no memory with the
+    input ``like_array`` nor with the other ``inputs``) or a new array of ``shape`` living where
+    ``like_array`` lives.
+
+    The kernels read their input while they write ``out``, so an ``out`` that overlaps an input (the
+    same buffer, or a view of it shifted by a few elements) would silently give a wrong result.
+    """
     if out is None:
         return like(like_array, shape)
-    return check_volume(out, "out", shape, check_finite=False)
+    out = check_volume(out, "out", shape, check_finite=False)
+    for a in (like_array,) + tuple(inputs):
+        if a is not None and shares_memory(a, out):
+            raise ValueError(f"out: overlaps the input (an array of shape {tuple(a.shape)}): the projection "
+                             "reads its input while it writes out; pass a separate array, or out=None")
+    return out
+
+
+def shares_memory(a, b) -> bool:
+    """True when arrays a and b (NumPy, CuPy, PyTorch or __cuda_array_interface__) share any byte.
+
+    Both are C-contiguous here (check_volume), so comparing their byte ranges ``[ptr, ptr + nbytes)``
+    is exact and O(1); ``np.shares_memory`` (exact but possibly slow for odd strides) is kept for NumPy
+    arrays that are not contiguous. Arrays on different sides (host / device) never share memory.
+    """
+    if is_device_array(a) != is_device_array(b):
+        return False
+    ra, rb = _byte_range(a), _byte_range(b)
+    if ra is None or rb is None:                      # not an array we can locate: no claim of overlap
+        return False
+    if ra[1] <= ra[0] or rb[1] <= rb[0] or ra[1] <= rb[0] or rb[1] <= ra[0]:
+        return False
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and not (
+            a.flags.c_contiguous and b.flags.c_contiguous):
+        return bool(np.shares_memory(a, b))
+    return True
+
+
+def _byte_range(x):
+    """``(first, end)`` byte addresses spanned by an array's elements (None when x has no buffer we know)."""
+    if isinstance(x, np.ndarray) or _is_cupy(x):
+        ptr = x.__array_interface__["data"][0] if isinstance(x, np.ndarray) else int(x.data.ptr)
+        shape, strides, itemsize = x.shape, x.strides, x.itemsize
+    elif _is_torch_cuda(x):
+        ptr, shape, itemsize = int(x.data_ptr()), tuple(x.shape), x.element_size()
+        strides = tuple(s * itemsize for s in x.stride())
+    elif hasattr(x, "__cuda_array_interface__"):
+        iface = x.__cuda_array_interface__
+        ptr, shape, itemsize = int(iface["data"][0]), tuple(iface["shape"]), np.dtype(iface["typestr"]).itemsize
+        strides = iface.get("strides") or _c_strides(shape, itemsize)
+    else:
+        return None
+    if any(n == 0 for n in shape):
+        return (ptr, ptr)
+    lo = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s < 0)
+    hi = ptr + sum((n - 1) * s for n, s in zip(shape, strides) if s > 0) + itemsize
+    return (lo, hi)
 
 
 def check_volume(x, name: str, shape: tuple, check_finite: bool = True):
@@ -130,6 +181,70 @@ def require_host_arrays(*arrays) -> None:
             raise TypeError("the CPU backend takes NumPy arrays; use backend='cuda' for GPU arrays")
 
 
+def integer(name: str, value, lo=None, hi=None) -> int:
+    """value as an int (a Python or NumPy integer, not a bool, float or string) in ``[lo, hi]``
+    (either bound may be None), else a TypeError / ValueError naming it."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: expected an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        want = (f"in [{lo}, {hi}]" if lo is not None and hi is not None else
+                f">= {lo}" if lo is not None else f"<= {hi}")
+        raise ValueError(f"{name}: expected an integer {want}, got {value}")
+    return value
+
+
+def integer_array(name: str, value) -> np.ndarray:
+    """value as an int64 C-contiguous NumPy array, else a TypeError naming it: floats are refused
+    rather than truncated (an empty list, float64 to NumPy, gives an empty int64 array)."""
+    a = np.asarray(value) if value is not None else np.asarray(None, dtype=object)
+    if a.size == 0 and a.dtype != object:
+        return np.zeros(a.shape, np.int64)
+    if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{name}: expected an integer array, got {type(value).__name__} (dtype {a.dtype})")
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def real_array(name: str, value) -> np.ndarray:
+    """value as a finite float64 NumPy array (any shape; a number gives a 0-d array), else a
+    TypeError (not numbers: None, strings, objects) or ValueError (NaN, inf) naming it."""
+    a = np.asarray(value) if value is not None else np.asarray(None, dtype=object)
+    if a.dtype == np.bool_ or not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
+        raise TypeError(f"{name}: expected real numbers, got {type(value).__name__} (dtype {a.dtype})")
+    a = a.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: expected finite values, got NaN or inf")
+    return a
+
+
+def read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of a NumPy array (the caller's array stays writable): what a validated object
+    keeps, so that its checked values cannot be changed behind its back."""
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+def flag(name: str, value) -> bool:
+    """value as a bool (True / False, or NumPy's), else a TypeError naming it (no truthiness of
+    strings, None or numbers)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
+    return bool(value)
+
+
+def meta_dict(value, name: str = "meta") -> dict:
+    """A provenance mapping as a new dict (None gives {}), else a TypeError naming it: it is stored
+    as a JSON object, so anything else would make the saved file unreadable."""
+    from collections.abc import Mapping
+
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name}: expected a dict, got {type(value).__name__}")
+    return dict(value)
+
+
 def expect_instance(value, cls, name: str):
     """value, or a TypeError naming the argument when it is not a ``cls``."""
     if not isinstance(value, cls):
@@ -137,18 +252,26 @@ def expect_instance(value, cls, name: str):
     return value
 
 
-def positive_int(name, value):
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {value!r}")
-    return int(value)
+def positive_int(name, value) -> int:
+    """value as an int >= 1: a TypeError naming it for a non-integer (a float such as 3.0, a string,
+    a bool), a ValueError for one below 1."""
+    return integer(name, value, lo=1)
 
 
-def real_number(name, value) -> float:
-    """value as a finite float, else a TypeError (not a number) or ValueError (NaN, inf) naming it."""
+def real_number(name, value, *, positive: bool = False, nonnegative: bool = False) -> float:
+    """value as a finite float (``positive``: > 0, ``nonnegative``: >= 0; NumPy 0-d arrays accepted),
+    else a TypeError (not a number: a string, None, an array) or ValueError (NaN, inf, out of range)
+    naming it."""
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):      # NumPy 0-d arrays
+        value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name}: expected a number, got {type(value).__name__}")
     if not np.isfinite(value):
         raise ValueError(f"{name}: expected a finite value, got {value!r}")
+    if positive and not value > 0:
+        raise ValueError(f"{name}: expected a positive finite value, got {value!r}")
+    if nonnegative and not value >= 0:
+        raise ValueError(f"{name}: expected a finite value >= 0, got {value!r}")
     return float(value)
 
 
@@ -158,13 +281,10 @@ def normalise_fields(obj, *, counts=(), positive=(), nonnegative=()):
     the field (TypeError for a non-number, ValueError otherwise)."""
     for name in counts:
         object.__setattr__(obj, name, positive_int(name, getattr(obj, name)))
-    for names, ok, want in ((positive, lambda v: v > 0, "a positive finite value"),
-                            (nonnegative, lambda v: v >= 0, "a finite value >= 0")):
-        for name in names:
-            v = real_number(name, getattr(obj, name))
-            if not ok(v):
-                raise ValueError(f"{name}: expected {want}, got {v!r}")
-            object.__setattr__(obj, name, v)
+    for name in positive:
+        object.__setattr__(obj, name, real_number(name, getattr(obj, name), positive=True))
+    for name in nonnegative:
+        object.__setattr__(obj, name, real_number(name, getattr(obj, name), nonnegative=True))
 
 
 def max_threads() -> int:

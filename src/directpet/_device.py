@@ -143,11 +143,11 @@ def monte_carlo_options(seed, threads, backend, xp, chunk, chunk_name: str, defa
     'cuda'), want_cupy, chunk)``; ``default_chunks`` = (CPU, CUDA) decays per chunk when ``chunk``
     is None."""
     from ._backend import resolve_backend
-    from ._checks import positive_int
+    from ._checks import check_threads
     from .sim.random import check_seed
 
     seed = check_seed("seed", seed)
-    nthreads = 0 if threads is None else positive_int("threads", threads)
+    nthreads = check_threads(threads)
     if not isinstance(backend, str):
         raise TypeError(f"backend: expected 'auto', 'cpu' or 'cuda', got {type(backend).__name__}")
     chosen = resolve_backend(backend)

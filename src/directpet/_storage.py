@@ -4,19 +4,28 @@ corrupt file into a ``ValueError`` naming ``path`` (never a BadZipFile, KeyError
 from __future__ import annotations
 
 import json
+import struct
+import tokenize
 import zipfile
+import zlib
 from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
-from ._checks import array_module, to_numpy
+from ._checks import array_module, meta_dict, to_numpy
 
 T = TypeVar("T")
 
 
 def read_npz(path, what: str, required: Sequence[str], parse: Callable[[object], T]) -> T:
     """Open ``path`` (no pickles), check that the ``required`` keys are there and return
-    ``parse(npz)``; any failure to read or decode becomes ``ValueError('path: ...')``."""
+    ``parse(npz)``; any failure to read or decode becomes ``ValueError('path: ...')``.
+
+    A damaged zip raises more than BadZipFile: zlib.error (a corrupt deflate stream),
+    NotImplementedError (a flipped compression-method or version field), RuntimeError (an
+    'encrypted' flag), struct.error / OverflowError / tokenize.TokenError / SyntaxError (garbled zip
+    or array headers), MemoryError (a garbled array header asking for an absurd shape); all of them
+    name the path here."""
     try:
         # our own handle: numpy leaves its file open when the zip directory cannot be read
         with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as f:
@@ -26,8 +35,9 @@ def read_npz(path, what: str, required: Sequence[str], parse: Callable[[object],
             return parse(f)
     except _NotOurs as e:
         raise ValueError(str(e)) from None
-    except (OSError, EOFError, zipfile.BadZipFile, KeyError, IndexError, TypeError, AttributeError,
-            ValueError, json.JSONDecodeError) as e:
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, struct.error,
+            OverflowError, MemoryError, LookupError, TypeError, AttributeError, ValueError, SyntaxError,
+            tokenize.TokenError) as e:
         raise ValueError(f"path: {path} is not a readable {what} file ({type(e).__name__}: {e})") from e
 
 
@@ -82,7 +92,7 @@ class CountData:
         for name in ("factors", "background"):
             if getattr(self, name) is not None:
                 check_nonnegative(getattr(self, name), name, None, xp, shape)
-        self.meta = dict(self.meta)
+        self.meta = meta_dict(self.meta)
 
     @property
     def xp(self):

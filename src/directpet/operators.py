@@ -25,10 +25,12 @@ class LinearOperator(ABC):
         """The projectors' common run settings: ``backend`` (the one actually used, 'cpu' or
         'cuda'), ``threads`` (CPU threads; 0 = the OpenMP default) and ``check_finite``."""
         from ._backend import resolve_backend
-        from ._checks import positive_int
+        from ._checks import check_threads, flag
 
-        self.threads = 0 if threads is None else positive_int("threads", threads)
-        self.check_finite = bool(check_finite)
+        self.threads = check_threads(threads)
+        self.check_finite = flag("check_finite", check_finite)
+        if not isinstance(backend, str):
+            raise TypeError(f"backend: expected 'auto', 'cpu' or 'cuda', got {type(backend).__name__}")
         self.backend = resolve_backend(backend)
 
     def back(self, y, *args, **kwargs):
