@@ -6,8 +6,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._checks import integer, real_number
+
 #: FWHM = FWHM_PER_SIGMA * sigma for a Gaussian (every family's blurs are given as FWHM).
 FWHM_PER_SIGMA = 2.0 * np.sqrt(2.0 * np.log(2.0))
+
+
+def _three(name: str, value, expected: str) -> tuple:
+    """value as a tuple of three entries: a TypeError for a non-sequence, a ValueError for another length."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+        raise TypeError(f"{name}: expected {expected}, got {type(value).__name__}")
+    if len(value) != 3:
+        raise ValueError(f"{name}: expected {expected}, got {value!r}")
+    return tuple(value)
 
 
 @dataclass(frozen=True)
@@ -20,20 +31,20 @@ class ImageGrid:
     voxel_size : mm, a scalar or (vz, vy, vx).
 
     Voxel centres are ``x_i = (i - (nx - 1) / 2) * vx`` (likewise y, z): symmetric about the axis.
+    Each extent is below 2**31 (the compiled kernels index an axis with 32-bit integers).
     """
 
     shape: tuple
     voxel_size: tuple = (4.0, 4.0, 4.0)
 
     def __post_init__(self):
-        shape = tuple(int(n) for n in np.atleast_1d(self.shape))
-        if len(shape) != 3 or any(n <= 0 for n in shape):
-            raise ValueError(f"shape: expected three positive extents (nz, ny, nx), got {self.shape!r}")
-        vs = np.broadcast_to(np.asarray(self.voxel_size, dtype=float), (3,))
-        if not np.all(np.isfinite(vs)) or np.any(vs <= 0):
-            raise ValueError(f"voxel_size: expected positive finite mm, got {self.voxel_size!r}")
-        object.__setattr__(self, "shape", shape)
-        object.__setattr__(self, "voxel_size", tuple(float(v) for v in vs))
+        shape = _three("shape", self.shape, "three positive integers (nz, ny, nx)")
+        vs = self.voxel_size if np.ndim(self.voxel_size) else (self.voxel_size,) * 3
+        vs = _three("voxel_size", vs, "a positive finite size (mm) or three of them (vz, vy, vx)")
+        object.__setattr__(self, "shape", tuple(integer(f"shape[{i}]", n, lo=1, hi=2**31 - 1)
+                                                 for i, n in enumerate(shape)))
+        object.__setattr__(self, "voxel_size", tuple(real_number(f"voxel_size[{i}]", v, positive=True)
+                                                     for i, v in enumerate(vs)))
 
     @property
     def nz(self) -> int:
@@ -53,6 +64,8 @@ class ImageGrid:
 
     def centres(self, axis: int) -> np.ndarray:
         """Voxel-centre coordinates (mm) along axis 0 (z), 1 (y) or 2 (x)."""
+        if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)) or not 0 <= axis < 3:
+            raise ValueError(f"axis: expected 0 (z), 1 (y) or 2 (x), got {axis!r}")
         n, v = self.shape[axis], self.voxel_size[axis]
         return (np.arange(n) - 0.5 * (n - 1)) * v
 

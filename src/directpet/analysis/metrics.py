@@ -7,7 +7,9 @@
 * Noise: weighted pixel standard deviation over weighted mean inside a 50 mm circle at the
   phantom centre, in the sphere slice (optionally averaged over +-k slices).
 
-Images may be NumPy or CuPy arrays (they are copied to the host: one image at a time is small).
+Images may be NumPy or CuPy arrays (they are copied to the host: one image at a time is small);
+they must be real and finite. A ratio whose denominator is not positive (a background or noise-ROI
+mean <= 0, e.g. an all-zero image) is a ValueError naming ``image``, never a NaN or inf result.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from .._checks import to_numpy
+from .._checks import expect_instance, integer, real_array, real_number, to_numpy
 from ..geometry import ImageGrid
 from .roi import SphereROIs, circle_weights, weighted_mean, weighted_std
 
@@ -35,11 +37,31 @@ class CRCResult:
         return float(self.mean)
 
 
-def _image(image, grid: ImageGrid) -> np.ndarray:
-    a = np.asarray(to_numpy(image), dtype=np.float64)
+def _image(image, grid: ImageGrid, name: str = "image") -> np.ndarray:
+    """image as a float64 host array of ``grid.shape``, real and finite; errors name ``name``."""
+    expect_instance(grid, ImageGrid, "grid")
+    if not hasattr(image, "shape") or not hasattr(image, "dtype"):
+        raise TypeError(f"{name}: expected a NumPy or CuPy array of shape {grid.shape}, got {type(image).__name__}")
+    a = to_numpy(image)
+    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+        raise TypeError(f"{name}: expected a real (float or integer) array, got dtype {a.dtype}")
     if a.shape != tuple(grid.shape):
-        raise ValueError(f"image: expected shape {grid.shape}, got {a.shape}")
+        raise ValueError(f"{name}: expected shape {grid.shape}, got {a.shape}")
+    a = np.asarray(a, dtype=np.float64)
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name}: contains NaN or inf")
     return a
+
+
+def _phantom_info(info, name: str = "phantom_info"):
+    """info, or a TypeError naming ``name`` when it is not a PhantomInfo-like object."""
+    need = ("grid", "n_spheres", "sphere_centres_mm", "sphere_diameters_mm", "sphere_activity",
+            "background_activity", "centre_mm", "sphere_z_mm")
+    missing = [a for a in need if not hasattr(info, a)]
+    if missing:
+        raise TypeError(f"{name}: expected a PhantomInfo (directpet.sim.sphere_phantom), got {type(info).__name__} "
+                        f"(no {', '.join(missing)})")
+    return info
 
 
 def crc(image, phantom_info, *, axial: str = "linear", supersample: int = 10,
@@ -50,14 +72,31 @@ def crc(image, phantom_info, *, axial: str = "linear", supersample: int = 10,
     centre (for spheres at z = 0 on an even number of slices: the mean of the two central slices);
     ``'nearest'`` uses the slice containing the centre. ``rois`` reuses precomputed ROIs.
     """
+    _phantom_info(phantom_info)
     if phantom_info.n_spheres == 0:
         raise ValueError("phantom_info: has no spheres")
-    img = _image(image, phantom_info.grid)
-    rois = SphereROIs.from_info(phantom_info, axial, supersample) if rois is None else rois
-    ps, pb = rois.means(img)
+    bg = real_number("phantom_info.background_activity", phantom_info.background_activity)
+    if bg <= 0:
+        raise ValueError(f"phantom_info: background_activity must be positive (the true contrast divides "
+                         f"by it), got {bg!r}")
     c = phantom_info.contrast - 1.0
+    if not np.all(np.isfinite(c)):
+        raise ValueError("phantom_info: sphere_activity contains NaN or inf")
     if np.any(c == 0):
         raise ValueError("phantom_info: a sphere has the background's activity (true contrast 0)")
+    img = _image(image, phantom_info.grid)
+    if rois is None:
+        rois = SphereROIs.from_info(phantom_info, axial, supersample)
+    elif not isinstance(rois, SphereROIs):
+        raise TypeError(f"rois: expected SphereROIs (SphereROIs.from_info), got {type(rois).__name__}")
+    elif len(rois.sphere) != phantom_info.n_spheres:
+        raise ValueError(f"rois: {len(rois.sphere)} sphere ROIs for the {phantom_info.n_spheres} spheres of "
+                         f"phantom_info")
+    ps, pb = rois.means(img)
+    if np.any(pb <= 0):
+        bad = np.flatnonzero(pb <= 0).tolist()
+        raise ValueError(f"image: the background mean around sphere(s) {bad} is {pb[bad].tolist()}, not "
+                         f"positive; the CRC ((sphere - background) / background) is undefined")
     per = (ps - pb) / pb / c
     return CRCResult(float(per.mean()), per, ps, pb)
 
@@ -85,27 +124,36 @@ def noise(image, where, diameter_mm: float = 50.0, *, grid: Optional[ImageGrid] 
     where : a :class:`~directpet.sim.phantoms.PhantomInfo` (circle at its centre (x, y), in its
         sphere slice) or an ``(x, y, z)`` centre in mm (then ``grid`` is required).
     diameter_mm : ROI diameter (50 mm in [HA]).
-    half_slices : also use +-k neighbouring slices; the result is the mean of the per-slice values.
+    half_slices : also use +-k neighbouring slices (an integer >= 0); the result is the mean of the
+        per-slice values.
+    supersample : sub-pixels per pixel and axis of the ROI weights (a positive integer).
 
     The slice is the one containing z; when z falls exactly on a slice boundary (e.g. z = 0 on an
     even number of slices) both neighbouring slices are used. Pixels are weighted by their area
-    fraction inside the circle; the std is the weighted population std.
+    fraction inside the circle; the std is the weighted population std. A slice whose ROI mean is
+    not positive (relative noise undefined) is a ValueError naming ``image``.
     """
     if hasattr(where, "grid") and hasattr(where, "centre_mm"):
         grid = where.grid if grid is None else grid
         centre = (float(where.centre_mm[0]), float(where.centre_mm[1]), where.sphere_z_mm)
     else:
+        if isinstance(where, (str, bytes)) or not hasattr(where, "__len__"):
+            raise TypeError(f"where: expected a PhantomInfo or an (x, y, z) centre in mm, got {type(where).__name__}")
+        if len(where) != 3:
+            raise ValueError(f"where: expected (x, y, z) mm, got {where!r}")
         if grid is None:
             raise ValueError("grid: required when `where` is a centre (x, y, z)")
-        centre = tuple(float(c) for c in where)
-        if len(centre) != 3:
-            raise ValueError(f"where: expected (x, y, z) mm, got {where!r}")
+        centre = tuple(real_number(f"where[{i}]", c) for i, c in enumerate(where))
+    half_slices = integer("half_slices", half_slices, lo=0)
     img = _image(image, grid)
     w = circle_weights(grid, centre[:2], diameter_mm, supersample)
     vals = []
-    for iz in _noise_slices(grid, centre[2], int(half_slices)):
+    for iz in _noise_slices(grid, centre[2], half_slices):
         m = weighted_mean(img[iz], w)
-        vals.append(weighted_std(img[iz], w) / m if m != 0 else np.inf)
+        if not m > 0:
+            raise ValueError(f"image: the mean in the noise ROI of slice {iz} is {m!r}, not positive; the "
+                             f"relative noise (std / mean) is undefined")
+        vals.append(weighted_std(img[iz], w) / m)
     return float(np.mean(vals))
 
 
@@ -128,14 +176,17 @@ def contrast_noise_curve(images, phantom_info, iterations: Optional[Sequence] = 
     ``images`` is a list of images or a :class:`~directpet.recon.ReconResult` (its stored images
     and their iterations are used). ``iterations`` defaults to 1, 2, ... for a plain list.
     """
+    _phantom_info(phantom_info)
     if hasattr(images, "images") and hasattr(images, "image_iterations"):
         iterations = images.image_iterations if iterations is None else iterations
         label = label or images.algorithm
         images = images.images
+    if isinstance(images, (str, bytes)) or not hasattr(images, "__iter__") or hasattr(images, "dtype"):
+        raise TypeError(f"images: expected a list of images or a ReconResult, got {type(images).__name__}")
     images = list(images)
     if not images:
-        raise ValueError("images: empty")
-    its = np.arange(1, len(images) + 1) if iterations is None else np.asarray(iterations, dtype=float)
+        raise ValueError("images: empty (a ReconResult stores images only with store_every)")
+    its = np.arange(1, len(images) + 1) if iterations is None else _finite_vector("iterations", iterations)
     if len(its) != len(images):
         raise ValueError(f"iterations: {len(its)} values for {len(images)} images")
     rois = SphereROIs.from_info(phantom_info, axial, supersample)
@@ -163,14 +214,27 @@ def pick_matched_noise(curves, target: float = 0.08) -> List[MatchedNoise]:
 
     Linear interpolation between the two stored points bracketing the first crossing;
     ``index`` is the stored image nearest to it (for image panels). A curve that never reaches the
-    target gives NaN ('not reached'); one already above it at its first point gives that point
-    ('above at first').
+    target gives NaN iteration and CRC by design ('not reached': the status says so, and plots skip
+    it); one already above it at its first point gives that point ('above at first').
+
+    ``target`` is a positive finite noise level; every curve must hold finite iterations, CRC and
+    noise of one common, non-zero length (errors name ``curves`` or ``target``).
     """
     if isinstance(curves, ContrastNoiseCurve):
         curves = [curves]
+    if isinstance(curves, (str, bytes)) or not hasattr(curves, "__iter__"):
+        raise TypeError(f"curves: expected ContrastNoiseCurve objects, got {type(curves).__name__}")
+    curves = list(curves)
+    target = real_number("target", target, positive=True)
     out = []
-    for c in curves:
-        n, it, cr = np.asarray(c.noise, float), np.asarray(c.iterations, float), np.asarray(c.crc, float)
+    for k, c in enumerate(curves):
+        if not isinstance(c, ContrastNoiseCurve):
+            raise TypeError(f"curves: entry {k} is a {type(c).__name__}, expected a ContrastNoiseCurve")
+        n, it, cr = (_finite_vector(f"curves: entry {k} {name}", getattr(c, name))
+                     for name in ("noise", "iterations", "crc"))
+        if not len(n) or not len(n) == len(it) == len(cr):
+            raise ValueError(f"curves: entry {k} has {len(it)} iterations, {len(cr)} CRC and {len(n)} noise "
+                             f"values; expected one common, non-zero number")
         above = np.nonzero(n >= target)[0]
         if above.size == 0:
             out.append(MatchedNoise(c.label, np.nan, np.nan, target, int(len(n) - 1), "not reached"))
@@ -184,3 +248,11 @@ def pick_matched_noise(curves, target: float = 0.08) -> List[MatchedNoise]:
                                 float(cr[j - 1] + t * (cr[j] - cr[j - 1])), float(target),
                                 j if t >= 0.5 else j - 1, "ok"))
     return out
+
+
+def _finite_vector(name: str, values) -> np.ndarray:
+    """values as a 1D float64 array of real, finite numbers; errors name ``name``."""
+    a = real_array(name, values)
+    if a.ndim > 1:
+        raise ValueError(f"{name}: expected a 1D sequence of numbers, got shape {a.shape}")
+    return a.reshape(-1)

@@ -12,9 +12,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .._checks import to_numpy
-from .metrics import ContrastNoiseCurve, pick_matched_noise
-from .roi import slice_weights
+from .._checks import integer, real_number
+from .metrics import ContrastNoiseCurve, _image, _phantom_info, pick_matched_noise
+from .roi import _xy, slice_weights
 
 
 def _figure(figsize):
@@ -34,10 +34,14 @@ def plot_contrast_noise(curves: Sequence[ContrastNoiseCurve], *, target_noise: O
     """CRC (y) against noise in % (x), one line per curve; a vertical line at the target noise and
     the interpolated matched-noise points. ``annotate_every=N`` labels every N-th point with its
     iteration. Returns the Figure (that of ``ax`` when given)."""
-    fig = _figure((6, 4.5)) if ax is None else ax.figure
-    ax = fig.add_subplot() if ax is None else ax
     if isinstance(curves, ContrastNoiseCurve):
         curves = [curves]
+    annotate_every = integer("annotate_every", annotate_every, lo=0)
+    if target_noise is not None:
+        target_noise = real_number("target_noise", target_noise, positive=True)
+    matched = pick_matched_noise(curves, target_noise) if target_noise is not None else []  # checks curves
+    fig = _figure((6, 4.5)) if ax is None else ax.figure
+    ax = fig.add_subplot() if ax is None else ax
     for c in curves:
         line, = ax.plot(100 * np.asarray(c.noise), c.crc, marker="o", ms=3, label=c.label or None)
         if annotate_every:
@@ -46,7 +50,7 @@ def plot_contrast_noise(curves: Sequence[ContrastNoiseCurve], *, target_noise: O
                             textcoords="offset points", xytext=(3, 3), color=line.get_color())
     if target_noise is not None:
         ax.axvline(100 * target_noise, color="0.6", ls="--", lw=1)
-        for m, c in zip(pick_matched_noise(curves, target_noise), curves):
+        for m in matched:
             if m.status == "ok":
                 ax.plot(100 * m.noise, m.crc, marker="x", color="k", ms=7)
     ax.set_xlabel("noise (%)")
@@ -58,9 +62,10 @@ def plot_contrast_noise(curves: Sequence[ContrastNoiseCurve], *, target_noise: O
     return _save(fig, path)
 
 
-def _slice(image, grid, z_mm):
-    """Transaxial plane at z (linear interpolation between slices, as the ROIs do)."""
-    img = np.asarray(to_numpy(image), dtype=np.float64)
+def _slice(image, grid, z_mm, name="image"):
+    """Transaxial plane at z (linear interpolation between slices, as the ROIs do) of a real, finite
+    image of ``grid.shape``."""
+    img = _image(image, grid, name)
     return sum(a * img[iz] for iz, a in slice_weights(grid, z_mm, "linear"))
 
 
@@ -69,11 +74,17 @@ def plot_image_panels(images: Sequence, titles: Sequence[str], grid, *, z_mm: fl
                       path=None):
     """Transaxial slices at z (mm) of several images side by side, on a common grey scale
     (``vmax`` default: the largest value over the panels). Used for matched-noise panels."""
-    planes = [_slice(im, grid, z_mm) for im in images]
-    ncols = len(planes) if ncols is None else int(ncols)
+    images, titles = list(images), list(titles)
+    if not images or len(titles) != len(images):
+        raise ValueError(f"titles: expected one title per image, got {len(titles)} for {len(images)} image(s)")
+    planes = [_slice(im, grid, z_mm, f"images[{k}]") for k, im in enumerate(images)]
+    ncols = len(planes) if ncols is None else integer("ncols", ncols, lo=1)
     nrows = int(np.ceil(len(planes) / ncols))
+    vmax = max(float(p.max()) for p in planes) if vmax is None else real_number("vmax", vmax)
+    if not vmax > 0:
+        raise ValueError(f"vmax: the grey scale runs from 0 to vmax, which must be positive, got {vmax!r} "
+                         f"(all panels <= 0?)")
     fig = _figure((3.0 * ncols, 3.0 * nrows + 0.3))
-    vmax = max(float(p.max()) for p in planes) if vmax is None else vmax
     hx = 0.5 * grid.nx * grid.voxel_size[2]
     hy = 0.5 * grid.ny * grid.voxel_size[1]
     for k, (p, t) in enumerate(zip(planes, titles)):
@@ -92,7 +103,14 @@ def plot_matched_noise_panels(results: Sequence, curves: Sequence[ContrastNoiseC
     ``results`` are :class:`~directpet.recon.ReconResult` objects whose stored images produced
     ``curves`` (same order). Titles give the label, iteration and CRC.
     """
+    results, curves = list(results), [curves] if isinstance(curves, ContrastNoiseCurve) else list(curves)
+    if len(results) != len(curves):
+        raise ValueError(f"results: expected one ReconResult per curve, got {len(results)} for {len(curves)} curve(s)")
     picks = pick_matched_noise(curves, target)
+    for k, (r, m) in enumerate(zip(results, picks)):
+        if len(getattr(r, "images", ())) <= m.index:
+            raise ValueError(f"results: entry {k} stores {len(getattr(r, 'images', ()))} image(s); its curve "
+                             f"needs image {m.index} (reconstruct with store_every)")
     images, titles = [], []
     for r, m in zip(results, picks):
         images.append(r.images[m.index])
@@ -104,12 +122,15 @@ def plot_matched_noise_panels(results: Sequence, curves: Sequence[ContrastNoiseC
 def line_profile(image, grid, start_xy_mm, end_xy_mm, z_mm: float = 0.0, n_samples: int = 200):
     """Values along the segment start -> end (mm) in the plane z, by bilinear interpolation.
 
+    image : (nz, ny, nx) real, finite, on ``grid``; start_xy_mm, end_xy_mm : (x, y) mm;
+    n_samples : an integer >= 2. Points outside the image read 0.
     Returns ``(distance_mm from start, values)``.
     """
     from scipy.ndimage import map_coordinates
 
     plane = _slice(image, grid, z_mm)
-    t = np.linspace(0.0, 1.0, int(n_samples))
+    start_xy_mm, end_xy_mm = _xy("start_xy_mm", start_xy_mm), _xy("end_xy_mm", end_xy_mm)
+    t = np.linspace(0.0, 1.0, integer("n_samples", n_samples, lo=2))
     x = start_xy_mm[0] + t * (end_xy_mm[0] - start_xy_mm[0])
     y = start_xy_mm[1] + t * (end_xy_mm[1] - start_xy_mm[1])
     fx = x / grid.voxel_size[2] + 0.5 * (grid.nx - 1)
@@ -125,6 +146,14 @@ def plot_line_profiles(images: Sequence, labels: Sequence[str], phantom_info, *,
     ``normalise`` divides each profile by its image's background mean (the sphere's annulus)."""
     from .metrics import crc as _crc
 
+    _phantom_info(phantom_info)
+    sphere = integer("sphere", sphere, lo=0)
+    if sphere >= phantom_info.n_spheres:
+        raise ValueError(f"sphere: expected an index in [0, {phantom_info.n_spheres}), got {sphere}")
+    half_length_mm = real_number("half_length_mm", half_length_mm, positive=True)
+    images, labels = list(images), list(labels)
+    if len(labels) != len(images):
+        raise ValueError(f"labels: expected one label per image, got {len(labels)} for {len(images)} image(s)")
     c = np.asarray(phantom_info.sphere_centres_mm[sphere], dtype=float)
     d = c[:2] / max(np.hypot(c[0], c[1]), 1e-9) if np.hypot(c[0], c[1]) > 0 else np.array([1.0, 0.0])
     a, b = c[:2] - half_length_mm * d, c[:2] + half_length_mm * d

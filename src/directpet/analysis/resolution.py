@@ -23,7 +23,9 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .._checks import integer, real_number
 from ..geometry import ImageGrid
+from ..sim.phantoms import check_point
 from .metrics import _image
 
 AXIS_NAMES = ("radial", "tangential", "axial")
@@ -60,13 +62,16 @@ def fwhm_1d(profile, spacing_mm: float, *, fraction: float = 0.5) -> float:
     profile), when the maximum is not positive, or when the profile never falls below the level
     on one side (widen the profile).
     """
-    p = np.asarray(profile, dtype=np.float64)
+    p = np.asarray(profile)
+    if not (np.issubdtype(p.dtype, np.floating) or np.issubdtype(p.dtype, np.integer)):
+        raise TypeError(f"profile: expected real samples, got dtype {p.dtype}")
+    p = p.astype(np.float64)
     if p.ndim != 1 or p.shape[0] < 3:
         raise ValueError(f"profile: expected a 1D array of at least 3 samples, got shape {p.shape}")
     if not np.all(np.isfinite(p)):
         raise ValueError("profile: contains NaN or inf")
-    if not np.isfinite(spacing_mm) or spacing_mm <= 0:
-        raise ValueError(f"spacing_mm: expected a positive finite value, got {spacing_mm!r}")
+    spacing_mm = real_number("spacing_mm", spacing_mm, positive=True)
+    fraction = real_number("fraction", fraction)
     if not 0.0 < fraction < 1.0:
         raise ValueError(f"fraction: expected a level in (0, 1), got {fraction!r}")
     n = p.shape[0]
@@ -96,12 +101,10 @@ def fwhm_1d(profile, spacing_mm: float, *, fraction: float = 0.5) -> float:
 # --- sampling helpers -----------------------------------------------------------------------------------
 
 def _checked_image(image, grid) -> np.ndarray:
-    if not isinstance(grid, ImageGrid):
-        raise TypeError(f"grid: expected ImageGrid, got {type(grid).__name__}")
-    img = _image(image, grid)
-    if img.ndim != 3 or not np.all(np.isfinite(img)):
-        raise ValueError("image: expected a finite (nz, ny, nx) array")
-    return img
+    """A real, finite (nz, ny, nx) float64 host image of the grid (errors name ``image``, ``grid``)."""
+    return _image(image, grid)
+
+
 
 
 def _sample(img: np.ndarray, grid: ImageGrid, points_xyz: np.ndarray) -> np.ndarray:
@@ -193,20 +196,17 @@ def point_source_fwhm(image, grid: ImageGrid, position_mm, *, half_width_mm: flo
     ({direction: (distance_mm from the peak (n,), values (n,))}).
     """
     img = _checked_image(image, grid)
-    pos = np.asarray(position_mm, dtype=np.float64)
-    if pos.shape != (3,) or not np.all(np.isfinite(pos)):
-        raise ValueError(f"position_mm: expected three finite coordinates (x, y, z) mm, got {position_mm!r}")
+    pos = np.array(check_point("position_mm", position_mm))
+    if isinstance(axes, (str, bytes)) or not hasattr(axes, "__iter__"):
+        raise TypeError(f"axes: expected a sequence of names from {AXIS_NAMES}, got {type(axes).__name__}")
     axes = tuple(axes)
-    bad = [a for a in axes if a not in AXIS_NAMES]
+    bad = [a for a in axes if not isinstance(a, str) or a not in AXIS_NAMES]
     if bad or not axes:
         raise ValueError(f"axes: expected a non-empty subset of {AXIS_NAMES}, got {axes!r}")
-    for name, v in (("half_width_mm", half_width_mm), ("search_mm", search_mm)):
-        if not np.isfinite(v) or v <= 0:
-            raise ValueError(f"{name}: expected a positive finite value, got {v!r}")
-    if not np.isfinite(sum_halfwidth_mm) or sum_halfwidth_mm < 0:
-        raise ValueError(f"sum_halfwidth_mm: expected a finite value >= 0, got {sum_halfwidth_mm!r}")
-    if isinstance(oversample, (bool, np.bool_)) or not isinstance(oversample, (int, np.integer)) or oversample < 1:
-        raise ValueError(f"oversample: expected a positive integer, got {oversample!r}")
+    half_width_mm = real_number("half_width_mm", half_width_mm, positive=True)
+    search_mm = real_number("search_mm", search_mm, positive=True)
+    sum_halfwidth_mm = real_number("sum_halfwidth_mm", sum_halfwidth_mm, nonnegative=True)
+    oversample = integer("oversample", oversample, lo=1)
 
     peak = _locate_peak(img, grid, pos, float(search_mm))
     frame = _frame(pos)
@@ -307,15 +307,18 @@ def rod_profiles(image, grid: ImageGrid, info, *, step_mm: Optional[float] = Non
     Returns ``{diameter_mm: RodProfile}`` in the order of ``info.groups``.
     """
     img = _checked_image(image, grid)
+    missing = [a for a in ("grid", "axis", "plane_axes", "centre_mm", "length_mm", "groups") if not hasattr(info, a)]
+    if missing:
+        raise TypeError(f"info: expected a DerenzoInfo (directpet.sim.derenzo_phantom), got {type(info).__name__} "
+                        f"(no {', '.join(missing)})")
     if tuple(info.grid.shape) != tuple(grid.shape) or tuple(info.grid.voxel_size) != tuple(grid.voxel_size):
         raise ValueError(f"info: its grid {info.grid} differs from grid {grid}")
+    axial_fraction = real_number("axial_fraction", axial_fraction)
     if not 0.0 < axial_fraction <= 1.0:
         raise ValueError(f"axial_fraction: expected a value in (0, 1], got {axial_fraction!r}")
     u_name, v_name = info.plane_axes
     in_plane = min(grid.voxel_size[_GRID_AXIS[u_name]], grid.voxel_size[_GRID_AXIS[v_name]])
-    step = 0.25 * in_plane if step_mm is None else float(step_mm)
-    if not np.isfinite(step) or step <= 0:
-        raise ValueError(f"step_mm: expected a positive finite value, got {step_mm!r}")
+    step = 0.25 * in_plane if step_mm is None else real_number("step_mm", step_mm, positive=True)
 
     ax = _GRID_AXIS[info.axis]
     along = grid.centres(ax)
@@ -364,10 +367,16 @@ def peak_to_valley(profiles: Mapping[float, RodProfile], *,
     (see :class:`PeakToValley` for a valley of 0). Groups whose profile crosses a single rod have
     no valley and are left out. Returns ``{diameter_mm: PeakToValley}``.
     """
+    window_fraction = real_number("window_fraction", window_fraction)
     if not 0.0 < window_fraction <= 0.5:
         raise ValueError(f"window_fraction: expected a value in (0, 0.5], got {window_fraction!r}")
+    if not isinstance(profiles, Mapping):
+        raise TypeError(f"profiles: expected the {{diameter_mm: RodProfile}} of rod_profiles, got "
+                        f"{type(profiles).__name__}")
     out = {}
     for d, prof in profiles.items():
+        if not isinstance(prof, RodProfile):
+            raise TypeError(f"profiles: the entry for {d!r} is a {type(prof).__name__}, expected a RodProfile")
         if prof.rod_mm.size < 2:
             continue
         half = window_fraction * prof.diameter_mm

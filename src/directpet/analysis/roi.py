@@ -15,6 +15,7 @@ from typing import List, Tuple
 
 import numpy as np
 
+from .._checks import expect_instance, integer, real_number
 from ..geometry import ImageGrid
 
 #: Background annulus of [HA]: inner diameter = sphere diameter + 14 mm, 8 mm thick.
@@ -23,14 +24,13 @@ ANNULUS_THICKNESS_MM = 8.0
 
 
 def circle_weights(grid: ImageGrid, centre_xy_mm, diameter_mm: float, supersample: int = 10) -> np.ndarray:
-    """Area fraction (ny, nx) float64 of each pixel inside a circle (centre (x, y) mm, diameter mm)."""
-    if not np.isfinite(diameter_mm) or diameter_mm < 0:
-        raise ValueError(f"diameter_mm: expected a finite value >= 0, got {diameter_mm!r}")
-    ss = int(supersample)
-    if ss < 1:
-        raise ValueError(f"supersample: expected a positive integer, got {supersample!r}")
-    cx, cy = float(centre_xy_mm[0]), float(centre_xy_mm[1])
-    r = 0.5 * float(diameter_mm)
+    """Area fraction (ny, nx) float64 of each pixel inside a circle (centre (x, y) mm, diameter mm
+    finite and >= 0, ``supersample`` a positive integer)."""
+    expect_instance(grid, ImageGrid, "grid")
+    diameter_mm = real_number("diameter_mm", diameter_mm, nonnegative=True)
+    ss = integer("supersample", supersample, lo=1)
+    cx, cy = _xy("centre_xy_mm", centre_xy_mm)
+    r = 0.5 * diameter_mm
     vy, vx = grid.voxel_size[1], grid.voxel_size[2]
     out = np.zeros((grid.ny, grid.nx))
     # Only the pixels of the bounding box can be touched.
@@ -49,6 +49,8 @@ def circle_weights(grid: ImageGrid, centre_xy_mm, diameter_mm: float, supersampl
 def annulus_weights(grid: ImageGrid, centre_xy_mm, inner_diameter_mm: float, outer_diameter_mm: float,
                     supersample: int = 10) -> np.ndarray:
     """Area fraction (ny, nx) of each pixel inside an annulus (outer circle minus inner circle)."""
+    inner_diameter_mm = real_number("inner_diameter_mm", inner_diameter_mm, nonnegative=True)
+    outer_diameter_mm = real_number("outer_diameter_mm", outer_diameter_mm, nonnegative=True)
     if outer_diameter_mm < inner_diameter_mm:
         raise ValueError(f"outer_diameter_mm ({outer_diameter_mm}) < inner_diameter_mm ({inner_diameter_mm})")
     return np.clip(circle_weights(grid, centre_xy_mm, outer_diameter_mm, supersample)
@@ -62,8 +64,9 @@ def slice_weights(grid: ImageGrid, z_mm: float, axial: str = "linear") -> List[T
     slice when z is on a slice centre). For an even number of slices and z = 0 this is the
     average of the two central slices. ``axial='nearest'``: the slice containing z.
     """
+    expect_instance(grid, ImageGrid, "grid")
     nz, vz = grid.nz, grid.voxel_size[0]
-    f = float(z_mm) / vz + 0.5 * (nz - 1)        # continuous slice index, centres at integers
+    f = real_number("z_mm", z_mm) / vz + 0.5 * (nz - 1)        # continuous slice index, centres at integers
     if axial == "nearest":
         i = int(np.floor(f + 0.5))
         if not 0 <= i < nz:
@@ -96,7 +99,11 @@ def weighted_std(plane: np.ndarray, w: np.ndarray) -> float:
 
 
 def roi_mean(image: np.ndarray, weights2d: np.ndarray, slices) -> float:
-    """``sum_iz a_iz * weighted_mean(image[iz], weights2d)`` for slices ``[(iz, a_iz), ...]``."""
+    """``sum_iz a_iz * weighted_mean(image[iz], weights2d)`` for slices ``[(iz, a_iz), ...]`` (the
+    slices used must be finite: a NaN or inf is a ValueError naming ``image``)."""
+    for iz, _ in slices:
+        if not np.isfinite(image[iz]).all():
+            raise ValueError(f"image: contains NaN or inf (slice {iz})")
     return float(sum(a * weighted_mean(image[iz], weights2d) for iz, a in slices))
 
 
@@ -120,7 +127,14 @@ class SphereROIs:
 
         ``sphere_roi_diameter_mm`` overrides the sphere ROI diameter (default: each sphere's).
         """
-        grid = info.grid
+        grid = expect_instance(getattr(info, "grid", None), ImageGrid, "info.grid")
+        for name in ("sphere_centres_mm", "sphere_diameters_mm"):
+            if not hasattr(info, name):
+                raise TypeError(f"info: expected a PhantomInfo, got {type(info).__name__} (no {name})")
+        annulus_gap_mm = real_number("annulus_gap_mm", annulus_gap_mm, nonnegative=True)
+        annulus_thickness_mm = real_number("annulus_thickness_mm", annulus_thickness_mm, positive=True)
+        if sphere_roi_diameter_mm is not None:
+            sphere_roi_diameter_mm = real_number("sphere_roi_diameter_mm", sphere_roi_diameter_mm, positive=True)
         sph, bg, sl = [], [], []
         for c, d in zip(np.asarray(info.sphere_centres_mm), np.asarray(info.sphere_diameters_mm)):
             d_roi = float(d) if sphere_roi_diameter_mm is None else float(sphere_roi_diameter_mm)
@@ -131,10 +145,24 @@ class SphereROIs:
         return cls(sph, bg, sl)
 
     def means(self, image: np.ndarray):
-        """(sphere means, background means), arrays of shape (n_spheres,)."""
+        """(sphere means, background means), arrays of shape (n_spheres,), of a finite (nz, ny, nx)
+        image on the ROIs' grid (NaN or inf in a slice used: see :func:`roi_mean`)."""
+        image = np.asarray(image)
+        if self.sphere and (image.ndim != 3 or image.shape[1:] != self.sphere[0].shape):
+            raise ValueError(f"image: expected (nz, ny, nx) with (ny, nx) = {self.sphere[0].shape}, got "
+                             f"shape {image.shape}")
         ps = np.array([roi_mean(image, w, s) for w, s in zip(self.sphere, self.slices)])
         pb = np.array([roi_mean(image, w, s) for w, s in zip(self.background, self.slices)])
         return ps, pb
+
+
+def _xy(name: str, p) -> Tuple[float, float]:
+    """An (x, y) point in mm as two finite floats; errors name ``name``."""
+    if isinstance(p, (str, bytes)) or not hasattr(p, "__len__"):
+        raise TypeError(f"{name}: expected an (x, y) point in mm, got {type(p).__name__}")
+    if len(p) not in (2, 3):                   # (x, y) or an (x, y, z) centre whose z is not used
+        raise ValueError(f"{name}: expected an (x, y) point in mm, got {p!r}")
+    return real_number(f"{name}[0]", p[0]), real_number(f"{name}[1]", p[1])
 
 
 def _span(centres, v, lo, hi):

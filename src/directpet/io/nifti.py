@@ -17,9 +17,11 @@ nibabel is imported only when these functions are called (``pip install nibabel`
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-from .._checks import to_numpy
+from .._checks import real_number, to_numpy
 from ..geometry import ImageGrid
 
 SCANNER_ANAT = 1     # NIfTI xform code: scanner-based anatomical coordinates
@@ -46,10 +48,12 @@ def nifti_affine(grid: ImageGrid) -> np.ndarray:
 
 
 def save_nifti(path, image, grid: ImageGrid, *, description: str = "directpet"):
-    """Write ``image`` (``grid.shape`` = (nz, ny, nx), NumPy or CuPy, finite) as a NIfTI-1 file
-    (``.nii`` or ``.nii.gz``), float32, with :func:`nifti_affine` as sform and qform (code scanner)
-    and voxel sizes in mm. Returns ``path``."""
+    """Write ``image`` (``grid.shape`` = (nz, ny, nx), NumPy or CuPy, real, finite in float32: no
+    value beyond float32's range) as a NIfTI-1 file (``.nii`` or ``.nii.gz``), float32, with
+    :func:`nifti_affine` as sform and qform (code scanner) and voxel sizes in mm. Returns ``path``."""
     nib = _nibabel()
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file name (str or os.PathLike), got {type(path).__name__}")
     affine = nifti_affine(grid)
     if not hasattr(image, "shape") or not hasattr(image, "dtype"):
         raise TypeError(f"image: expected a NumPy or CuPy array, got {type(image).__name__}")
@@ -60,7 +64,12 @@ def save_nifti(path, image, grid: ImageGrid, *, description: str = "directpet"):
         raise TypeError(f"image: expected a real numeric array, got dtype {a.dtype}")
     if not np.isfinite(a).all():
         raise ValueError("image: contains NaN or inf")
-    data = np.ascontiguousarray(np.transpose(a, (2, 1, 0)), dtype=np.float32)      # (nx, ny, nz)
+    with np.errstate(over="ignore"):             # values beyond float32 become inf: reported just below
+        data = np.ascontiguousarray(np.transpose(a, (2, 1, 0)), dtype=np.float32)      # (nx, ny, nz)
+    if not np.isfinite(data).all():              # float64 values beyond float32's range became inf
+        big = float(np.abs(a).max())
+        raise ValueError(f"image: values must be finite in float32 (|x| <= {float(np.finfo(np.float32).max):.4g}); "
+                         f"the largest magnitude is {big:.4g}")
     img = nib.Nifti1Image(data, affine)
     img.set_sform(affine, code=SCANNER_ANAT)
     img.set_qform(affine, code=SCANNER_ANAT)
@@ -77,9 +86,15 @@ def load_nifti(path, *, atol_mm: float = 1e-3):
     The file's affine (sform when set, else qform) must be axis-aligned with positive voxel sizes
     and centred on the scanner axis (to ``atol_mm``); anything else (a rotation, a flipped axis, an
     off-centre field, 4D data, a missing or corrupt file) is a ValueError naming ``path`` --
-    resample such images onto a centred grid first.
+    resample such images onto a centred grid first. So is a file of complex, boolean or
+    non-numeric voxels, and one whose values overflow float32.
     """
     nib = _nibabel()
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file name (str or os.PathLike), got {type(path).__name__}")
+    atol_mm = real_number("atol_mm", atol_mm)
+    if atol_mm < 0:
+        raise ValueError(f"atol_mm: expected a tolerance >= 0 mm, got {atol_mm!r}")
     try:
         img = nib.load(str(path))
         data = np.asanyarray(img.dataobj)
@@ -92,9 +107,13 @@ def load_nifti(path, *, atol_mm: float = 1e-3):
         data = data[..., 0]
     if data.ndim != 3:
         raise ValueError(f"path: {path} holds {data.ndim}D data {data.shape}; expected a 3D image")
+    if not (np.issubdtype(data.dtype, np.floating) or np.issubdtype(data.dtype, np.integer)):
+        raise ValueError(f"path: {path} holds {data.dtype} voxels; expected real numbers (directpet images "
+                         f"are real: a complex image would lose its imaginary part)")
     lin = affine[:3, :3]
     voxel = np.diag(lin).copy()
-    if np.abs(lin - np.diag(voxel)).max() > 1e-6 * np.abs(voxel).max() or (voxel <= 0).any():
+    if not np.isfinite(affine).all() or np.abs(lin - np.diag(voxel)).max() > 1e-6 * np.abs(voxel).max() \
+            or (voxel <= 0).any():
         raise ValueError(f"path: {path} has an affine that is not axis-aligned with positive voxel sizes "
                          f"({np.array2string(lin, precision=4)}); resample it onto a directpet grid first")
     nx, ny, nz = data.shape
@@ -103,9 +122,13 @@ def load_nifti(path, *, atol_mm: float = 1e-3):
     if np.abs(off).max() > atol_mm:
         raise ValueError(f"path: {path} is not centred on the scanner axis (its field is shifted by "
                          f"{np.round(off, 4).tolist()} mm in x, y, z); resample it onto a centred grid first")
-    image = np.ascontiguousarray(np.transpose(np.asarray(data, dtype=np.float32), (2, 1, 0)))
-    if not np.isfinite(image).all():
+    if not np.isfinite(data).all():
         raise ValueError(f"path: {path} contains NaN or inf voxels")
+    with np.errstate(over="ignore"):             # values beyond float32 become inf: reported just below
+        image = np.ascontiguousarray(np.transpose(np.asarray(data, dtype=np.float32), (2, 1, 0)))
+    if not np.isfinite(image).all():
+        raise ValueError(f"path: {path} holds values beyond float32's range (largest magnitude "
+                         f"{float(np.abs(data).max()):.4g})")
     return image, grid
 
 

@@ -2,7 +2,9 @@
 
 On CuPy arrays each step is one CUDA kernel (cupy.ElementwiseKernel) instead of a chain of
 temporaries: a 144x144x48 DIRECT view update then costs two passes over memory besides the
-projections. On NumPy arrays the same formulas run with in-place operations.
+projections. On NumPy arrays the same formulas run with in-place operations on the output.
+The RAMLA step writes a new image rather than updating x in place, so that an x handed to a
+callback stays as it was.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ def _cupy_kernel(name):
                 "r = s * (d / max(s * hx + b, eps) - c)", "directpet_subset_residual")
         elif name == "ramla":
             _KERNELS[name] = cupy.ElementwiseKernel(
-                "float32 step, float32 g, float32 floor", "float32 x",
-                "x = max(x + x * step * g, floor)", "directpet_ramla_update")
+                "float32 x, float32 step, float32 g, float32 floor", "float32 y",
+                "y = max(x + x * step * g, floor)", "directpet_ramla_update")
     return _KERNELS[name]
 
 
@@ -50,11 +52,11 @@ def subset_residual(xp, hx, d, s, b, eps: float, c: float, out):
 
 
 def ramla_update(xp, x, step, g, floor: float):
-    """x <- max(x + x * step * g, floor), in place."""
+    """A new array ``max(x + x * step * g, floor)``; x is not modified (a callback may keep it)."""
     if xp is not np:
-        return _cupy_kernel("ramla")(step, g, np.float32(floor), x)
-    upd = step * g
-    upd *= x
-    x += upd
-    np.maximum(x, np.float32(floor), out=x)
-    return x
+        return _cupy_kernel("ramla")(x, step, g, np.float32(floor))
+    y = np.multiply(step, g)
+    y *= x
+    y += x
+    np.maximum(y, np.float32(floor), out=y)
+    return y

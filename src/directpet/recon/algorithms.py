@@ -24,7 +24,10 @@ processes (an NCCL all-reduce) and its ``reduce_sum`` sums the likelihood terms,
 computes the same updates. Block-RAMLA is sequential (one view per update) and is single-device.
 
 Every algorithm validates the problem once per call (:meth:`SubsetProblem.check`: data, factors
-and background finite and non-negative, errors naming the argument), not per iteration.
+and background finite and non-negative, errors naming the argument), not per iteration, and checks
+all its own arguments (``n_iter``, ``x0``, ``order``, ``callback``, ``store_every``, the relaxation
+schedule, ``floor``, ...) in one place at entry, before any projection: a bad argument is a
+ValueError or TypeError naming it, never a NaN surfacing later in a projector.
 
 Division guards (documented choices):
 
@@ -32,7 +35,10 @@ Division guards (documented choices):
   ``d = 0`` contribute 0 whatever ybar is; a bin with ``d > 0`` and ``ybar = 0`` (impossible under the
   model) gets a large but finite ratio.
 * Voxels with ``S`` (or ``S_s``, ``Sbar``) ``<= 1e-9 * max(S)`` receive no information from the data:
-  their value is left unchanged (factor 1 in MLEM/OSEM, step 0 in RAMLA).
+  their value is left unchanged (factor 1 in MLEM/OSEM, step 0 in RAMLA, where only the floor
+  applies). A problem whose sensitivity image is zero everywhere is an error (``problem``).
+* Voxels at 0 stay at 0 in MLEM and OSEM (multiplicative updates): ``x0`` may hold zeros (a support
+  mask) but not only zeros.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
-from .._checks import array_module, positive_int
+from .._checks import array_module, flag, integer, real_number
 from ._fused import ramla_update, subset_residual
 from .problem import SubsetProblem
 
@@ -101,6 +107,19 @@ def _checked(problem: SubsetProblem):
     return problem.xp, eps_y, totals
 
 
+def _check_run(n_iter, callback, store_every, track_loglik, progress) -> int:
+    """The arguments every algorithm shares; returns n_iter as an int."""
+    n_iter = integer("n_iter", n_iter, lo=1)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback: expected a callable callback(iteration, subiteration, x) or None, "
+                        f"got {type(callback).__name__}")
+    if store_every is not None:
+        integer("store_every", store_every, lo=1)
+    flag("track_loglik", track_loglik)
+    flag("progress", progress)
+    return n_iter
+
+
 def _subset_index(s, n: int, name: str) -> int:
     if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
         raise TypeError(f"{name}: expected integer subset indices, got {type(s).__name__}")
@@ -109,11 +128,16 @@ def _subset_index(s, n: int, name: str) -> int:
     return int(s)
 
 
+def _index_list(indices, n: int, name: str) -> List[int]:
+    """A sequence of subset indices as a list of ints (each checked)."""
+    if isinstance(indices, (str, bytes)) or not hasattr(indices, "__iter__"):
+        raise TypeError(f"{name}: expected a sequence of subset indices, got {type(indices).__name__}")
+    return [_subset_index(s, n, name) for s in indices]
+
+
 def _check_order(order, n: int) -> List[int]:
     """order as a list: every subset index 0..n-1 exactly once."""
-    if isinstance(order, (str, bytes)) or not hasattr(order, "__iter__"):
-        raise TypeError(f"order: expected a sequence of subset indices, got {type(order).__name__}")
-    idx = [_subset_index(s, n, "order") for s in order]
+    idx = _index_list(order, n, "order")
     if len(idx) != n or len(set(idx)) != n:
         missing = sorted(set(range(n)) - set(idx))
         repeated = sorted({s for s in idx if idx.count(s) > 1})
@@ -122,19 +146,52 @@ def _check_order(order, n: int) -> List[int]:
     return idx
 
 
-def _check_x0(x0, shape, xp):
-    if tuple(x0.shape) != tuple(shape):
-        raise ValueError(f"x0: expected shape {tuple(shape)}, got {tuple(x0.shape)}")
-    if array_module(x0) is not xp:
-        raise TypeError("x0: must live where the data live (both NumPy or both CuPy)")
-    return xp.ascontiguousarray(x0, dtype=xp.float32).copy()
+def _check_image(x, name: str, shape, xp):
+    """x as a new C-contiguous float32 array of ``shape`` in namespace xp: a real, finite,
+    non-negative NumPy (or CuPy, with CuPy data) array; errors name the argument."""
+    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        raise TypeError(f"{name}: expected a {xp.__name__} array of shape {tuple(shape)}, got {type(x).__name__}")
+    if array_module(x) is not xp:
+        raise TypeError(f"{name}: must live where the data live (both NumPy or both CuPy), got "
+                        f"{type(x).__module__}.{type(x).__name__} for {xp.__name__} data")
+    if not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)):   # bool, complex
+        raise TypeError(f"{name}: expected a real (float or integer) array, got dtype {x.dtype}")
+    if tuple(x.shape) != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {tuple(x.shape)}")
+    with np.errstate(over="ignore"):           # values beyond float32 become inf: reported just below
+        out = xp.array(x, dtype=xp.float32, order="C", copy=True)
+    if not bool(xp.isfinite(out).all()):
+        raise ValueError(f"{name}: contains NaN or inf (or values beyond float32's range)")
+    if bool((out < 0).any()):
+        raise ValueError(f"{name}: contains negative values; an activity image must be >= 0")
+    return out
 
 
-def _start(problem: SubsetProblem, x0, S, totals, xp):
-    """x0 (checked, copied), or the uniform image whose expected total counts match the data:
-    ``c = (sum d - sum b) / sum S``."""
+def _check_x0(x0, problem: SubsetProblem, xp):
+    """x0 checked and copied (None stays None): also not all zeros, which EM would keep at zero."""
+    if x0 is None:
+        return None
+    x = _check_image(x0, "x0", problem.image_shape, xp)
+    if not bool((x > 0).any()):
+        raise ValueError("x0: is zero everywhere; the multiplicative updates would keep it zero "
+                         "(give a positive start image, or None for the default)")
+    return x
+
+
+def _check_sensitivity(S, xp) -> float:
+    """max(S), or a ValueError naming the problem when no voxel is seen by the data."""
+    s_max = float(S.max())
+    if not s_max > 0:
+        raise ValueError("problem: its sensitivity image sum_s A_s^T f_s is zero everywhere (all factors "
+                         "zero, or a projector that sees no voxel); nothing can be reconstructed")
+    return s_max
+
+
+def _start(S, x0, totals, xp):
+    """x0 (already checked and copied), or the uniform image whose expected total counts match the
+    data: ``c = (sum d - sum b) / sum S``."""
     if x0 is not None:
-        return _check_x0(x0, problem.image_shape, xp)
+        return x0
     d_sum, b_sum, _ = totals
     c = max(d_sum - b_sum, 1e-3 * d_sum, 1e-12) / max(float(S.sum(dtype=xp.float64)), 1e-30)
     return xp.full(S.shape, c, dtype=xp.float32)
@@ -243,10 +300,9 @@ def _sensitivity(problem: SubsetProblem, xp, subsets):
     return S
 
 
-def _progress(n_iter, desc, progress):
+def _progress(n_iter: int, desc, progress):
     from tqdm.auto import tqdm
 
-    n_iter = positive_int("n_iter", n_iter)
     return tqdm(range(1, n_iter + 1), desc=desc, disable=not progress, unit="it")
 
 
@@ -280,7 +336,7 @@ class _Recorder:
     def __init__(self, algorithm, problem, xp, eps_y, work, store_every, track_loglik, params):
         self.res = ReconResult(image=None, algorithm=algorithm, params=params)
         self.problem, self.xp, self.eps_y, self.work = problem, xp, eps_y, work
-        self.store_every = int(store_every) if store_every else 0
+        self.store_every = int(store_every) if store_every is not None else 0
         self.track = bool(track_loglik)
         if self.track:
             self.res.loglik, self.res.loglik_iterations = [], []
@@ -314,38 +370,52 @@ def sensitivity_image(problem: SubsetProblem, subsets: Optional[Sequence[int]] =
     of the data."""
     xp, _, _ = _checked(problem)
     n = problem.n_subsets
-    subsets = range(n) if subsets is None else [_subset_index(s, n, "subsets") for s in subsets]
+    subsets = range(n) if subsets is None else _index_list(subsets, n, "subsets")
+    if not subsets:
+        raise ValueError("subsets: empty; expected at least one subset index (None for all)")
     return _sensitivity(problem, xp, subsets)
 
 
 def poisson_loglik(problem: SubsetProblem, x) -> float:
-    """Poisson log-likelihood ``sum_s sum d log ybar - ybar`` of image x (float64; ``log d!`` omitted)."""
+    """Poisson log-likelihood ``sum_s sum d log ybar - ybar`` of image x (float64; ``log d!`` omitted).
+
+    x : ``problem.image_shape``, real, finite and >= 0 (an activity image), in the namespace of
+    the data; ``ybar`` is guarded by ``max(ybar, eps_y)`` inside the log (module docstring).
+    """
     xp, eps_y, _ = _checked(problem)
+    x = _check_image(x, "x", problem.image_shape, xp)
     return _loglik(problem, xp, x, eps_y, _Work(problem, xp))
 
 
 def mlem(problem: SubsetProblem, n_iter: int, x0=None, *, callback: Optional[Callable] = None,
-         store_every: int = 0, track_loglik: bool = False, progress: bool = True) -> ReconResult:
+         store_every: Optional[int] = None, track_loglik: bool = False, progress: bool = True) -> ReconResult:
     """MLEM: ``x <- (x / S) * sum_s A_s^T [f_s d_s / ybar_s]`` (all subsets, summed in index order).
 
     Parameters
     ----------
     problem : a :class:`~directpet.recon.problem.SubsetProblem` (projector, data, factors,
         background), e.g. ``directpet.direct.ViewSubsets(projector, data)``.
-    n_iter : iterations.
-    x0 : initial image (``problem.image_shape``), positive; default uniform with matching total
-        counts.
+    n_iter : iterations, a positive integer.
+    x0 : initial image (``problem.image_shape``), real, finite, >= 0 and not all zeros (voxels at 0
+        stay 0), NumPy or CuPy like the data (copied as float32); default uniform with matching
+        total counts.
     callback : ``callback(iteration, subiteration, x)`` after every update (MLEM: subiteration 0);
-        iterations count from 1. A return value of True stops the reconstruction.
-    store_every : keep a copy of x every N iterations in ``result.images`` (0: none).
+        iterations count from 1. A return value of True stops the reconstruction. The x it receives
+        is never modified afterwards (it may be kept).
+    store_every : keep a copy of x every N iterations in ``result.images`` (a positive integer;
+        None: none).
     track_loglik : record the Poisson log-likelihood of x0 and after every iteration (MLEM gets
         L(x_{k-1}) for free during iteration k and pays one extra forward pass at the end).
     progress : tqdm progress bar.
+
+    Raises ValueError or TypeError naming the argument for any bad argument, before projecting.
     """
     xp, eps_y, totals = _checked(problem)
+    n_iter = _check_run(n_iter, callback, store_every, track_loglik, progress)
+    x0 = _check_x0(x0, problem, xp)
     S = _sensitivity(problem, xp, range(problem.n_subsets))
-    inv_S, good = _safe_inverse(S, _EPS_S_REL * float(S.max()), xp)
-    x = _start(problem, x0, S, totals, xp)
+    inv_S, good = _safe_inverse(S, _EPS_S_REL * _check_sensitivity(S, xp), xp)
+    x = _start(S, x0, totals, xp)
     work = _Work(problem, xp)
     rec = _Recorder("mlem", problem, xp, eps_y, work, store_every, track_loglik, {})
     bp = xp.empty_like(x)
@@ -366,7 +436,7 @@ def mlem(problem: SubsetProblem, n_iter: int, x0=None, *, callback: Optional[Cal
 
 
 def osem(problem: SubsetProblem, n_iter: int, x0=None, *, order: Optional[Sequence[int]] = None,
-         callback: Optional[Callable] = None, store_every: int = 0, track_loglik: bool = False,
+         callback: Optional[Callable] = None, store_every: Optional[int] = None, track_loglik: bool = False,
          progress: bool = True) -> ReconResult:
     """OSEM: one EM update per subset, ``x <- (x / S_s) * A_s^T [f_s d_s / ybar_s]``, ``S_s = A_s^T f_s``.
 
@@ -375,18 +445,25 @@ def osem(problem: SubsetProblem, n_iter: int, x0=None, *, order: Optional[Sequen
     ``ViewSubsets(projector, data, n_subsets=k)`` gives k interleaved blocks of views.
     ``callback(iteration, subiteration, x)`` runs after every subset update (subiteration: the
     position in ``order``). Other parameters as in :func:`mlem`; the likelihood costs one extra
-    forward pass per iteration.
+    forward pass per iteration. A subset without counts is an error (``data``): its update would set
+    every voxel it sees to 0, from which the multiplicative updates never recover.
     """
     xp, eps_y, totals = _checked(problem)
+    n_iter = _check_run(n_iter, callback, store_every, track_loglik, progress)
     order = _check_order(problem.order() if order is None else order, problem.n_subsets)
+    x0 = _check_x0(x0, problem, xp)
+    for s in order:                  # summed over the processes that share the problem (same on each)
+        if not problem.reduce_sum(float(problem.data(s).sum(dtype=xp.float64))) > 0:
+            raise ValueError(f"data: subset {s} has no counts; its OSEM update would set every voxel it sees "
+                             f"to 0 for good (use fewer subsets, MLEM or block-RAMLA)")
     S_sub = {s: _sensitivity(problem, xp, [s]) for s in order}
     S = S_sub[order[0]].copy()
     for s in order[1:]:
         S += S_sub[s]
-    s_max = float(S.max())
+    s_max = _check_sensitivity(S, xp)
     invs = {s: _safe_inverse(S_s, _EPS_S_REL * s_max, xp) for s, S_s in S_sub.items()}
     del S_sub
-    x = _start(problem, x0, S, totals, xp)
+    x = _start(S, x0, totals, xp)
     work = _Work(problem, xp)
     rec = _Recorder("osem", problem, xp, eps_y, work, store_every, track_loglik, {"order": order})
     bp = xp.empty_like(x)
@@ -400,14 +477,27 @@ def osem(problem: SubsetProblem, n_iter: int, x0=None, *, order: Optional[Sequen
     return rec.finish(x)
 
 
+def _check_relaxation(lambda0, gamma):
+    """(lambda0, gamma) of the default schedule: lambda0 > 0, gamma >= 0, both finite."""
+    lambda0, gamma = real_number("lambda0", lambda0), real_number("gamma", gamma)
+    if lambda0 <= 0:
+        raise ValueError(f"lambda0: expected a positive relaxation, got {lambda0!r}")
+    if gamma < 0:
+        raise ValueError(f"gamma: expected a decay >= 0 (lambda_n must stay positive), got {gamma!r}")
+    return lambda0, gamma
+
+
 def ramla_lambda(n: int, lambda0: float = 0.03, gamma: float = 0.05) -> float:
-    """Relaxation of pass n (1-based): ``lambda0 / (1 + gamma (n - 1))``."""
-    return float(lambda0) / (1.0 + float(gamma) * (n - 1))
+    """Relaxation of pass n (a positive integer, 1-based): ``lambda0 / (1 + gamma (n - 1))``
+    (``lambda0 > 0``, ``gamma >= 0``)."""
+    n = integer("n", n, lo=1)
+    lambda0, gamma = _check_relaxation(lambda0, gamma)
+    return lambda0 / (1.0 + gamma * (n - 1))
 
 
 def block_ramla(problem: SubsetProblem, n_iter: int, lambda0: float = 0.03, gamma: float = 0.05,
                 schedule=None, floor: Optional[float] = None, order: Optional[Sequence[int]] = None,
-                x0=None, *, callback: Optional[Callable] = None, store_every: int = 0,
+                x0=None, *, callback: Optional[Callable] = None, store_every: Optional[int] = None,
                 track_loglik: bool = False, progress: bool = True) -> ReconResult:
     """Block-RAMLA, one update per subset (science.md 1.9, [HA] §6).
 
@@ -417,30 +507,41 @@ def block_ramla(problem: SubsetProblem, n_iter: int, lambda0: float = 0.03, gamm
 
     Parameters
     ----------
-    lambda0, gamma : default schedule ``lambda_n = lambda0 / (1 + gamma (n - 1))`` for pass n.
-        The default lambda0 = 0.03 is calibrated (science.md 1.9, Q10) on the simulated [HA]
+    lambda0, gamma : default schedule ``lambda_n = lambda0 / (1 + gamma (n - 1))`` for pass n
+        (``lambda0 > 0``, ``gamma >= 0``, finite). The default lambda0 = 0.03 is calibrated
+        (science.md 1.9, Q10) on the simulated [HA]
         experiment (sphere phantom, 430 M events, 144 x 144 x 48 voxels, 40 x 3 views, invariant
         400 ps kernel): with science.md's starting value 0.1 the noise reached 8 % after 4.5
         passes, at a cumulative relaxation sum(lambda_n) of about 0.41; 0.03 reaches that sum after
         about 20 passes, where [HA] Fig. 10 reaches 8 %.
-    schedule : overrides it: a callable ``n -> lambda_n`` or a sequence indexed by ``n - 1``.
-    floor : positivity floor (default ``1e-6 * mean(x0)``).
+    schedule : overrides it: a callable ``n -> lambda_n`` or a sequence indexed by ``n - 1`` with at
+        least ``n_iter`` values; every lambda_n must be a positive finite number. A callable is
+        evaluated for n = 1 .. n_iter at entry (before any projection).
+    floor : positivity floor, finite and >= 0 (default ``1e-6 * mean(x0)``).
     order : the subsets' visiting order within a pass, every subset index exactly once (default
         ``problem.order()``).
     Other parameters as in :func:`mlem`; ``callback(iteration, subiteration, x)`` runs after
-    every subset update, and the likelihood costs one extra forward pass per iteration.
+    every subset update (each update makes a new array: an x the callback keeps is not changed by
+    later updates), and the likelihood costs one extra forward pass per iteration.
     """
+    xp, eps_y, totals = _checked(problem)
     if problem.n_ranks > 1:
         raise ValueError(f"problem: block-RAMLA is sequential (one view per update) and runs on one device; "
                          f"this problem is shared by {problem.n_ranks} processes (use OSEM or MLEM)")
-    xp, eps_y, totals = _checked(problem)
+    n_iter = _check_run(n_iter, callback, store_every, track_loglik, progress)
+    lambda0, gamma = _check_relaxation(lambda0, gamma)
+    lambdas = _schedule(schedule, lambda0, gamma, n_iter)
+    if floor is not None:
+        floor = real_number("floor", floor)
+        if floor < 0:
+            raise ValueError(f"floor: expected a positivity floor >= 0, got {floor!r}")
     order = _check_order(problem.order() if order is None else order, problem.n_subsets)
+    x0 = _check_x0(x0, problem, xp)
     S = _sensitivity(problem, xp, range(problem.n_subsets))
-    inv_S, good = _safe_inverse(S, _EPS_S_REL * float(S.max()), xp)
+    inv_S, good = _safe_inverse(S, _EPS_S_REL * _check_sensitivity(S, xp), xp)
     inv_Sbar = inv_S * np.float32(problem.n_subsets)           # 1 / (S / n_subsets)
-    x = _start(problem, x0, S, totals, xp)                      # a fresh array: updated in place below
-    fl = float(1e-6 * float(x.mean(dtype=xp.float64))) if floor is None else float(floor)
-    lam_of = _schedule(schedule, lambda0, gamma)
+    x = _start(S, x0, totals, xp)
+    fl = float(1e-6 * float(x.mean(dtype=xp.float64))) if floor is None else floor
     work = _Work(problem, xp)
     rec = _Recorder("block_ramla", problem, xp, eps_y, work, store_every, track_loglik,
                     {"order": order, "lambda0": lambda0, "gamma": gamma, "floor": fl})
@@ -450,25 +551,42 @@ def block_ramla(problem: SubsetProblem, n_iter: int, lambda0: float = 0.03, gamm
     step = {}
 
     def start_pass(it):
-        lam = lam_of(it)
+        lam = lambdas[it - 1]
         rec.res.lambdas.append(lam)
         step["scale"] = xp.where(good, inv_Sbar * np.float32(lam), 0.0).astype(xp.float32)
 
     def update(it, s, x):
         _backproject_residual(problem, xp, x, (s,), eps_y, 1.0, work, grad)
-        return ramla_update(xp, x, step["scale"], grad, fl)
+        return ramla_update(xp, x, step["scale"], grad, fl)       # a new array: x is left as it was
 
     x = _run_passes(rec, xp, x, n_iter, "block-RAMLA", progress, order, update, callback, start_pass)
     return rec.finish(x)
 
 
-def _schedule(schedule, lambda0, gamma) -> Callable[[int], float]:
+def _schedule(schedule, lambda0: float, gamma: float, n_iter: int) -> List[float]:
+    """lambda_1 .. lambda_{n_iter}, each checked (positive, finite); errors name ``schedule``."""
     if schedule is None:
-        return lambda n: ramla_lambda(n, lambda0, gamma)
+        return [ramla_lambda(n, lambda0, gamma) for n in range(1, n_iter + 1)]
     if callable(schedule):
-        return lambda n: float(schedule(n))
-    seq = [float(s) for s in schedule]
-    return lambda n: seq[min(n, len(seq)) - 1]
+        values = [schedule(n) for n in range(1, n_iter + 1)]
+    elif isinstance(schedule, (str, bytes)) or not hasattr(schedule, "__iter__"):
+        raise TypeError(f"schedule: expected a callable n -> lambda_n or a sequence of relaxations, "
+                        f"got {type(schedule).__name__}")
+    else:
+        values = list(schedule)
+        if len(values) < n_iter:
+            raise ValueError(f"schedule: {len(values)} relaxation(s) for n_iter={n_iter} passes; give at "
+                             f"least n_iter values (or a callable)")
+        values = values[:n_iter]
+    out = []
+    for n, v in enumerate(values, start=1):
+        if getattr(v, "ndim", None) == 0 and hasattr(v, "item"):      # NumPy / CuPy 0-d arrays
+            v = v.item()
+        lam = real_number(f"schedule: lambda_{n}", v)
+        if lam <= 0:
+            raise ValueError(f"schedule: lambda_{n} = {lam!r}; expected positive relaxations")
+        out.append(lam)
+    return out
 
 
 __all__ = ["ReconResult", "block_ramla", "mlem", "osem", "poisson_loglik", "ramla_lambda", "sensitivity_image"]

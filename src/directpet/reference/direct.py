@@ -12,6 +12,37 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks import real_number
+from ..geometry import ImageGrid
+
+
+def _lut(lut):
+    """lut, or a TypeError naming it when it is not a DirectLUT (lormap, offsets, values)."""
+    missing = [a for a in ("lormap", "offsets", "values") if not hasattr(lut, a)]
+    if missing:
+        raise TypeError(f"lut: expected a DirectLUT (directpet.direct.build_lut), got {type(lut).__name__} "
+                        f"(no {', '.join(missing)})")
+    return lut
+
+
+def _volume(a, name: str, lut) -> np.ndarray:
+    """a as float64 (nz, ny, nx) with (ny, nx) those of the LUT (its grid's shape where it has one):
+    a real, finite NumPy array, else an error naming ``name`` (as the compiled projectors check)."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
+    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+        raise TypeError(f"{name}: expected a real (float or integer) array, got dtype {a.dtype}")
+    grid = getattr(lut, "grid", None)
+    plane = tuple(np.shape(lut.lormap))
+    if isinstance(grid, ImageGrid):
+        if a.shape != grid.shape:
+            raise ValueError(f"{name}: expected shape {grid.shape}, got {a.shape}")
+    elif a.ndim != 3 or a.shape[1:] != plane:
+        raise ValueError(f"{name}: expected shape (nz,) + {plane}, got {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name}: contains NaN or inf")
+    return a.astype(np.float64, copy=False)
+
 
 def _overlap(n, d):
     """Slices (target, source) of an axis of length n for a shift target = source + d."""
@@ -22,7 +53,7 @@ def _overlap(n, d):
 
 def forward(image, lut) -> np.ndarray:
     """Scatter: (H x)(r) = sum_{r'} x(r') K_{a(r')}(r - r'). image (nz, ny, nx) -> float64 histo-image."""
-    x = np.asarray(image, dtype=np.float64)
+    x = _volume(image, "image", _lut(lut))
     nz, ny, nx = x.shape
     weights = np.asarray(lut.values, dtype=np.float64)[lut.lormap]  # (ny, nx, N): kernel of each source
     out = np.zeros_like(x)
@@ -36,7 +67,7 @@ def forward(image, lut) -> np.ndarray:
 
 def back(histo, lut) -> np.ndarray:
     """Gather: (H^T g)(r) = sum_i g(r + d_i) K_{a(r)}(d_i). histo (nz, ny, nx) -> float64 image."""
-    g = np.asarray(histo, dtype=np.float64)
+    g = _volume(histo, "histo", _lut(lut))
     nz, ny, nx = g.shape
     weights = np.asarray(lut.values, dtype=np.float64)[lut.lormap]  # (ny, nx, N): own kernel
     out = np.zeros_like(g)
@@ -54,10 +85,29 @@ def gaussian_kernel_values(grid, view, offsets, sigma_tof, sigma_axial, sigma_ra
     """mSRval from the formulas in float64: (n_kernels, N), unit sum per row.
 
     ``sigma_radial``, ``narrow_weight`` and ``wide_shift`` are per identifier (mm); without the last
-    two the kernel is the symmetric Gaussian.
+    two the kernel is the symmetric Gaussian. The sigmas must be positive and finite (mm),
+    ``narrow_weight`` in [0, 1], ``wide_shift`` finite, ``offsets`` integer (N, 3).
     """
+    if not isinstance(grid, ImageGrid):
+        raise TypeError(f"grid: expected an ImageGrid, got {type(grid).__name__}")
+    missing = [a for a in ("direction", "radial_axis", "axial_axis") if not hasattr(view, a)]
+    if missing:
+        raise TypeError(f"view: expected a View, got {type(view).__name__} (no {', '.join(missing)})")
+    o = np.asarray(offsets)
+    if not np.issubdtype(o.dtype, np.integer):
+        raise TypeError(f"offsets: expected integer voxel offsets (dz, dy, dx), got dtype {o.dtype}")
+    if o.ndim != 2 or o.shape[1] != 3:
+        raise ValueError(f"offsets: expected shape (N, 3) (dz, dy, dx), got {o.shape}")
+    sigma_tof = real_number("sigma_tof", sigma_tof, positive=True)
+    sigma_axial = real_number("sigma_axial", sigma_axial, positive=True)
+    sigma_radial = _per_identifier("sigma_radial", sigma_radial, None, 0.0, np.inf, open_low=True)
+    n = sigma_radial.shape[0]
+    if narrow_weight is not None:
+        narrow_weight = _per_identifier("narrow_weight", narrow_weight, n, 0.0, 1.0)
+    if wide_shift is not None:
+        wide_shift = _per_identifier("wide_shift", wide_shift, n, -np.inf, np.inf)
     vz, vy, vx = grid.voxel_size
-    o = np.asarray(offsets, dtype=np.float64)
+    o = o.astype(np.float64)
     d = np.stack([o[:, 2] * vx, o[:, 1] * vy, o[:, 0] * vz], axis=1)
     t, r, a = d @ view.direction, d @ view.radial_axis, d @ view.axial_axis
     s = np.asarray(sigma_radial, dtype=np.float64)[:, None]
@@ -70,3 +120,17 @@ def gaussian_kernel_values(grid, view, offsets, sigma_tof, sigma_axial, sigma_ra
     radial = w * normal(r[None, :], 0.0, s) + (1 - w) * normal(r[None, :], sh, 2 * s)
     k = np.exp(-0.5 * (t / sigma_tof) ** 2 - 0.5 * (a / sigma_axial) ** 2)[None, :] * radial
     return k / k.sum(axis=1, keepdims=True)
+
+
+def _per_identifier(name, v, n, low, high, open_low=False) -> np.ndarray:
+    """v as a 1D float64 array (of n values when n is given), finite, in [low, high] ((low, high]
+    with ``open_low``); errors name ``name``."""
+    a = np.asarray(v)
+    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+        raise TypeError(f"{name}: expected real values (one per identifier), got dtype {a.dtype}")
+    if a.ndim != 1 or (n is not None and a.shape[0] != n):
+        raise ValueError(f"{name}: expected shape ({'n_kernels' if n is None else n},), got {a.shape}")
+    a = a.astype(np.float64)
+    if not np.isfinite(a).all() or np.any(a < low) or np.any(a > high) or (open_low and np.any(a <= low)):
+        raise ValueError(f"{name}: expected finite values in {'(' if open_low else '['}{low}, {high}], got {v!r}")
+    return a

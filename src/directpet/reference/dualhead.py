@@ -21,7 +21,8 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import expect_instance
+from .._checks import expect_instance, integer
+from ..sim.random import make_rng
 from ..dualhead.geometry import DualHeadScanner
 from ..dualhead.model import PatchModel
 
@@ -53,15 +54,33 @@ def system_matrix(model: PatchModel, classes: Optional[Sequence[int]] = None) ->
 
 
 def forward(model: PatchModel, image, classes: Optional[Sequence[int]] = None) -> np.ndarray:
-    """H x for the listed classes: (n_lors of the classes,) float64."""
-    H = system_matrix(model, classes)
-    return H @ np.asarray(image, dtype=np.float64).ravel()
+    """H x for the listed classes: (n_lors of the classes,) float64. image: a real, finite NumPy
+    array of the scanner grid's shape (any float or integer dtype)."""
+    model = expect_instance(model, PatchModel, "model")
+    x = _real_array(image, "image", model.scanner.grid.shape)
+    return system_matrix(model, classes) @ x.ravel()
 
 
 def adjoint(model: PatchModel, y, classes: Optional[Sequence[int]] = None) -> np.ndarray:
-    """H^T y for the listed classes' LOR vector y: image (n_z D, n_y D, n_planes) float64."""
-    H = system_matrix(model, classes)
-    return (H.T @ np.asarray(y, dtype=np.float64).ravel()).reshape(model.scanner.grid.shape)
+    """H^T y for the listed classes' LOR vector y ((n_lors of the classes,), real, finite): image
+    (n_z D, n_y D, n_planes) float64."""
+    model = expect_instance(model, PatchModel, "model")
+    y = _real_array(y, "y", (model.scanner.lor_count(classes),))
+    return (system_matrix(model, classes).T @ y).reshape(model.scanner.grid.shape)
+
+
+def _real_array(a, name: str, shape) -> np.ndarray:
+    """a as float64: a NumPy array of ``shape``, real and finite, else an error naming ``name`` (the
+    checks of the compiled projectors, less their float32 and contiguity requirements)."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
+    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+        raise TypeError(f"{name}: expected a real (float or integer) array, got dtype {a.dtype}")
+    if a.shape != tuple(shape):
+        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name}: contains NaN or inf")
+    return a.astype(np.float64, copy=False)
 
 
 def random_model(scanner: DualHeadScanner, rng, taps=(0, 12)) -> PatchModel:
@@ -69,7 +88,12 @@ def random_model(scanner: DualHeadScanner, rng, taps=(0, 12)) -> PatchModel:
     offsets drawn uniformly in the class's crystal cells (``0 <= dy < D (a_y + 1)``, likewise dz;
     duplicates merge) with weights uniform in [0.1, 1)."""
     scanner = expect_instance(scanner, DualHeadScanner, "scanner")
-    rng = np.random.default_rng(rng)
+    if isinstance(taps, (str, bytes)) or not hasattr(taps, "__len__") or len(taps) != 2:
+        raise TypeError(f"taps: expected (min, max) taps per (class, plane), got {taps!r}")
+    taps = (integer("taps[0]", taps[0], lo=0), integer("taps[1]", taps[1], lo=0))
+    if taps[1] < taps[0]:
+        raise ValueError(f"taps: expected min <= max, got {taps}")
+    rng = make_rng(rng)
     n_rows = scanner.n_classes * scanner.n_planes
     counts = rng.integers(taps[0], taps[1] + 1, size=n_rows)
     row = np.repeat(np.arange(n_rows), counts)

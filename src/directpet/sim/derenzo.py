@@ -59,9 +59,10 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from .._checks import expect_instance, integer, real_array, real_number
 from ..geometry import ImageGrid
-from .phantoms import (AnalyticPhantom, _bounding_box, _check_positive, _disc_fraction,
-                       _interval_overlap, point_source_phantom)
+from .phantoms import (AnalyticPhantom, _bounding_box, _check_positive, _check_voxelise, _disc_fraction,
+                       _interval_overlap, check_point, point_source_phantom)
 
 #: The in-plane axes ``(u, v)`` for each rod axis (right-handed with the axis).
 PLANE_AXES = {"x": ("y", "z"), "y": ("z", "x"), "z": ("x", "y")}
@@ -74,16 +75,11 @@ MICRO_DERENZO_DIAMETERS_MM = (2.4, 2.0, 1.7, 1.35, 1.0, 0.75)
 
 
 def _check_axis(axis) -> str:
+    if not isinstance(axis, str):
+        raise TypeError(f"axis: expected 'x', 'y' or 'z', got {type(axis).__name__}")
     if axis not in PLANE_AXES:
         raise ValueError(f"axis: expected 'x', 'y' or 'z', got {axis!r}")
     return axis
-
-
-def _check_point(name, p) -> Tuple[float, float, float]:
-    a = np.asarray(p, dtype=np.float64)
-    if a.shape != (3,) or not np.all(np.isfinite(a)):
-        raise ValueError(f"{name}: expected three finite coordinates (x, y, z) mm, got {p!r}")
-    return tuple(float(v) for v in a)
 
 
 # --- the rod source ------------------------------------------------------------------------------------
@@ -108,10 +104,9 @@ class RodSource:
     axis: str = "z"
 
     def __post_init__(self):
-        object.__setattr__(self, "centre_mm", _check_point("centre_mm", self.centre_mm))
-        _check_positive(radius_mm=self.radius_mm, length_mm=self.length_mm)
-        if not np.isfinite(self.concentration):
-            raise ValueError(f"concentration: expected a finite value, got {self.concentration!r}")
+        object.__setattr__(self, "centre_mm", check_point("centre_mm", self.centre_mm))
+        for name, kw in (("radius_mm", {"positive": True}), ("length_mm", {"positive": True}), ("concentration", {})):
+            object.__setattr__(self, name, real_number(name, getattr(self, name), **kw))
         _check_axis(self.axis)
 
     @property
@@ -148,6 +143,7 @@ class RodSource:
         bounding square touches; the overlap of the rod's length with each voxel along the axis
         is exact.
         """
+        supersample = _check_voxelise(grid, supersample)
         ax = GRID_AXIS[self.axis]
         u_ax, v_ax = (i for i in range(3) if i != ax)           # the two other image axes, in order
         centre_zyx = [self.centre_mm[POINT_AXIS[name]] for name in "zyx"]
@@ -254,6 +250,7 @@ class DerenzoInfo:
 
     def group(self, diameter_mm: float) -> DerenzoGroup:
         """The group of rods of ``diameter_mm`` (to 1e-9 mm)."""
+        diameter_mm = real_number("diameter_mm", diameter_mm)
         for g in self.groups:
             if abs(g.diameter_mm - diameter_mm) <= 1e-9:
                 return g
@@ -262,10 +259,11 @@ class DerenzoInfo:
     def to_xyz(self, uv_mm, along_mm: Optional[float] = None) -> np.ndarray:
         """Points (n, 3) (x, y, z) mm from in-plane (n, 2) ``(u, v)`` and a coordinate along the axis
         (default: the phantom centre's)."""
-        uv = np.atleast_2d(np.asarray(uv_mm, dtype=np.float64))
+        uv = np.atleast_2d(real_array("uv_mm", uv_mm))
         if uv.ndim != 2 or uv.shape[1] != 2:
             raise ValueError(f"uv_mm: expected (n, 2) in-plane coordinates, got shape {uv.shape}")
-        return _plane_to_xyz(self.axis, uv, self.centre_along_mm if along_mm is None else along_mm)
+        along = self.centre_along_mm if along_mm is None else real_number("along_mm", along_mm)
+        return _plane_to_xyz(self.axis, uv, along)
 
 
 def derenzo_phantom(grid: ImageGrid, diameters_mm: Sequence[float] = MICRO_DERENZO_DIAMETERS_MM, *,
@@ -292,22 +290,19 @@ def derenzo_phantom(grid: ImageGrid, diameters_mm: Sequence[float] = MICRO_DEREN
     image : (nz, ny, nx) float32 mean concentration per voxel.
     info : :class:`DerenzoInfo`.
     """
-    if not isinstance(grid, ImageGrid):
-        raise TypeError(f"grid: expected ImageGrid, got {type(grid).__name__}")
+    expect_instance(grid, ImageGrid, "grid")
     _check_axis(axis)
-    diam = np.asarray(diameters_mm, dtype=np.float64)
-    if diam.shape != (6,) or not np.all(np.isfinite(diam)) or np.any(diam <= 0):
+    diam = real_array("diameters_mm", diameters_mm)
+    if diam.shape != (6,) or np.any(diam <= 0):
         raise ValueError(f"diameters_mm: expected six positive finite diameters (mm), got {diameters_mm!r}")
     _check_positive(radius_mm=radius_mm, length_mm=length_mm, concentration=concentration)
-    if not np.isfinite(background) or background < 0 or background >= concentration:
+    background = real_number("background", background)
+    if not 0 <= background < concentration:
         raise ValueError(f"background: expected 0 <= background < concentration ({concentration!r}), "
                          f"got {background!r}")
-    if isinstance(supersample, (bool, np.bool_)) or not isinstance(supersample, (int, np.integer)) \
-            or supersample < 1:
-        raise ValueError(f"supersample: expected a positive integer, got {supersample!r}")
-    centre = _check_point("centre_mm", centre_mm)
-    if not np.isfinite(first_sector_deg):
-        raise ValueError(f"first_sector_deg: expected a finite angle, got {first_sector_deg!r}")
+    supersample = integer("supersample", supersample, lo=1)
+    centre = check_point("centre_mm", centre_mm)
+    first_sector_deg = real_number("first_sector_deg", first_sector_deg)
 
     u_name, v_name = PLANE_AXES[axis]
     centre_uv = np.array([centre[POINT_AXIS[u_name]], centre[POINT_AXIS[v_name]]])
@@ -388,18 +383,17 @@ def point_sources(grid: ImageGrid, positions_mm, activity=1.0):
     a resolution study could not measure. ``activity`` is a scalar or one value per point.
     Returns ``(image (nz, ny, nx) float32, PhantomInfo)``.
     """
-    if not isinstance(grid, ImageGrid):
-        raise TypeError(f"grid: expected ImageGrid, got {type(grid).__name__}")
-    pts = np.atleast_2d(np.asarray(positions_mm, dtype=np.float64))
-    if pts.ndim != 2 or pts.shape[1] != 3 or pts.shape[0] == 0 or not np.all(np.isfinite(pts)):
+    expect_instance(grid, ImageGrid, "grid")
+    pts = np.atleast_2d(real_array("positions_mm", positions_mm))
+    if pts.ndim != 2 or pts.shape[1] != 3 or pts.shape[0] == 0:
         raise ValueError(f"positions_mm: expected finite (n, 3) (x, y, z) mm, got shape {pts.shape}")
     half = 0.5 * np.array(grid.shape, dtype=float)[::-1] * np.array(grid.voxel_size)[::-1]     # (x, y, z)
     outside = np.any(np.abs(pts) >= half[None, :], axis=1)
     if np.any(outside):
         raise ValueError(f"positions_mm: points {pts[outside].tolist()} lie outside the image "
                          f"(|x|, |y|, |z| < {half.tolist()} mm)")
-    acts = np.asarray(activity, dtype=np.float64)
-    if acts.ndim > 1 or (acts.ndim == 1 and acts.shape[0] != pts.shape[0]) or not np.all(np.isfinite(acts)) \
+    acts = real_array("activity", activity)
+    if acts.ndim > 1 or (acts.ndim == 1 and acts.shape[0] != pts.shape[0]) \
             or np.any(acts <= 0):
         raise ValueError(f"activity: expected a positive scalar or {pts.shape[0]} positive values, got {activity!r}")
     return point_source_phantom(grid, pts, acts)
@@ -410,12 +404,10 @@ def radial_point_positions(max_radius_mm: float, n: int, z_mm: float = 0.0, *,
     """(n, 3) positions (x, y, z) mm at radii ``linspace(0, max_radius_mm, n)`` along the in-plane
     direction ``angle_deg`` (from +x towards +y), all at ``z_mm``: the points of a FWHM-against-radius
     study (NEMA NU 4 style)."""
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 2:
-        raise ValueError(f"n: expected an integer >= 2, got {n!r}")
-    _check_positive(max_radius_mm=max_radius_mm)
-    if not np.isfinite(z_mm) or not np.isfinite(angle_deg):
-        raise ValueError(f"z_mm, angle_deg: expected finite values, got {z_mm!r}, {angle_deg!r}")
-    r = np.linspace(0.0, float(max_radius_mm), int(n))
+    n = integer("n", n, lo=2)
+    max_radius_mm = real_number("max_radius_mm", max_radius_mm, positive=True)
+    z_mm, angle_deg = real_number("z_mm", z_mm), real_number("angle_deg", angle_deg)
+    r = np.linspace(0.0, max_radius_mm, n)
     t = np.deg2rad(angle_deg)
     return np.stack([r * np.cos(t), r * np.sin(t), np.full(r.shape, float(z_mm))], axis=1)
 

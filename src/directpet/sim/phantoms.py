@@ -28,6 +28,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from .._checks import expect_instance, integer, real_array, real_number
 from ..geometry import ImageGrid
 from .lines import chord_length
 
@@ -44,6 +45,9 @@ class CylinderSource:
     length_mm: float
     concentration: float = 1.0
     centre_z_mm: float = 0.0
+
+    def __post_init__(self):
+        _set_numbers(self, positive=("radius_mm", "length_mm"), finite=("concentration", "centre_z_mm"))
 
     @property
     def volume(self) -> float:
@@ -66,6 +70,7 @@ class CylinderSource:
 
     def voxelise(self, grid: ImageGrid, supersample: int) -> np.ndarray:
         """Mean concentration per voxel: supersampled disc fraction x exact axial overlap."""
+        supersample = _check_voxelise(grid, supersample)
         disc = _disc_fraction(grid, 0.0, 0.0, self.radius_mm, supersample)          # (ny, nx)
         z0 = self.centre_z_mm - 0.5 * self.length_mm
         z1 = self.centre_z_mm + 0.5 * self.length_mm
@@ -80,6 +85,10 @@ class SphereSource:
     centre_mm: Tuple[float, float, float]
     radius_mm: float
     concentration: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "centre_mm", check_point("centre_mm", self.centre_mm))
+        _set_numbers(self, positive=("radius_mm",), finite=("concentration",))
 
     @property
     def volume(self) -> float:
@@ -102,6 +111,7 @@ class SphereSource:
 
     def voxelise(self, grid: ImageGrid, supersample: int) -> np.ndarray:
         """Mean concentration per voxel from supersampling the sphere's bounding box."""
+        supersample = _check_voxelise(grid, supersample)
         out = np.zeros(grid.shape)
         cx, cy, cz = self.centre_mm
         box = _bounding_box(grid, (cz, cy, cx), self.radius_mm)
@@ -120,6 +130,10 @@ class PointSource:
     position_mm: Tuple[float, float, float]
     activity: float = 1.0
 
+    def __post_init__(self):
+        object.__setattr__(self, "position_mm", check_point("position_mm", self.position_mm))
+        _set_numbers(self, nonnegative=("activity",))
+
     @property
     def volume(self) -> float:
         return 0.0
@@ -128,6 +142,7 @@ class PointSource:
         return xp.broadcast_to(xp.asarray(self.position_mm, dtype=xp.float64), (n, 3)).copy()
 
     def voxelise(self, grid: ImageGrid, supersample: int) -> np.ndarray:
+        _check_voxelise(grid, supersample)
         out = np.zeros(grid.shape)
         x, y, z = self.position_mm
         iz, iy, ix = (int(i) for i in grid.index_of(z, y, x))
@@ -143,6 +158,9 @@ class WaterCylinder:
     radius_mm: float
     length_mm: float
     mu_per_mm: float = MU_WATER_PER_MM
+
+    def __post_init__(self):
+        _set_numbers(self, positive=("radius_mm", "length_mm"), nonnegative=("mu_per_mm",))
 
     def chord(self, x, y, z, ux, uy, uz, xp=np):
         """Length (mm) of the full line through (x, y, z) with unit direction u inside the cylinder."""
@@ -171,21 +189,26 @@ class AnalyticPhantom:
     attenuation: Optional[WaterCylinder] = None
 
     def __post_init__(self):
+        if isinstance(self.sources, (str, bytes)) or not hasattr(self.sources, "__iter__"):
+            raise TypeError(f"sources: expected a sequence of sources, got {type(self.sources).__name__}")
         self.sources = tuple(self.sources)
         for s in self.sources:
             if not all(hasattr(s, m) for m in ("activity", "sample", "voxelise")):   # e.g. derenzo.RodSource
                 raise TypeError(f"sources: expected a source with activity, sample and voxelise, got {type(s).__name__}")
-            if isinstance(s, PointSource) and s.activity < 0:
-                raise ValueError("sources: a point source needs a non-negative activity")
-        if self.total_activity <= 0:
-            raise ValueError("sources: the phantom's total activity must be positive")
+        if self.attenuation is not None:
+            expect_instance(self.attenuation, WaterCylinder, "attenuation")
+        total = self.total_activity
+        if not np.isfinite(total) or total <= 0:
+            raise ValueError(f"sources: the phantom's total activity must be positive and finite, got {total!r}")
 
     @property
     def total_activity(self) -> float:
         return float(sum(s.activity for s in self.sources))
 
     def image(self, grid: ImageGrid, supersample: int = 4) -> np.ndarray:
-        """Voxel image (nz, ny, nx) float32 of mean concentration (see the module docstring)."""
+        """Voxel image (nz, ny, nx) float32 of mean concentration (see the module docstring);
+        ``supersample`` sub-samples per voxel and axis, a positive integer."""
+        supersample = _check_voxelise(grid, supersample)
         out = np.zeros(grid.shape)
         for s in self.sources:
             out += s.voxelise(grid, supersample)
@@ -198,8 +221,15 @@ class AnalyticPhantom:
         multinomial draw) and samples them uniformly. Negative (cold) sources are applied by
         rejection: a point from the positive sources is kept with probability
         ``f(r) / f_positive(r)`` (total over positive concentration there); the loop tops up
-        rejected points. ``rng`` is a NumPy or CuPy ``Generator`` of the namespace ``xp``.
+        rejected points. ``rng`` is a NumPy or CuPy ``Generator`` of the namespace ``xp``; ``n``
+        an integer >= 0.
         """
+        n = integer("n", n, lo=0)
+        if not callable(getattr(rng, "random", None)):
+            raise TypeError(f"rng: expected a NumPy or CuPy Generator (directpet.sim.make_rng), got "
+                            f"{type(rng).__name__}")
+        if n == 0:
+            return xp.zeros((0, 3))
         pos = [s for s in self.sources if s.activity > 0]
         neg = [s for s in self.sources if s.activity < 0]
         w = np.array([s.activity for s in pos], dtype=np.float64)
@@ -298,12 +328,16 @@ def sphere_phantom(grid: ImageGrid, cylinder_diameter_mm: float = 350.0, length_
     (``supersample**3`` sub-samples per voxel for spheres, ``supersample**2`` transaxially for the
     cylinder), and a :class:`PhantomInfo`.
     """
+    grid = expect_instance(grid, ImageGrid, "grid")
     _check_positive(cylinder_diameter_mm=cylinder_diameter_mm, length_mm=length_mm,
                     sphere_diameter_mm=sphere_diameter_mm, background=background)
-    if contrast < 0:
-        raise ValueError(f"contrast: expected a sphere-to-background ratio >= 0, got {contrast!r}")
-    if int(n_spheres) != n_spheres or n_spheres < 0:
-        raise ValueError(f"n_spheres: expected a non-negative integer, got {n_spheres!r}")
+    n_spheres = integer("n_spheres", n_spheres, lo=0)
+    contrast = real_number("contrast", contrast, nonnegative=True)          # sphere-to-background ratio
+    sphere_radius_mm = real_number("sphere_radius_mm", sphere_radius_mm, nonnegative=True)
+    sphere_z_mm = real_number("sphere_z_mm", sphere_z_mm)
+    start_angle_deg = real_number("start_angle_deg", start_angle_deg)
+    mu_per_mm = real_number("mu_per_mm", mu_per_mm, nonnegative=True)
+    supersample = integer("supersample", supersample, lo=1)
     angles = np.deg2rad(start_angle_deg) + 2.0 * np.pi * np.arange(int(n_spheres)) / max(int(n_spheres), 1)
     centres = np.stack([sphere_radius_mm * np.cos(angles), sphere_radius_mm * np.sin(angles),
                         np.full(angles.shape, float(sphere_z_mm))], axis=1)
@@ -326,6 +360,7 @@ def sphere_phantom(grid: ImageGrid, cylinder_diameter_mm: float = 350.0, length_
 def uniform_cylinder(grid: ImageGrid, diameter_mm: float = 350.0, length_mm: float = 250.0,
                      activity: float = 1.0, supersample: int = 4, *, mu_per_mm: float = MU_WATER_PER_MM):
     """A uniform water cylinder of concentration ``activity``. Returns ``(image, info)``."""
+    _check_positive(diameter_mm=diameter_mm, activity=activity)        # named as here, not as below
     return sphere_phantom(grid, diameter_mm, length_mm, n_spheres=0, contrast=1.0,
                           supersample=supersample, background=activity, mu_per_mm=mu_per_mm)
 
@@ -338,10 +373,19 @@ def point_source_phantom(grid: ImageGrid, points_mm, activity=1.0, *,
     the grid are still sampled as events but leave the image). ``attenuation`` optionally embeds
     the points in a :class:`WaterCylinder`. Returns ``(image, info)``.
     """
-    pts = np.atleast_2d(np.asarray(points_mm, dtype=np.float64))
-    if pts.ndim != 2 or pts.shape[1] != 3 or not np.all(np.isfinite(pts)):
-        raise ValueError(f"points_mm: expected finite (n, 3) (x, y, z) mm, got shape {pts.shape}")
-    acts = np.broadcast_to(np.asarray(activity, dtype=np.float64), (pts.shape[0],))
+    grid = expect_instance(grid, ImageGrid, "grid")
+    pts = np.atleast_2d(real_array("points_mm", points_mm))
+    if pts.ndim != 2 or pts.shape[1] != 3 or pts.shape[0] == 0:
+        raise ValueError(f"points_mm: expected finite (n, 3) (x, y, z) mm with n >= 1, got shape {pts.shape}")
+    acts = real_array("activity", activity)
+    if acts.ndim > 1 or (acts.ndim == 1 and acts.shape[0] != pts.shape[0]):
+        raise ValueError(f"activity: expected a scalar or {pts.shape[0]} values (one per point), got shape "
+                         f"{acts.shape}")
+    if np.any(acts < 0):
+        raise ValueError(f"activity: expected finite values >= 0, got {activity!r}")
+    acts = np.broadcast_to(acts, (pts.shape[0],))
+    if attenuation is not None:
+        expect_instance(attenuation, WaterCylinder, "attenuation")
     phantom = AnalyticPhantom([PointSource(tuple(p), float(a)) for p, a in zip(pts, acts)], attenuation)
     info = PhantomInfo(grid=grid, analytic=phantom, mu_map=_mu_map(attenuation, grid, 4))
     return phantom.image(grid), info
@@ -404,5 +448,26 @@ def _block_mean(a: np.ndarray, ss: int) -> np.ndarray:
 
 def _check_positive(**kw):
     for name, v in kw.items():
-        if not np.isfinite(v) or v <= 0:
-            raise ValueError(f"{name}: expected a positive finite value, got {v!r}")
+        real_number(name, v, positive=True)
+
+
+def _set_numbers(obj, *, positive=(), nonnegative=(), finite=()):
+    """Check and set float fields of a frozen source in ``__post_init__``: errors name the field
+    (TypeError for a non-number, ValueError for NaN, inf or out of range)."""
+    for names, kw in ((positive, {"positive": True}), (nonnegative, {"nonnegative": True}), (finite, {})):
+        for name in names:
+            object.__setattr__(obj, name, real_number(name, getattr(obj, name), **kw))
+
+
+def check_point(name: str, p) -> Tuple[float, float, float]:
+    """p as three finite floats (x, y, z) mm, else an error naming ``name``."""
+    a = real_array(name, p)
+    if a.shape != (3,):
+        raise ValueError(f"{name}: expected three finite coordinates (x, y, z) mm, got {p!r}")
+    return tuple(float(v) for v in a)
+
+
+def _check_voxelise(grid, supersample) -> int:
+    """The arguments of every ``voxelise``: an ImageGrid and a positive integer supersample."""
+    expect_instance(grid, ImageGrid, "grid")
+    return integer("supersample", supersample, lo=1)

@@ -15,12 +15,21 @@ from .._checks import _is_cupy
 def make_rng(rng=None, xp=np):
     """A random Generator of namespace xp from None, a seed, or a Generator.
 
-    A NumPy Generator passed for CuPy seeds a new CuPy Generator from it (reproducible).
+    A NumPy Generator passed for CuPy seeds a new CuPy Generator from it (reproducible). Anything
+    ``numpy.random.default_rng`` refuses (a negative seed, a string, a float) is an error naming ``rng``.
     """
-    if xp is np:
-        return np.random.default_rng(rng)
-    if rng is not None and type(rng).__module__.split(".")[0] == "cupy":
+    if rng is not None and _is_cupy(rng):
         return rng
+    if isinstance(rng, (bool, np.bool_)):
+        raise TypeError("rng: expected None, a non-negative integer seed or a Generator, got bool")
+    try:
+        gen = np.random.default_rng(rng)       # validates seeds the NumPy way, for both namespaces
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"rng: expected None, a non-negative integer seed or a Generator, got {rng!r} ({e})") from None
+    if xp is np:
+        return gen
+    if not isinstance(rng, np.random.Generator) and rng is not None and not isinstance(rng, (int, np.integer)):
+        rng = gen                              # a SeedSequence or a sequence of seeds: through NumPy
     if isinstance(rng, np.random.Generator):
         rng = int(rng.integers(2**63 - 1))
     return xp.random.default_rng(rng)
