@@ -88,7 +88,7 @@ def test_bad_out_arguments(op, volume):
         op.forward(x, 0, out=np.empty((9, 16, 14), dtype=np.float32))
     with pytest.raises(ValueError, match="out"):
         op.forward(x, out=np.empty(GRID.shape, dtype=np.float32))  # all views need a stack
-    with pytest.raises(ValueError, match="alias"):
+    with pytest.raises(ValueError, match="out.*(overlap|alias)"):
         op.forward(x, 0, out=x)
     ro = np.empty(GRID.shape, dtype=np.float32)
     ro.flags.writeable = False
@@ -133,11 +133,12 @@ def test_view_theta_outside_range(theta):
         View(0.1, theta)
 
 
-@pytest.mark.parametrize("kw,name", [({"n_phi": 0}, "n_phi"), ({"n_phi": 2.5}, "n_phi"),
-                                     ({"n_theta": 0}, "n_theta"), ({"theta_max_deg": 90.0}, "theta_max_deg"),
-                                     ({"theta_max_deg": -1.0}, "theta_max_deg")])
-def test_bad_viewset(kw, name):
-    with pytest.raises(ValueError, match=name):
+@pytest.mark.parametrize("kw,name,exc", [({"n_phi": 0}, "n_phi", ValueError), ({"n_phi": 2.5}, "n_phi", TypeError),
+                                         ({"n_theta": 0}, "n_theta", ValueError),
+                                         ({"theta_max_deg": 90.0}, "theta_max_deg", ValueError),
+                                         ({"theta_max_deg": -1.0}, "theta_max_deg", ValueError)])
+def test_bad_viewset(kw, name, exc):
+    with pytest.raises(exc, match=name):
         ViewSet(**kw)
 
 
@@ -246,21 +247,26 @@ def test_corrupted_flip_is_value_error(how, volume):
 
 
 def test_corrupted_lut_arrays_are_rejected(volume):
-    """Wrong dtypes or inconsistent shapes of LUT arrays: TypeError / ValueError naming them."""
+    """Wrong dtypes or inconsistent shapes of LUT arrays: TypeError / ValueError naming them, when
+    the LUT is made (dtypes, ranks, NaN values) or before the first projection (shapes, ranges)."""
     lut = build_lut(GRID, View(0.4), SRKernel.clinical("variant1"))
     x = volume(GRID.shape)
+    nan_values = lut.values.copy()
+    nan_values[1, 2] = np.nan
     cases = [
-        (dataclasses.replace(lut, values=lut.values.astype(np.float64)), TypeError, "values"),
-        (dataclasses.replace(lut, offsets=lut.offsets.astype(np.int64)), TypeError, "offsets"),
-        (dataclasses.replace(lut, values=lut.values[:, :-1].copy()), ValueError, "values"),
-        (dataclasses.replace(lut, flip=lut.flip[:-1].copy()), ValueError, "flip"),
-        (dataclasses.replace(lut, values=lut.values[: lut.n_kernels // 2].copy()), ValueError, "lormap"),
-        (dataclasses.replace(lut, offsets=np.zeros((0, 3), np.int32), flip=np.zeros(0, np.int32),
-                             values=np.zeros((lut.n_kernels, 0), np.float32)), ValueError, "offsets"),
+        (lambda: dataclasses.replace(lut, values=lut.values.astype(np.float64)), TypeError, "values"),
+        (lambda: dataclasses.replace(lut, offsets=lut.offsets.astype(np.int64)), TypeError, "offsets"),
+        (lambda: dataclasses.replace(lut, lormap=lut.lormap.tolist()), TypeError, "lormap"),
+        (lambda: dataclasses.replace(lut, values=nan_values), ValueError, "values"),
+        (lambda: dataclasses.replace(lut, values=lut.values[:, :-1].copy()), ValueError, "values"),
+        (lambda: dataclasses.replace(lut, flip=lut.flip[:-1].copy()), ValueError, "flip"),
+        (lambda: dataclasses.replace(lut, values=lut.values[: lut.n_kernels // 2].copy()), ValueError, "lormap"),
+        (lambda: dataclasses.replace(lut, offsets=np.zeros((0, 3), np.int32), flip=np.zeros(0, np.int32),
+                                     values=np.zeros((lut.n_kernels, 0), np.float32)), ValueError, "offsets"),
     ]
-    for bad, exc, name in cases:
+    for make_bad, exc, name in cases:
         with pytest.raises(exc, match=name):
-            _with_lut(bad).forward(x, 0)
+            _with_lut(make_bad()).forward(x, 0)
 
 
 def test_luts_argument_checks():

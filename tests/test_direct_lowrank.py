@@ -100,23 +100,52 @@ def test_invariant_kernel_is_rank_one_and_equals_fft(volume):
 
 
 @pytest.mark.slow
-def test_clinical_grid_svd_numbers():
-    """The measured SVD of one untilted view of the 144 x 144 x 48, 4 mm grid (phi = 2.25 deg, the
-    first of 40 x 3 views): relative Frobenius kernel error by rank. Measured with this code:
-    stress  r7 1.01e-3, r8 3.86e-4, r9 1.46e-4, r10 5.4e-5;
-    clinical (variant1)  r3 1.72e-3, r4 1.54e-4, r5 1.44e-5.
-    (The issue quoted 1.6e-4 at r8 for stress and 7e-5 at r4 for clinical; this SVD reaches those
-    levels one rank later. Bands here are +-20% around the measured values.)"""
-    grid = ImageGrid((48, 144, 144), 4.0)
+@pytest.mark.parametrize("kernel_name", ["stress", "clinical"])
+def test_clinical_grid_svd_against_an_independent_spectrum(kernel_name, rng):
+    """The SVD of one untilted view's kernel table on the 144 x 144, 4 mm grid (phi = 2.25 deg, the
+    first of 40 x 3 views), checked without trusting factorize:
+
+    * its singular values are sorted and are the square roots of the eigenvalues of V V^T
+      (``numpy.linalg.eigvalsh``: a symmetric eigensolver, not the SVD), to 1e-10 of s_0^2;
+    * the rank picked for a tolerance is the smallest whose kernel error, computed from those
+      eigenvalues, is within it, and it does not decrease as the tolerance tightens;
+    * the kernel error of the kept factors, measured as ``||V - C B||_F / ||V||_F`` here, is within
+      the tolerance;
+    * against the exact spatial projector on a 6-slice slab of the grid (the table does not depend
+      on nz), the relative image error is at most the kernel error (measured 0.15-0.56 x it, see
+      the module docstring) plus float32 rounding.
+
+    (The issue quoted kernel errors of 1.6e-4 at rank 8 for stress and 7e-5 at rank 4 for clinical;
+    this table reaches those levels one rank later, which is why no rank is pinned here.)"""
+    kernel = {"stress": SRKernel.stress(), "clinical": SRKernel.clinical()}[kernel_name]
     vs = ViewSet(40, 3)
     view = vs[vs.index(0, 1)]
     assert abs(view.theta) < 1e-12  # untilted (the linspace centre is 7e-18, not exactly 0)
-    for kernel, expect in ((SRKernel.stress(), {7: 1.01e-3, 8: 3.86e-4, 9: 1.46e-4}),
-                           (SRKernel.clinical(), {3: 1.72e-3, 4: 1.54e-4, 5: 1.44e-5})):
-        values = build_lut(grid, view, kernel).values.astype(np.float64)
-        err = relative_kernel_errors(np.linalg.svd(values, compute_uv=False))
-        for r, e in expect.items():
-            assert err[r] == pytest.approx(e, rel=0.2)
+    values = build_lut(ImageGrid((48, 144, 144), 4.0), view, kernel).values.astype(np.float64)
+    lam = np.sort(np.linalg.eigvalsh(values @ values.T))[::-1]
+    lam = np.clip(lam, 0.0, None)
+    tail = np.concatenate([np.cumsum(lam[::-1])[::-1], [0.0]])
+    err_eig = np.sqrt(tail / tail[0])                    # err_eig[r] = ||V - V_r||_F / ||V||_F
+
+    slab = ImageGrid((6, 144, 144), 4.0)
+    lr = lowrank_cpu(slab, [view], kernel, tol=1e-3)
+    np.testing.assert_array_equal(lr.lut(0).values, values.astype(np.float32))   # the same table
+    ranks = []
+    for tol, f in ((1e-2, factorize(values, tol=1e-2)), (1e-3, lr.factors(0)), (1e-4, factorize(values, tol=1e-4))):
+        s = f.singular_values
+        assert np.all(np.diff(s) <= 0)
+        np.testing.assert_allclose(s ** 2, lam[: s.size], rtol=0, atol=1e-10 * lam[0])
+        r = f.rank
+        assert err_eig[r] <= tol * (1 + 1e-9) and (r == 1 or err_eig[r - 1] > tol)
+        measured = np.linalg.norm(values - f.coefficients @ f.kernels) / np.linalg.norm(values)
+        assert measured <= tol and measured == pytest.approx(err_eig[r], rel=1e-4, abs=1e-12)
+        ranks.append(r)
+    assert ranks == sorted(ranks) and ranks[-1] > ranks[0]
+
+    exact = HistoImageProjector(slab, [view], kernel, backend="cpu")
+    assert lr.kernel_error(0) <= 1e-3
+    x = rng.uniform(0.1, 1.0, slab.shape).astype(np.float32)
+    assert rel_err(lr.forward(x, 0), exact.forward(x, 0)) <= lr.kernel_error(0) + ROUNDING
 
 
 # --- adjointness and accuracy --------------------------------------------------------------------

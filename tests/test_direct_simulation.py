@@ -363,8 +363,8 @@ def test_simulate_histo_images_compiled_with_randoms(sphere_info):
 @pytest.mark.parametrize("kw, exc, match", [
     (dict(n_events=0), ValueError, "n_events"),
     (dict(n_events=-5), ValueError, "n_events"),
-    (dict(n_events=1.5), ValueError, "n_events"),
-    (dict(n_events=True), ValueError, "n_events"),
+    (dict(n_events=1.5), TypeError, "n_events"),
+    (dict(n_events=True), TypeError, "n_events"),
     (dict(seed=-1), ValueError, "seed"),
     (dict(seed=2**64), ValueError, "seed"),
     (dict(seed=1.0), ValueError, "seed"),

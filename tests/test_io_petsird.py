@@ -481,3 +481,43 @@ def test_other_bad_arguments(tmp_path, rng):
     with petsird.BinaryPETSIRDReader(str(tmp_path / "nodelayed.petsird")) as r:   # the standard's shape: no lists
         r.read_header()
         assert all(tb.value.delayed_events == [] for tb in r.read_time_blocks())
+
+
+# --- petsird's private API that the codec relies on ---------------------------------------------------
+
+def test_the_private_petsird_attributes_the_codec_reads_exist(small_file):
+    """The pinned petsird (>=0.12,<0.13) has the private attributes io/petsird.py reads: the input
+    stream's buffer state (for the truncated-file check) and the event block's field serializers
+    (replaced by the array codec). If an update removes them, this test says so first."""
+    from petsird import binary
+
+    from directpet.io.petsird import STREAM_ATTRIBUTES, _bytes_left
+
+    assert isinstance(binary.EventTimeBlockSerializer()._field_serializers, list)
+    size = small_file.stat().st_size
+    with open(small_file, "rb") as f:
+        stream = _binary.CodedInputStream(f)
+        assert all(hasattr(stream, name) for name in STREAM_ATTRIBUTES)
+        assert _bytes_left(stream) == size
+        stream.read_byte()                                    # fills the buffer; one byte consumed
+        assert _bytes_left(stream) == size - 1
+
+
+def test_a_size_check_that_cannot_run_warns_once(monkeypatch, small_file):
+    """Without those attributes the truncated-file check cannot run: a RuntimeWarning (once per
+    process) instead of switching itself off silently, and the file is still read whole."""
+    from directpet.io import petsird as io_petsird
+
+    monkeypatch.setattr(io_petsird, "_size_check_warned", False)
+
+    class BareStream:                                          # what a petsird without them would hand over
+        pass
+
+    with pytest.warns(RuntimeWarning, match="truncated file"):
+        assert io_petsird._bytes_left(BareStream()) is None
+    assert io_petsird._bytes_left(BareStream()) is None        # once: warnings are errors in this suite
+    monkeypatch.setattr(io_petsird, "_size_check_warned", False)
+    real = io_petsird._bytes_left
+    monkeypatch.setattr(io_petsird, "_bytes_left", lambda stream: real(BareStream()))
+    with pytest.warns(RuntimeWarning, match="not checked against the file size"):
+        assert read_all(small_file) == 1000

@@ -24,8 +24,9 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module, expect_instance
+from .._checks import array_module, expect_instance, positive_int, real_number, require_memory
 from ..geometry import ImageGrid
+from .histo_data import require_stack_memory
 from .views import ViewSet
 
 
@@ -61,24 +62,31 @@ def attenuation_histo_images(mu, mu_grid: ImageGrid, grid: ImageGrid, viewset: V
     expect_instance(mu_grid, ImageGrid, "mu_grid")
     expect_instance(grid, ImageGrid, "grid")
     expect_instance(viewset, ViewSet, "viewset")
-    if not hasattr(mu, "shape") or tuple(mu.shape) != tuple(mu_grid.shape):
+    if not hasattr(mu, "shape") or not hasattr(mu, "dtype"):
+        raise TypeError(f"mu: expected a NumPy or CuPy array, got {type(mu).__name__}")
+    if tuple(mu.shape) != tuple(mu_grid.shape):
         raise ValueError(f"mu: expected shape {tuple(mu_grid.shape)} of mu_grid, got {getattr(mu, 'shape', None)}")
     mu = xp.ascontiguousarray(mu, dtype=xp.float32)
     if not bool(xp.isfinite(mu).all()):
         raise ValueError("mu: contains NaN or inf")
     if bool((mu < 0).any()):
         raise ValueError("mu: contains negative attenuation coefficients")
-    if isinstance(n_sub, (bool, np.bool_)) or int(n_sub) != n_sub or n_sub < 1:
-        raise ValueError(f"n_sub: expected a positive integer, got {n_sub!r}")
+    n_sub, chunk = positive_int("n_sub", n_sub), positive_int("chunk", chunk)
     h = float(min(mu_grid.voxel_size))
-    step = 0.5 * h if step_mm is None else float(step_mm)
-    if not np.isfinite(step) or step <= 0:
+    step = 0.5 * h if step_mm is None else real_number("step_mm", step_mm)
+    if step <= 0:
         raise ValueError(f"step_mm: expected a positive step in mm, got {step_mm!r}")
-    h = 0.5 * h if plane_mm is None else float(plane_mm)
-    if not np.isfinite(h) or h <= 0:
+    h = 0.5 * h if plane_mm is None else real_number("plane_mm", plane_mm)
+    if h <= 0:
         raise ValueError(f"plane_mm: expected a positive spacing in mm, got {plane_mm!r}")
-    nd = _ndimage(xp)
+    require_stack_memory("grid", len(viewset), grid, copies=3)      # the factors and float64 sums
     corners = _box_corners(mu_grid)
+    # the plane lattice covers the map's shadow (at most its diagonal on a side): a few float64
+    # planes, and `chunk` steps of coordinates and samples at a time
+    side = float(np.ptp(corners, axis=0).max() * np.sqrt(3.0)) / h + 3.0
+    require_memory("plane_mm", 8.0 * (6 + 5 * chunk) * side * side,
+                   f"a projection plane of about {side:.0f} x {side:.0f} points (plane_mm={h:g}, chunk={chunk})")
+    nd = _ndimage(xp)
     coords = [xp.asarray(grid.centres(a), dtype=xp.float64) for a in range(3)]
     z, y, x = xp.meshgrid(*coords, indexing="ij")
     out = xp.empty((len(viewset),) + grid.shape, dtype=xp.float32)

@@ -11,13 +11,11 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Optional, Sequence, Union
 
-import numpy as np
-
 from .._checks import check_volume, expect_instance, like, output_array
 from ..geometry import ImageGrid
 from ..operators import LinearOperator
 from .kernels import SRKernel
-from .views import View, ViewSet
+from .views import View, ViewSet, view_index
 
 ViewsLike = Union[ViewSet, View, Sequence[View]]
 
@@ -25,7 +23,8 @@ ViewsLike = Union[ViewSet, View, Sequence[View]]
 class ViewProjector(LinearOperator):
     """Base of the DIRECT projectors (spatial, FFT, low-rank FFT).
 
-    Attributes: ``grid``, ``views`` (list of View), ``kernel``, ``backend`` ('cpu' or 'cuda', the
+    Attributes: ``grid``, ``views`` (list of View), ``viewset`` (the ViewSet the views came from, or
+    None when they were given as Views), ``kernel``, ``backend`` ('cpu' or 'cuda', the
     one actually used), ``threads`` (CPU threads, 0 = OpenMP/FFTW default), ``check_finite``,
     ``in_shape = grid.shape`` and ``out_shape = (n_views,) + grid.shape``.
     """
@@ -34,6 +33,7 @@ class ViewProjector(LinearOperator):
                  threads: Optional[int], check_finite: bool):
         self.grid = expect_instance(grid, ImageGrid, "grid")
         self.views = as_view_list(views)
+        self.viewset = views if isinstance(views, ViewSet) else None
         self.kernel = SRKernel.invariant() if kernel is None else expect_instance(kernel, SRKernel, "kernel")
         self._set_runtime(backend, threads, check_finite)
         self.in_shape = grid.shape
@@ -69,7 +69,7 @@ class ViewProjector(LinearOperator):
     # --- batches of views ----------------------------------------------------------------------
     def forward_views(self, image, views: Sequence[int], out=None):
         """Stack of H_v image for v in views: (len(views), nz, ny, nx)."""
-        vs = [self._view_index(v) for v in views]
+        vs = self._view_list(views)
         image = check_volume(image, "image", self.grid.shape, self.check_finite)
         out = output_array(image, out, (len(vs),) + self.grid.shape)
         for k, v in enumerate(vs):
@@ -78,7 +78,7 @@ class ViewProjector(LinearOperator):
 
     def adjoint_views(self, histos, views: Sequence[int], out=None):
         """sum_k H_{views[k]}^T histos[k]: histos is (len(views), nz, ny, nx)."""
-        vs = [self._view_index(v) for v in views]
+        vs = self._view_list(views)
         histos = check_volume(histos, "histo_images", (len(vs),) + self.grid.shape, self.check_finite)
         out = output_array(histos, out, self.grid.shape)
         out[...] = 0
@@ -93,11 +93,15 @@ class ViewProjector(LinearOperator):
 
     # --- helpers --------------------------------------------------------------------------------
     def _view_index(self, v) -> int:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"view: expected an integer view index, got {type(v).__name__}")
-        if not 0 <= v < len(self.views):
-            raise ValueError(f"view: index {v} outside [0, {len(self.views)})")
-        return int(v)
+        return view_index(v, len(self.views))
+
+    def _view_list(self, views) -> list:
+        """Checked view indices of a batch (an iterable of integers)."""
+        try:
+            items = list(views)
+        except TypeError:
+            raise TypeError(f"views: expected a sequence of integer view indices, got {type(views).__name__}") from None
+        return [self._view_index(v) for v in items]
 
     def _require_cuda(self, what: str):
         if self.backend != "cuda":

@@ -18,11 +18,12 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module
+from .._checks import array_module, expect_instance, positive_int, real_number
 from ..geometry import ImageGrid
 from ..sim.lines import chord_length, cylinder_interval
 from ..sim.random import make_rng, seed_from_rng
-from .histo_data import HistoImageData
+from .events import EventBatch, check_randoms_fraction
+from .histo_data import HistoImageData, require_stack_memory
 from .kernels import SRKernel
 from .scanner import CylindricalScanner
 from .views import ViewSet, bin_canonical
@@ -73,20 +74,26 @@ def deposit(events, grid: ImageGrid, viewset: ViewSet, *, out=None, mode: str = 
     xp : array namespace; default that of ``out`` or of the first batch.
     return_stats : also return a :class:`DepositStats`.
 
-    Events whose tilt is outside the view acceptance, or whose MLP falls outside the grid, are
-    dropped. A batch with ``weights`` deposits each event's weight instead of 1 (an external
-    scatter estimate as weighted list-mode events becomes the scatter background this way). The scatter-add runs on flattened indices (``numpy.add.at`` / ``cupyx.scatter_add``).
+    Events whose tilt is outside the view acceptance (or whose endpoints coincide, so that the LOR
+    has no direction), or whose MLP falls outside the grid, are dropped and counted in the stats.
+    An event with a NaN or infinite position or time difference is corrupt data: a ValueError
+    naming ``events`` (nothing is dropped silently). A batch with ``weights`` deposits each event's
+    weight instead of 1 (an external scatter estimate as weighted list-mode events becomes the
+    scatter background this way). The scatter-add runs on flattened indices (``numpy.add.at`` /
+    ``cupyx.scatter_add``).
     """
     if mode not in ("nearest", "trilinear"):
         raise ValueError(f"mode: expected 'nearest' or 'trilinear', got {mode!r}")
-    if not isinstance(grid, ImageGrid):
-        raise TypeError(f"grid: expected an ImageGrid, got {type(grid).__name__}")
-    if not isinstance(viewset, ViewSet):
-        raise TypeError(f"viewset: expected a ViewSet, got {type(viewset).__name__}")
-    batches = [events] if hasattr(events, "dt_ps") else events
+    expect_instance(grid, ImageGrid, "grid")
+    expect_instance(viewset, ViewSet, "viewset")
+    batches = _batches(events)
     shape = (len(viewset),) + grid.shape
+    if out is None:
+        require_stack_memory("grid", len(viewset), grid)
     stats = DepositStats()
     for batch in batches:
+        if not isinstance(batch, EventBatch):
+            raise TypeError(f"events: expected EventBatch items, got {type(batch).__name__}")
         if out is None:
             xp = array_module(batch.dt_ps) if xp is None else xp
             out = xp.zeros(shape, dtype=xp.float32)
@@ -101,11 +108,27 @@ def deposit(events, grid: ImageGrid, viewset: ViewSet, *, out=None, mode: str = 
     return (out, stats) if return_stats else out
 
 
+def _batches(events):
+    """One EventBatch as a list of one; any other iterable as it is (checked item by item)."""
+    if isinstance(events, EventBatch):
+        return [events]
+    try:
+        return iter(events)
+    except TypeError:
+        raise TypeError(f"events: expected an EventBatch or an iterable of them, got {type(events).__name__}") from None
+
+
 def _deposit_batch(batch, grid, viewset, out, mode, xp) -> DepositStats:
     n = len(batch)
     st = DepositStats(n_events=n, n_decays=int(getattr(batch, "n_decays", 0)))
     if n == 0:
         return st
+    finite = xp.isfinite(batch.p1).all(axis=1) & xp.isfinite(batch.p2).all(axis=1) & xp.isfinite(batch.dt_ps)
+    n_bad = n - int(finite.sum())
+    if n_bad:
+        first = int(xp.flatnonzero(~finite)[0])
+        raise ValueError(f"events: {n_bad} of {n} events have NaN or infinite positions or time differences "
+                         f"(first at index {first} of its batch): corrupt data")
     weights = getattr(batch, "weights", None)
     if weights is not None:
         if tuple(weights.shape) != (n,) or array_module(weights) is not xp:
@@ -214,9 +237,14 @@ def _cell_integral(x, y, z, viewset: ViewSet, v: int, scanner, n_phi_sub: int, x
 
 
 def _check_n_quad(n_quad) -> int:
-    if isinstance(n_quad, (bool, np.bool_)) or int(n_quad) != n_quad or n_quad < 1:
-        raise ValueError(f"n_quad: expected a positive integer (azimuth sub-samples), got {n_quad!r}")
-    return int(n_quad)
+    return positive_int("n_quad", n_quad)
+
+
+def _check_geometry(grid, viewset, scanner) -> CylindricalScanner:
+    """grid, viewset and scanner (None: the default scanner) of the correction histo-images."""
+    expect_instance(grid, ImageGrid, "grid")
+    expect_instance(viewset, ViewSet, "viewset")
+    return CylindricalScanner() if scanner is None else expect_instance(scanner, CylindricalScanner, "scanner")
 
 
 def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None,
@@ -253,11 +281,12 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
       the relative acceptance of :func:`~directpet.direct.events.simulate_events` for an
       annihilation at the voxel centre.
     """
-    scanner = CylindricalScanner() if scanner is None else scanner
+    scanner = _check_geometry(grid, viewset, scanner)
     water = attenuation
     if water is None and phantom_info is not None:
         water = phantom_info.attenuation
     n_quad = _check_n_quad(n_quad)
+    require_stack_memory("grid", len(viewset), grid)
     x, y, z = _grid_coords(grid, xp)
     out = xp.zeros((len(viewset),) + grid.shape, dtype=xp.float32)
     te, pe = viewset.theta_edges, viewset.phi_edges
@@ -285,8 +314,8 @@ def randoms_from_delayeds(delayeds, grid: ImageGrid, viewset: ViewSet, *, smooth
     noise of the estimate, each view rescaled to keep its deposited count. ``scale`` converts the
     delayed window to the prompt window (1 for equal windows).
     """
-    scale = float(scale)
-    if not np.isfinite(scale) or scale < 0:
+    scale = real_number("scale", scale)
+    if scale < 0:
         raise ValueError(f"scale: expected a finite value >= 0, got {scale!r}")
     b = deposit(delayeds, grid, viewset, xp=xp)
     xp = array_module(b)
@@ -321,8 +350,12 @@ def randoms_background(grid: ImageGrid, viewset: ViewSet, scanner: Optional[Cyli
     ``dOmega = cos(theta) dtheta dphi`` the tilt integral of ``1 / cos(theta)^2`` is exact (tan).
     Scale with the number of randoms deposited in the grid (``total``).
     """
-    scanner = CylindricalScanner() if scanner is None else scanner
+    scanner = _check_geometry(grid, viewset, scanner)
+    total = real_number("total", total)
+    if total < 0:
+        raise ValueError(f"total: expected a number of randoms >= 0, got {total!r}")
     n_quad = _check_n_quad(n_quad)
+    require_stack_memory("grid", len(viewset), grid)
     x, y, z = _grid_coords(grid, xp)
     rf = scanner.fov_radius_mm
     in_fov = (x * x + y * y) < rf * rf
@@ -368,6 +401,11 @@ def simulate_histo_images(phantom_info, scanner: CylindricalScanner, grid: Image
     """
     if engine not in ("auto", "compiled", "python"):
         raise ValueError(f"engine: expected 'auto', 'compiled' or 'python', got {engine!r}")
+    expect_instance(scanner, CylindricalScanner, "scanner")
+    _check_geometry(grid, viewset, scanner)
+    if kernel is not None:
+        expect_instance(kernel, SRKernel, "kernel")
+    randoms_fraction = check_randoms_fraction(randoms_fraction)
     why_not = _compiled_unsupported(mode, xp, event_kw)
     if engine == "compiled" and why_not:
         raise ValueError(f"engine: 'compiled' cannot run this simulation ({why_not}); use engine='python'")
@@ -417,13 +455,12 @@ def _compiled_unsupported(mode, xp, event_kw) -> str:
 def _simulate_compiled(phantom_info, scanner, grid, viewset, n_events, randoms_fraction, chunk_size, rng, xp,
                        progress, threads, event_kw):
     """Trues by the compiled fused path, randoms (if any) by the Python path. -> (histos, stats, seed)."""
-    from .events import _positive_int, simulate_randoms
+    from .events import simulate_randoms
     from .simulation import simulate_deposit
 
-    n_events = _positive_int("n_events", n_events)
-    chunk_size = _positive_int("chunk_size", chunk_size)
-    if not (0.0 <= randoms_fraction < 1.0):
-        raise ValueError(f"randoms_fraction: expected a value in [0, 1), got {randoms_fraction!r}")
+    n_events = positive_int("n_events", n_events)
+    chunk_size = positive_int("chunk_size", chunk_size)
+    randoms_fraction = check_randoms_fraction(randoms_fraction)
     seed = seed_from_rng(rng)
     # Each prompt is a random with probability randoms_fraction, independently (what the Python
     # engine's per-chunk Poisson randoms and random truncation amount to).

@@ -36,11 +36,15 @@ from typing import Iterator
 
 import numpy as np
 
+from .._checks import expect_instance, positive_int, real_number, require_memory
 from ..sim.lines import cylinder_interval
 from ..sim.phantoms import AnalyticPhantom, PhantomInfo
 from ..sim.random import make_rng
 from .kernels import C_MM_PER_PS
 from .scanner import CylindricalScanner, detector_exits
+
+#: Bytes of float64 temporaries per decay drawn in a chunk (measured: about 300).
+_BYTES_PER_DECAY = 300
 
 
 @dataclass
@@ -64,6 +68,29 @@ class EventBatch:
     n_decays: int = 0
     weights: object = None
 
+    def __post_init__(self):
+        """Shapes and kinds only (no pass over the data: batches are made in hot loops); finite
+        values are checked where the events are used (:func:`~directpet.direct.deposit`)."""
+        if not hasattr(self.dt_ps, "shape") or len(self.dt_ps.shape) != 1:
+            raise TypeError(f"dt_ps: expected an (n,) array, got {type(self.dt_ps).__name__} "
+                            f"{getattr(self.dt_ps, 'shape', '')}")
+        n = int(self.dt_ps.shape[0])
+        for name, shape, kinds in (("p1", (n, 3), "fiu"), ("p2", (n, 3), "fiu"), ("dt_ps", (n,), "fiu"),
+                                   ("is_random", (n,), "b"), ("weights", (n,), "fiu")):
+            a = getattr(self, name)
+            if a is None and name in ("is_random", "weights"):
+                continue
+            if not hasattr(a, "shape") or not hasattr(a, "dtype"):
+                raise TypeError(f"{name}: expected an array of shape {shape}, got {type(a).__name__}")
+            if tuple(a.shape) != shape:
+                raise ValueError(f"{name}: expected shape {shape} (one row per event), got {tuple(a.shape)}")
+            if np.dtype(a.dtype).kind not in kinds:
+                want = "booleans" if kinds == "b" else "real numbers"
+                raise TypeError(f"{name}: expected {want}, got dtype {a.dtype}")
+        if isinstance(self.n_decays, (bool, np.bool_)) or not isinstance(self.n_decays, (int, np.integer)) \
+                or self.n_decays < 0:
+            raise ValueError(f"n_decays: expected an integer >= 0, got {self.n_decays!r}")
+
     def __len__(self) -> int:
         return int(self.dt_ps.shape[0])
 
@@ -81,7 +108,8 @@ class EventBatch:
         p1 = self.p1.astype(xp.float64)
         p2 = self.p2.astype(xp.float64)
         d = p2 - p1
-        u12 = d / xp.sqrt(xp.sum(d * d, axis=1, keepdims=True))
+        length = xp.sqrt(xp.sum(d * d, axis=1, keepdims=True))
+        u12 = d / xp.where(length > 0, length, 1.0)    # a zero-length LOR has no direction: its midpoint
         return 0.5 * (p1 + p2) + (0.5 * C_MM_PER_PS) * self.dt_ps.astype(xp.float64)[:, None] * u12
 
     @classmethod
@@ -129,9 +157,11 @@ def simulate_events(phantom, scanner: CylindricalScanner, n_events: int, *, coun
         raise TypeError(f"scanner: expected a CylindricalScanner, got {type(scanner).__name__}")
     if count not in ("prompts", "decays"):
         raise ValueError(f"count: expected 'prompts' or 'decays', got {count!r}")
-    n_events, chunk_size = _positive_int("n_events", n_events), _positive_int("chunk_size", chunk_size)
-    if not (0.0 <= randoms_fraction < 1.0):
-        raise ValueError(f"randoms_fraction: expected a value in [0, 1), got {randoms_fraction!r}")
+    n_events, chunk_size = positive_int("n_events", n_events), positive_int("chunk_size", chunk_size)
+    randoms_fraction = check_randoms_fraction(randoms_fraction)
+    # a chunk draws up to about 4.4 x the prompts it still needs (first acceptance guess 25 %)
+    largest = min(chunk_size, int(4.4 * n_events) + 1000)
+    require_memory("chunk_size", _BYTES_PER_DECAY * largest, f"a chunk of {largest} decays")
     gen = make_rng(rng, xp)
     host = np.random.default_rng(int(gen.integers(0, 2**62)))   # scalar draws (Poisson counts)
     water = analytic.attenuation if attenuation else None
@@ -209,6 +239,12 @@ def simulate_randoms(scanner: CylindricalScanner, n: int, *, rng=None, xp=np) ->
     Candidates whose tilt is outside the acceptance, whose LOR misses the transaxial FOV, or whose
     in-FOV time difference exceeds half the coincidence window are redrawn.
     """
+    expect_instance(scanner, CylindricalScanner, "scanner")
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"n: expected an integer >= 0, got {n!r}")
+    n = int(n)
+    # candidates are drawn 2 x at a time (at least 1024), each with a few float64 (n, 3) temporaries
+    require_memory("n", _BYTES_PER_DECAY * max(2 * n, 1024), f"{n} random coincidences drawn at once")
     gen = make_rng(rng, xp)
     parts, have = [], 0
     sin_max = np.sin(scanner.theta_max)
@@ -232,6 +268,9 @@ def simulate_randoms(scanner: CylindricalScanner, n: int, *, rng=None, xp=np) ->
         ok &= xp.abs(dt) <= 0.5 * scanner.coincidence_window_ps
         parts.append((p1[ok], p2[ok], dt[ok]))
         have += int(ok.sum())
+    if not parts:
+        empty = xp.zeros((0, 3), dtype=xp.float32)
+        return EventBatch(empty, empty, xp.zeros(0, dtype=xp.float32), xp.zeros(0, dtype=bool), 0)
     p1 = xp.concatenate([p[0] for p in parts])[:n]
     p2 = xp.concatenate([p[1] for p in parts])[:n]
     dt = xp.concatenate([p[2] for p in parts])[:n]
@@ -271,7 +310,9 @@ def _xp_of(a):
     return array_module(a)
 
 
-def _positive_int(name, v):
-    if isinstance(v, (bool, np.bool_)) or int(v) != v or v < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {v!r}")
-    return int(v)
+def check_randoms_fraction(randoms_fraction) -> float:
+    """The fraction of prompts that are randoms: a float in [0, 1), else an error naming it."""
+    f = real_number("randoms_fraction", randoms_fraction)
+    if not (0.0 <= f < 1.0):
+        raise ValueError(f"randoms_fraction: expected a value in [0, 1), got {randoms_fraction!r}")
+    return f

@@ -37,7 +37,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
-from .._checks import require_host_arrays
+from .._checks import require_host_arrays, require_memory
 from ..geometry import ImageGrid
 from .base import ViewProjector, ViewsLike
 from .kernels import SRKernel, sigma_from_fwhm, tof_fwhm_mm
@@ -72,6 +72,15 @@ def minimal_padding(shape, half_extent) -> tuple:
 def auto_padding(shape, half_extent) -> tuple:
     """:func:`minimal_padding` rounded up per axis to an FFT-friendly length."""
     return tuple(fft_friendly_size(m) for m in minimal_padding(shape, half_extent))
+
+
+def fft_bytes(padded, resident_terms: int) -> float:
+    """Bytes an FFT engine on the padded grid (Mz, My, Mx) needs with ``resident_terms`` half
+    spectra: the spectra (complex64, ``Mz My (Mx/2+1)`` each), a real and a complex scratch grid,
+    and the float32 + float64 temporaries of :func:`layout_kernels` for one term."""
+    mz, my, mx = (float(m) for m in padded)
+    real, half = mz * my * mx, mz * my * (mx // 2 + 1)
+    return 8.0 * half * (resident_terms + 1) + 4.0 * real + 12.0 * real
 
 
 def layout_kernels(offsets: np.ndarray, values: np.ndarray, shape, padded) -> np.ndarray:
@@ -170,8 +179,9 @@ class _ConvolutionProjector(ViewProjector):
             raise ValueError(f"planner: expected one of {PLANNERS}, got {planner!r}")
         self.planner = planner
 
-    def _setup(self, half_extent, padding):
-        """Choose the padded grid and create the engine."""
+    def _setup(self, half_extent, padding, resident_terms: int):
+        """Choose the padded grid, check that ``resident_terms`` half spectra of it (plus the
+        engine's scratch) fit in memory, and create the engine."""
         shape = self.grid.shape
         self.half_extent = tuple(int(h) for h in half_extent)
         self.min_padding = minimal_padding(shape, self.half_extent)
@@ -181,6 +191,10 @@ class _ConvolutionProjector(ViewProjector):
             self.padding = auto_padding(shape, self.half_extent)
         else:
             self.padding = _check_padding(padding, shape)
+        require_memory("grid" if isinstance(padding, str) else "padding",
+                       fft_bytes(self.padding, resident_terms),
+                       f"the FFT engine on the padded grid {self.padding} with {resident_terms} resident kernel "
+                       "spectra")
         if self.backend == "cuda":
             self._engine = _CudaEngine(shape, self.padding)
         else:
@@ -264,7 +278,7 @@ class FFTProjector(_ConvolutionProjector):
             half = np.maximum(half, lut.half_extent)
             if mode == "spatial-exact":
                 self._spatial[v] = (lut.offsets, _invariant_row(lut, v))
-        self._setup(half, padding)
+        self._setup(half, padding, resident_terms=len(self.views))
 
     def _view_terms(self, v: int) -> dict:
         if self.mode == "spatial-exact":
@@ -349,4 +363,6 @@ def _check_padding(padding, shape) -> tuple:
     p = tuple(int(m) for m in p)
     if any(m < n for m, n in zip(p, shape)):
         raise ValueError(f"padding: every extent must be at least the image shape {tuple(shape)}, got {p}")
+    if max(p) >= 2**31:
+        raise ValueError(f"padding: every extent must be below 2**31 (FFTW and cuFFT index with int), got {p}")
     return p

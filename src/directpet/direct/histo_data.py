@@ -14,9 +14,10 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module, to_numpy
+from .._checks import array_module, meta_dict, require_memory, to_numpy
 from .._storage import json_object, read_npz
 from ..geometry import ImageGrid
+from ..recon.problem import check_nonnegative
 from .kernels import SRKernel
 from .scanner import CylindricalScanner
 from .views import ViewSet
@@ -53,21 +54,26 @@ class HistoImageData:
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        """Checked as the other families' data (``directpet._storage.CountData``): types first,
+        then every array float32, of the histo-images' shape, finite and >= 0, one namespace."""
         if not isinstance(self.grid, ImageGrid):
             raise TypeError(f"grid: expected an ImageGrid, got {type(self.grid).__name__}")
+        if not hasattr(self.histos, "dtype") or not hasattr(self.histos, "shape"):
+            raise TypeError(f"histos: expected a NumPy or CuPy array, got {type(self.histos).__name__}")
+        for name, cls in (("viewset", ViewSet), ("kernel", SRKernel), ("scanner", CylindricalScanner)):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, cls):
+                raise TypeError(f"{name}: expected a {cls.__name__} or None, got {type(value).__name__}")
         shape = tuple(self.histos.shape)
         if len(shape) != 4 or shape[1:] != self.grid.shape:
             raise ValueError(f"histos: expected shape (n_views,) + {self.grid.shape}, got {shape}")
         if self.viewset is not None and len(self.viewset) != shape[0]:
             raise ValueError(f"viewset: has {len(self.viewset)} views but histos has {shape[0]}")
+        xp = array_module(self.histos)
         for name in ("histos", "sensitivity", "background"):
-            a = getattr(self, name)
-            if a is None:
-                continue
-            if tuple(a.shape) != shape:
-                raise ValueError(f"{name}: expected shape {shape}, got {tuple(a.shape)}")
-            if a.dtype != np.float32:
-                raise TypeError(f"{name}: expected dtype float32, got {a.dtype}")
+            if getattr(self, name) is not None:
+                check_nonnegative(getattr(self, name), name, None, xp, shape)
+        self.meta = meta_dict(self.meta)
 
     @property
     def n_views(self) -> int:
@@ -95,12 +101,12 @@ class HistoImageData:
             "format": _FORMAT, "version": _VERSION,
             "grid": {"shape": list(self.grid.shape), "voxel_size": list(self.grid.voxel_size)},
             "viewset": None if vs is None else {"n_phi": vs.n_phi, "n_theta": vs.n_theta,
-                                                "theta_max_deg": float(np.rad2deg(vs.theta_max))},
+                                                "theta_max_deg": vs.theta_max_deg},
             "kernel": _kernel_to_dict(self.kernel),
             "scanner": None if self.scanner is None else self.scanner.to_dict(),
             "meta": self.meta,
         }
-        return json.dumps(doc)
+        return json.dumps(doc, default=str)
 
     def save(self, path, compress: bool = False):
         """Write a ``.npz`` with the arrays (as NumPy) and a JSON ``metadata`` string.
@@ -117,11 +123,18 @@ class HistoImageData:
 
     @classmethod
     def load(cls, path, xp=np) -> "HistoImageData":
-        """Read a file written by :meth:`save` (arrays moved to namespace xp)."""
+        """Read a file written by :meth:`save` (arrays moved to namespace xp). A missing, damaged or
+        foreign file, or one of a later format version, is a ValueError naming ``path``."""
+        if not hasattr(xp, "asarray") or not hasattr(xp, "float32"):
+            raise TypeError(f"xp: expected an array namespace (numpy or cupy), got {xp!r}")
+
         def parse(f):
             doc = json_object(f["metadata"])
             if doc.get("format") != _FORMAT:
                 raise ValueError(f"format {doc.get('format')!r}, expected {_FORMAT!r}")
+            version = doc.get("version")
+            if version != _VERSION:
+                raise ValueError(f"format version {version!r}; this directpet reads version {_VERSION}")
             arrays = {k: f[k] for k in ("histos", "sensitivity", "background") if k in f.files}
             g = doc["grid"]
             grid = ImageGrid(tuple(g["shape"]), tuple(g["voxel_size"]))
@@ -135,6 +148,14 @@ class HistoImageData:
                        _kernel_from_dict(doc["kernel"]), scanner, doc.get("meta", {}))
 
         return read_npz(path, "HistoImageData", ("histos", "metadata"), parse)
+
+
+def require_stack_memory(name: str, n_views: int, grid: ImageGrid, copies: float = 1.0) -> None:
+    """ValueError naming ``name`` unless ``copies`` float32 stacks of ``n_views`` histo-images on
+    ``grid`` fit in this machine's memory (called before allocating them)."""
+    buffers = "" if copies == 1 else f" (x {copies:g} buffers)"
+    require_memory(name, 4.0 * copies * n_views * grid.n_voxels,
+                   f"{n_views} histo-images of {grid.shape} voxels{buffers}")
 
 
 def _kernel_to_dict(kernel: Optional[SRKernel]):
@@ -157,4 +178,4 @@ def _kernel_from_dict(d):
     return SRKernel(**d)
 
 
-__all__ = ["HistoImageData", "to_numpy"]
+__all__ = ["HistoImageData", "require_stack_memory", "to_numpy"]

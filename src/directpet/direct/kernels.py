@@ -13,6 +13,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+from .._checks import flag, real_number
 from ..geometry import FWHM_PER_SIGMA
 
 #: Speed of light in mm/ps.
@@ -84,16 +85,21 @@ class SRKernel:
     values: Optional[Callable] = None
 
     def __post_init__(self):
-        _positive("tof_fwhm_ps", self.tof_fwhm_ps)
-        _positive("axial_fwhm", self.axial_fwhm)
-        _positive("truncation", self.truncation)
-        _positive("epsilon", self.epsilon)
-        if not (0.0 < float(self.narrow_weight) <= 1.0):
+        for name in ("tof_fwhm_ps", "axial_fwhm", "truncation", "epsilon"):
+            object.__setattr__(self, name, _positive(name, getattr(self, name)))
+        w = real_number("narrow_weight", self.narrow_weight)
+        if not (0.0 < w <= 1.0):
             raise ValueError(f"narrow_weight: expected a value in (0, 1], got {self.narrow_weight!r}")
-        if self.wide_shift is not None and not (np.isfinite(self.wide_shift) and self.wide_shift >= 0):
-            raise ValueError(f"wide_shift: expected a finite non-negative mm value, got {self.wide_shift!r}")
+        object.__setattr__(self, "narrow_weight", w)
+        if self.wide_shift is not None:
+            shift = real_number("wide_shift", self.wide_shift)
+            if shift < 0:
+                raise ValueError(f"wide_shift: expected a finite non-negative mm value, got {self.wide_shift!r}")
+            object.__setattr__(self, "wide_shift", shift)
         if self.s_max is not None:
-            _positive("s_max", self.s_max)
+            object.__setattr__(self, "s_max", _positive("s_max", self.s_max))
+        for name in ("asymmetric", "image_kernel"):
+            object.__setattr__(self, name, flag(name, getattr(self, name)))
         if self.values is not None and not callable(self.values):
             raise TypeError("values: expected a callable f(dist_tof, dist_radial, dist_axial, s)")
         r = self.radial_fwhm
@@ -103,10 +109,10 @@ class SRKernel:
         elif isinstance(r, tuple):
             if len(r) != 3 or r[0] != "linear":
                 raise ValueError(f"radial_fwhm: expected ('linear', centre_mm, edge_mm), got {r!r}")
-            _positive("radial_fwhm centre", r[1])
-            _positive("radial_fwhm edge", r[2])
+            object.__setattr__(self, "radial_fwhm", ("linear", _positive("radial_fwhm centre", r[1]),
+                                                     _positive("radial_fwhm edge", r[2])))
         elif not callable(r):
-            _positive("radial_fwhm", r)
+            object.__setattr__(self, "radial_fwhm", _positive("radial_fwhm", r))
 
     # Named configurations used throughout the papers.
     @classmethod
@@ -142,7 +148,11 @@ class SRKernel:
         elif isinstance(r, tuple):
             out = r[1] + (r[2] - r[1]) * np.minimum(np.abs(s) / s_max, 1.0)
         elif callable(r):
-            out = np.asarray(r(s), dtype=np.float64)
+            try:
+                out = np.broadcast_to(np.asarray(r(s), dtype=np.float64), s.shape)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"radial_fwhm: the model must return FWHMs (mm) broadcastable to {s.shape} "
+                                 f"({type(err).__name__}: {err})") from None
         else:
             out = np.full(s.shape, float(r))
         out = np.broadcast_to(out, s.shape).astype(np.float64)
@@ -158,10 +168,10 @@ class SRKernel:
         return float(axis[0] ** 2 * vx**2 + axis[1] ** 2 * vy**2 + axis[2] ** 2 * vz**2) / 12.0
 
 
-def _positive(name, value):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}: expected a number, got {type(value).__name__}") from None
-    if not np.isfinite(v) or v <= 0:
+def _positive(name, value) -> float:
+    """value as a positive finite float: TypeError for a non-number (strings are not parsed),
+    ValueError otherwise; both name the parameter."""
+    v = real_number(name, value)
+    if v <= 0:
         raise ValueError(f"{name}: expected a positive finite value, got {value!r}")
+    return v

@@ -33,6 +33,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._checks import real_number, require_memory
 from ..geometry import ImageGrid
 from .fft import ViewsLike, _ConvolutionProjector, layout_kernels
 from .kernels import SRKernel
@@ -75,6 +76,12 @@ def factorize(values, *, tol: float = 1e-3, rank: Optional[int] = None, max_rank
     v = np.asarray(values, dtype=np.float64)
     if v.ndim != 2 or v.size == 0:
         raise ValueError(f"values: expected a non-empty (n_kernels, N) table, got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values: the kernel table contains NaN or inf")
+    # LAPACK's thin SVD: U (m x k), W^T (k x N) and its work arrays, besides V itself (float64)
+    m, n = v.shape
+    require_memory("values", 8.0 * (2 * m * n + 2 * min(m, n) * (m + n)),
+                   f"the float64 SVD of a {m} x {n} kernel table")
     u, s, wt = np.linalg.svd(v, full_matrices=False)
     if rank is None:
         err = relative_kernel_errors(s)
@@ -122,10 +129,7 @@ class LowRankProjector(_ConvolutionProjector):
                  check_finite: bool = True):
         super().__init__(grid, views, kernel, backend=backend, threads=threads, planner=planner,
                          check_finite=check_finite)
-        try:
-            tol = float(tol)
-        except (TypeError, ValueError):
-            raise TypeError(f"tol: expected a number, got {type(tol).__name__}") from None
+        tol = real_number("tol", tol)
         if not (0.0 < tol < 1.0):
             raise ValueError(f"tol: expected a relative error in (0, 1), got {tol!r}")
         for name, val in (("rank", rank), ("max_rank", max_rank)):
@@ -138,9 +142,15 @@ class LowRankProjector(_ConvolutionProjector):
         # The padded grid must hold every view's support: scan the LUTs once (values not kept; they
         # are rebuilt when a view is factored, which keeps memory at the factors' size).
         half = np.zeros(3, dtype=np.int64)
+        rank_bound = 1                               # no table has a rank above min(n_kernels, N)
         for view in self.views:
-            half = np.maximum(half, build_lut(grid, view, self.kernel).half_extent)
-        self._setup(half, "auto")
+            lut = build_lut(grid, view, self.kernel)
+            half = np.maximum(half, lut.half_extent)
+            rank_bound = max(rank_bound, min(lut.n_kernels, lut.n_offsets))
+        # at least one spectrum per view, and one view at the largest rank it can have (ranks are
+        # known only once each view is factored)
+        largest = min(self.fixed_rank or self.max_rank, rank_bound)
+        self._setup(half, "auto", resident_terms=len(self.views) + largest)
 
     # --- factorisation ------------------------------------------------------------------------
     def lut(self, v: int) -> DirectLUT:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import _core
-from .._checks import expect_instance
+from .._checks import expect_instance, require_memory
 from ..geometry import ImageGrid
 from .kernels import SRKernel, sigma_from_fwhm, tof_fwhm_mm
 from .views import View
@@ -38,6 +38,25 @@ class DirectLUT:
     s_centres: np.ndarray       # (n_kernels,) signed LOR distance (mm) of each identifier's bin centre
     sigma_radial: np.ndarray    # (n_kernels,) radial sigma (mm) used for each identifier
     semi_axes: tuple            # (tof, radial, axial) semi-axes of the support ellipsoid, mm
+
+    def __post_init__(self):
+        """Every way of making a LUT (build_lut, with_values, dataclasses.replace, by hand) passes
+        here: the tables must be NumPy arrays of the compiled kernels' dtypes and ranks, and the
+        values finite (a NaN would spread through every projection). Index ranges (lormap, flip)
+        are checked in C++ before each projection."""
+        expect_instance(self.view, View, "view")
+        expect_instance(self.grid, ImageGrid, "grid")
+        for name, dtype, ndim in (("lormap", np.int32, 2), ("offsets", np.int32, 2), ("flip", np.int32, 1),
+                                  ("values", np.float32, 2)):
+            a = getattr(self, name)
+            if not isinstance(a, np.ndarray):
+                raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
+            if a.dtype != dtype:
+                raise TypeError(f"{name}: expected dtype {np.dtype(dtype).name}, got {a.dtype}")
+            if a.ndim != ndim:
+                raise ValueError(f"{name}: expected a {ndim}-D array, got shape {a.shape}")
+        if not np.all(np.isfinite(self.values)):
+            raise ValueError("values: the kernel values contain NaN or inf")
 
     @property
     def n_offsets(self) -> int:
@@ -64,7 +83,10 @@ class DirectLUT:
 
     def with_values(self, values, normalize: bool = True) -> "DirectLUT":
         """A copy with arbitrary kernel values (n_kernels, N); rows are normalised to unit sum by default."""
-        v = np.array(values, dtype=np.float64)
+        try:
+            v = np.array(values, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"values: expected an array of numbers, got {type(values).__name__}") from None
         if v.shape != self.values.shape:
             raise ValueError(f"values: expected shape {self.values.shape}, got {v.shape}")
         if not np.all(np.isfinite(v)):
@@ -79,11 +101,12 @@ class DirectLUT:
 
 def build_lut(grid: ImageGrid, view: View, kernel: SRKernel) -> DirectLUT:
     """Build LORmap, mSR (+ flip) and mSRval for one view."""
-    expect_instance(grid, ImageGrid, "grid")
+    check_compiled_grid(grid)
     expect_instance(view, View, "view")
     expect_instance(kernel, SRKernel, "kernel")
     shape, vs = list(grid.shape), list(grid.voxel_size)
     eps = float(kernel.epsilon)
+    _check_identifiers(grid, eps)
 
     raw = _core.direct_lormap(shape, vs, view.phi, eps, 0)
     a0 = -int(raw.min())
@@ -110,8 +133,14 @@ def build_lut(grid: ImageGrid, view: View, kernel: SRKernel) -> DirectLUT:
         semi_r = float(k * sig_r.max())
     semi = (k * sig_t, semi_r, k * sig_a)
 
+    _check_support(grid, view, kernel, semi)
     offsets = _core.direct_support(shape, vs, view.phi, view.theta, *semi)
     n = offsets.shape[0]
+    # mSRval is n_kernels x N float32 (custom values pass through float64 copies first)
+    per_value = 4 if kernel.values is None else 28
+    require_memory("kernel", float(n_kernels) * n * per_value,
+                   f"the LUT of one view ({n_kernels} kernel identifiers at epsilon={eps:g} mm x {n} support "
+                   f"offsets at truncation={k:g})")
     flip = np.arange(n - 1, -1, -1, dtype=np.int32)
     if not np.array_equal(offsets[flip], -offsets):
         raise RuntimeError("internal error: mSR is not point-symmetric")
@@ -126,6 +155,53 @@ def build_lut(grid: ImageGrid, view: View, kernel: SRKernel) -> DirectLUT:
                      a0=a0, epsilon=eps, s_centres=s_centres, sigma_radial=sig_r, semi_axes=semi)
 
 
+def check_compiled_grid(grid, name: str = "grid") -> ImageGrid:
+    """An ImageGrid whose extents the compiled kernels can take (they index with C int)."""
+    expect_instance(grid, ImageGrid, name)
+    if max(grid.shape) >= 2**31:
+        raise ValueError(f"{name}: every extent must be below 2**31 (the compiled kernels index with int), "
+                         f"got {grid.shape}")
+    return grid
+
+
+#: The C++ support enumeration refuses bounding boxes of this many candidate offsets or more.
+MAX_SUPPORT_BOX = 2.0e8
+
+
+def _check_identifiers(grid: ImageGrid, eps: float) -> None:
+    """The LORmap identifiers are int32 and each carries a few float64 parameters: refuse an
+    epsilon so small that their number (at most 2 max|s| / epsilon + 2) cannot be held."""
+    n_ids = 2.0 * grid.max_transaxial_radius / eps + 2.0
+    if n_ids >= 2**31:
+        raise ValueError(f"kernel: epsilon={eps:g} mm gives about {n_ids:.3g} kernel identifiers on this grid, more "
+                         "than an int32 LORmap holds; use a larger epsilon (the LOR-distance bin, mm)")
+    require_memory("kernel", 160.0 * n_ids, f"the parameters of {n_ids:.0f} kernel identifiers (epsilon={eps:g} mm)")
+
+
+def _support_box(grid: ImageGrid, view: View, semi) -> float:
+    """The number of lattice offsets in the bounding box of the support ellipsoid with semi-axes
+    ``semi`` (tof, radial, axial; mm), as the C++ enumeration computes it (the ellipsoid's
+    half-width along lattice axis k is ``sqrt(sum_dir R_dir^2 e_dir,k^2)``)."""
+    axes = np.stack([view.direction, view.radial_axis, view.axial_axis])          # (dir, xyz)
+    width = np.sqrt(((np.asarray(semi, dtype=np.float64)[:, None] * axes) ** 2).sum(axis=0))  # x, y, z
+    vz, vy, vx = grid.voxel_size
+    half = [float(np.floor(w / v + 1e-9)) for w, v in zip(width[::-1], (vz, vy, vx))]
+    return float(np.prod([2.0 * h + 1.0 for h in half]))
+
+
+def _check_support(grid: ImageGrid, view: View, kernel: SRKernel, semi) -> None:
+    """Refuse a support the enumeration cannot hold, naming the kernel, before calling it."""
+    box = _support_box(grid, view, semi)
+    if box >= MAX_SUPPORT_BOX:
+        raise ValueError(f"kernel: its support ellipsoid (semi-axes {semi[0]:.4g}, {semi[1]:.4g}, {semi[2]:.4g} mm "
+                         f"at truncation={kernel.truncation:g}) spans {box:.3g} candidate offsets on voxels of "
+                         f"{grid.voxel_size} mm, more than the {MAX_SUPPORT_BOX:.0e} allowed; reduce the widths "
+                         "or the truncation")
+    n_est = min(box, 4.0 / 3.0 * np.pi * float(np.prod(semi)) / float(np.prod(grid.voxel_size)) + 1.0)
+    require_memory("kernel", 24.0 * n_est,
+                   f"the support of about {n_est:.0f} offsets (truncation={kernel.truncation:g})")
+
+
 def local_coordinates(grid: ImageGrid, view: View, offsets: np.ndarray):
     """Offsets (N, 3) (dz, dy, dx) in mm along the view's (TOF, radial, axial) axes: three (N,) arrays."""
     vz, vy, vx = grid.voxel_size
@@ -135,8 +211,12 @@ def local_coordinates(grid: ImageGrid, view: View, offsets: np.ndarray):
 
 def _custom_values(kernel, grid, view, offsets, s_centres):
     t, r, a = local_coordinates(grid, view, offsets)
-    v = np.asarray(kernel.values(t, r, a, s_centres[:, None]), dtype=np.float64)
-    v = np.broadcast_to(v, (s_centres.size, offsets.shape[0]))
+    shape = (s_centres.size, offsets.shape[0])
+    try:
+        v = np.broadcast_to(np.asarray(kernel.values(t, r, a, s_centres[:, None]), dtype=np.float64), shape)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"values: the kernel callable must return numbers broadcastable to (n_kernels, N) = "
+                         f"{shape} ({type(err).__name__}: {err})") from None
     if not np.all(np.isfinite(v)) or np.any(v < 0):
         raise ValueError("values: the kernel callable returned negative or non-finite values")
     sums = v.sum(axis=1, keepdims=True)

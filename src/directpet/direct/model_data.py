@@ -6,16 +6,38 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module
+from .._checks import array_module, check_volume, real_number
+from ..recon.problem import check_nonnegative
 from ..sim.random import make_rng
-from .histo_data import HistoImageData
+from .histo_data import HistoImageData, require_stack_memory
+from .kernels import SRKernel
+from .subsets import check_projector, check_views_match
+from .views import ViewSet
+
+#: what the model needs of a projector: H_v x one view at a time, the number of views, the grid
+_MODEL_API = ("forward", "n_views", "grid")
 
 
 def expected_data(projector, image, sensitivity=None, background=None):
-    """ybar = s_v * H_v x + b_v for every view: (n_views, nz, ny, nx) float32 (namespace of image)."""
-    xp = array_module(image)
+    """ybar = s_v * H_v x + b_v for every view: (n_views, nz, ny, nx) float32 (namespace of image).
+
+    ``image`` (nz, ny, nx) float32 must be finite and >= 0 (an activity); ``sensitivity`` (the
+    multiplicative factors s_v) and ``background`` b_v, when given, (n_views, nz, ny, nx) float32,
+    finite and >= 0, in the image's namespace. Everything is checked before any projection.
+    """
+    projector = check_projector(projector, needs=_MODEL_API)
     grid = projector.grid
-    out = xp.empty((projector.n_views,) + tuple(grid.shape), dtype=xp.float32)
+    image = check_volume(image, "image", grid.shape)
+    xp = array_module(image)
+    check_nonnegative(image, "image", None, xp, grid.shape)
+    shape = (projector.n_views,) + tuple(grid.shape)
+    if sensitivity is not None:
+        # the DIRECT name of the model's multiplicative factors f_s (SubsetProblem.factors)
+        check_nonnegative(sensitivity, "sensitivity (factors)", None, xp, shape)
+    if background is not None:
+        check_nonnegative(background, "background", None, xp, shape)
+    require_stack_memory("projector", projector.n_views, grid, copies=2)
+    out = xp.empty(shape, dtype=xp.float32)
     for v in range(projector.n_views):
         y = projector.forward(image, v)
         if sensitivity is not None:
@@ -34,9 +56,9 @@ def model_consistent_data(projector, image, sensitivity=None, background=None,
     Parameters
     ----------
     projector : anything with ``forward(x, v)``, ``n_views`` and ``grid`` (e.g. HistoImageProjector).
-    image : (nz, ny, nx) float32 true image x (NumPy or CuPy).
-    sensitivity : (n_views, nz, ny, nx) s_v or None (ones).
-    background : (n_views, nz, ny, nx) b_v or None (zeros).
+    image : (nz, ny, nx) float32 true image x (NumPy or CuPy), finite and >= 0.
+    sensitivity : (n_views, nz, ny, nx) s_v (the multiplicative factors), finite and >= 0, or None (ones).
+    background : (n_views, nz, ny, nx) b_v, finite and >= 0, or None (zeros).
     counts : if given, the mean ``s H x + b`` is scaled by one factor alpha so that the total
         expected counts equal ``counts`` (image and background scaled together, so the
         background fraction is kept).
@@ -44,7 +66,7 @@ def model_consistent_data(projector, image, sensitivity=None, background=None,
     noise : False returns the expected (noise-free) data instead of a Poisson draw.
     viewset, kernel : stored in the returned data (default: the projector's ``viewset`` /
         ``kernel`` attributes where it has them). Give ``viewset`` so that block-RAMLA can use
-        its geometric order.
+        its geometric order; it must be the projector's views.
 
     Returns
     -------
@@ -52,14 +74,31 @@ def model_consistent_data(projector, image, sensitivity=None, background=None,
     ``meta`` keys ``image_scale`` (alpha: the image consistent with the data is ``alpha * image``)
     and ``expected_counts``.
     """
+    projector = check_projector(projector, needs=_MODEL_API)
+    if counts is not None:
+        counts = real_number("counts", counts)
+        if counts <= 0:
+            raise ValueError(f"counts: expected a positive number, got {counts!r}")
+    viewset = getattr(projector, "viewset", None) if viewset is None else viewset
+    kernel = getattr(projector, "kernel", None) if kernel is None else kernel
+    if viewset is not None and not isinstance(viewset, ViewSet):
+        raise TypeError(f"viewset: expected a ViewSet or None, got {type(viewset).__name__}")
+    if kernel is not None and not isinstance(kernel, SRKernel):
+        raise TypeError(f"kernel: expected an SRKernel or None, got {type(kernel).__name__}")
+    check_views_match(viewset, projector, "viewset")
     xp = array_module(image)
     ybar = expected_data(projector, image, sensitivity, background)
+    if bool((ybar < 0).any()):
+        # only a projector with negative kernel values (e.g. FFTProjector mode='spectral') does this
+        raise ValueError(f"projector: the expected data s_v H_v x + b_v have negative values (min "
+                         f"{float(ybar.min()):.3g}), which no Poisson draw can have")
     total = float(ybar.sum(dtype=xp.float64))
     if total <= 0:
         raise ValueError("image: the expected data are all zero; nothing to simulate")
-    alpha = 1.0 if counts is None else float(counts) / total
-    if counts is not None and not (np.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"counts: expected a positive number, got {counts!r}")
+    alpha = 1.0 if counts is None else counts / total
+    if not (np.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"counts: {counts!r} gives the scale {alpha!r} of the expected data; expected a positive "
+                         "finite scale")
     if alpha != 1.0:
         ybar *= np.float32(alpha)
     if noise:
@@ -69,8 +108,6 @@ def model_consistent_data(projector, image, sensitivity=None, background=None,
         d = ybar
     bg = None if background is None else (background * np.float32(alpha)).astype(xp.float32)
     sens = None if sensitivity is None else sensitivity.astype(xp.float32, copy=False)
-    viewset = getattr(projector, "viewset", None) if viewset is None else viewset
-    kernel = getattr(projector, "kernel", None) if kernel is None else kernel
     meta = {"source": "model_consistent_data", "image_scale": alpha, "expected_counts": total * alpha,
             "noise": bool(noise)}
     return HistoImageData(d, projector.grid, viewset, sens, bg, kernel, None, meta)

@@ -32,6 +32,7 @@ import numpy as np
 from .._checks import expect_instance, positive_int
 from ..geometry import ImageGrid
 from ..io.petsird import PetsirdScanner
+from .histo_data import require_stack_memory
 from .petsird import ring_shape
 from .scanner import CylindricalScanner, detector_exits
 from .views import ViewSet
@@ -101,6 +102,7 @@ def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, effici
     expect_instance(viewset, ViewSet, "viewset")
     n_sub = positive_int("n_sub", n_sub)
     n_per_ring, n_rings = ring_shape(header)
+    require_stack_memory("grid", len(viewset), grid)
     _check_scanner_matches(header, scanner, n_per_ring, n_rings)
     efficiency = _pair_efficiency_function(efficiencies, header, n_per_ring * n_rings, xp)
     z, y, x = xp.meshgrid(*(xp.asarray(grid.centres(a), dtype=xp.float64) for a in range(3)), indexing="ij")

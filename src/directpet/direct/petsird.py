@@ -24,13 +24,14 @@ from typing import Iterator, Optional
 import numpy as np
 
 from .._backend import resolve_backend
-from .._checks import array_module, expect_instance, positive_int
+from .._checks import array_module, expect_instance, positive_int, real_number, require_memory
 from .._device import wants_cupy
 from ..geometry import ImageGrid
-from ..io.petsird import (Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter, nearest_elements,
+from ..io.petsird import (Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter, _petsird, nearest_elements,
                           single_type_header)
 from .deposition import DepositStats, deposit
 from .events import EventBatch
+from .histo_data import require_stack_memory
 from .kernels import C_MM_PER_PS
 from .scanner import CylindricalScanner
 from .views import ViewSet
@@ -52,10 +53,17 @@ def scanner_header(scanner: CylindricalScanner, *, crystal_mm: float = 4.0, dept
     """
     expect_instance(scanner, CylindricalScanner, "scanner")
     for name, value in (("crystal_mm", crystal_mm), ("depth_mm", depth_mm), ("tof_bin_ps", tof_bin_ps)):
-        if not np.isfinite(value) or value <= 0:
+        if real_number(name, value) <= 0:
             raise ValueError(f"{name}: expected a positive finite value, got {value!r}")
-    n_per_ring = max(8, int(round(2 * math.pi * scanner.radius_mm / crystal_mm)))
-    n_rings = max(1, int(round(scanner.axial_length_mm / crystal_mm)))
+    # the header holds one transform object per module and per element, and the scanner tables
+    # built from it a position per crystal (n_per_ring x n_rings) and one edge per TOF bin
+    n_per_ring_f = max(8.0, round(2 * math.pi * scanner.radius_mm / crystal_mm))
+    n_rings_f = max(1.0, round(scanner.axial_length_mm / crystal_mm))
+    require_memory("crystal_mm", 64.0 * n_per_ring_f * n_rings_f + 1000.0 * (n_per_ring_f + n_rings_f),
+                   f"a header of {n_per_ring_f:.0f} x {n_rings_f:.0f} crystals")
+    require_memory("tof_bin_ps", 16.0 * scanner.coincidence_window_ps / tof_bin_ps,
+                   f"{scanner.coincidence_window_ps / tof_bin_ps:.0f} TOF bins")
+    n_per_ring, n_rings = int(n_per_ring_f), int(n_rings_f)
     ring_mm = scanner.axial_length_mm / n_rings
     tangential_mm = 2 * scanner.radius_mm * math.sin(math.pi / n_per_ring)
     angles = 2 * math.pi * np.arange(n_per_ring) / n_per_ring
@@ -84,6 +92,7 @@ def scanner_header(scanner: CylindricalScanner, *, crystal_mm: float = 4.0, dept
 
 def ring_shape(header) -> tuple:
     """``(n_per_ring, n_rings)`` of a header made by :func:`scanner_header`."""
+    expect_instance(header, _petsird().Header, "header")
     rep = header.scanner.scanner_geometry.replicated_modules[0]
     return len(rep.transforms), len(rep.object.detecting_elements.transforms)
 
@@ -103,6 +112,7 @@ def events_to_coincidences(events: EventBatch, pscanner: PetsirdScanner) -> Coin
     the TOF bins, raise ValueError (events outside the scanner).
     """
     expect_instance(pscanner, PetsirdScanner, "pscanner")
+    expect_instance(events, EventBatch, "events")
     if pscanner.n_types != 1:
         raise ValueError(f"pscanner: expected a scanner of one module type, got {pscanner.n_types}")
     edges = _tof_edges(pscanner, (0, 0))
@@ -126,7 +136,17 @@ def coincidences_to_events(pscanner: PetsirdScanner, pair, coincidences: Coincid
 
     ``xp`` = CuPy builds the batch on the GPU (the integer lists are copied, the positions gathered there).
     """
-    t0, t1 = pair
+    expect_instance(pscanner, PetsirdScanner, "pscanner")
+    expect_instance(coincidences, Coincidences, "coincidences")
+    if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and
+            all(isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)) for t in pair)):
+        raise TypeError(f"pair: expected two integer module-type indices (t0, t1), got {pair!r}")
+    t0, t1 = (int(t) for t in pair)
+    if not 0 <= t1 <= t0 < pscanner.n_types:
+        raise ValueError(f"pair: expected module types (t0, t1) with 0 <= t1 <= t0 < {pscanner.n_types}, "
+                         f"got {pair!r}")
+    pscanner.check((t0, t1), coincidences, where="coincidences")
+    pair = (t0, t1)
     edges = _tof_edges(pscanner, pair)
     dt_centres = (edges[:-1] + edges[1:]) / C_MM_PER_PS        # 2 tof_mm / c at the bin centres (ps)
     cache = pscanner.__dict__.setdefault("_device_tables", {})
@@ -173,6 +193,8 @@ def deposit_file(path, grid: ImageGrid, viewset: ViewSet, *, kind: str = "prompt
     ``xp``: None picks CuPy when a GPU is usable (the events are decoded on the host and deposited
     on the GPU), else NumPy. See :func:`~directpet.direct.deposit` for ``mode`` and the stats.
     """
+    expect_instance(grid, ImageGrid, "grid")
+    expect_instance(viewset, ViewSet, "viewset")
     if xp is None:                   # the GPU when one is usable and CuPy is there
         if wants_cupy(None, resolve_backend("auto")):
             import cupy as xp  # importable: checked by wants_cupy
@@ -199,19 +221,31 @@ def lor_background(pscanner: PetsirdScanner, coincidences: Coincidences, values,
     pseudo-event at its most likely point; with TOF bins (``coincidences.tof_idx``) the value sits at
     the bin's most likely point. Values of LORs that miss the FOV are dropped.
     """
+    expect_instance(pscanner, PetsirdScanner, "pscanner")
+    expect_instance(coincidences, Coincidences, "coincidences")
+    expect_instance(grid, ImageGrid, "grid")
+    expect_instance(viewset, ViewSet, "viewset")
     pscanner.check((0, 0), coincidences, where="coincidences")
     chunk = positive_int("chunk", chunk)
-    vals = np.asarray(values.get() if hasattr(values, "get") else values, np.float64).ravel()
+    try:
+        vals = np.asarray(values.get() if hasattr(values, "get") else values, np.float64).ravel()
+    except (TypeError, ValueError):
+        raise TypeError(f"values: expected an array of numbers, got {type(values).__name__}") from None
     if vals.shape != (len(coincidences),):
         raise ValueError(f"values: expected ({len(coincidences)},) values, one per LOR, got {vals.shape}")
     if not np.all(np.isfinite(vals)) or np.any(vals < 0):
         raise ValueError("values: expected finite values >= 0")
-    if not np.isfinite(fov_radius_mm) or fov_radius_mm <= 0:
+    if real_number("fov_radius_mm", fov_radius_mm) <= 0:
         raise ValueError(f"fov_radius_mm: expected a positive radius, got {fov_radius_mm!r}")
-    step = 0.5 * min(grid.voxel_size) if step_mm is None else float(step_mm)
-    if not np.isfinite(step) or step <= 0:
+    step = 0.5 * min(grid.voxel_size) if step_mm is None else real_number("step_mm", step_mm)
+    if step <= 0:
         raise ValueError(f"step_mm: expected a positive step, got {step_mm!r}")
-    out = xp.zeros((len(viewset),) + grid.shape, xp.float32) if out is None else out
+    # each LOR of a chunk becomes up to (FOV diameter / step) pseudo-events of ~100 bytes
+    require_memory("step_mm", 100.0 * min(chunk, max(len(coincidences), 1)) * (2 * fov_radius_mm / step + 1),
+                   f"the pseudo-events of {min(chunk, len(coincidences))} LORs in steps of {step:g} mm")
+    if out is None:
+        require_stack_memory("grid", len(viewset), grid)
+        out = xp.zeros((len(viewset),) + grid.shape, xp.float32)
     spread = pscanner.tof_edges_mm(0, 0).size <= 2
     for start in range(0, len(coincidences), chunk):
         s = slice(start, start + chunk)

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .._checks import normalise_fields
 from ..sim.lines import cylinder_interval
 from .kernels import FWHM_PER_SIGMA, SRKernel, tof_fwhm_mm
 from .views import ViewSet
@@ -52,14 +53,10 @@ class CylindricalScanner:
     coincidence_window_ps: float = 4000.0
 
     def __post_init__(self):
-        for name in ("radius_mm", "axial_length_mm", "tof_fwhm_ps", "fov_diameter_mm",
-                     "coincidence_window_ps"):
-            v = getattr(self, name)
-            if not np.isfinite(v) or v <= 0:
-                raise ValueError(f"{name}: expected a positive finite value, got {v!r}")
-        if not np.isfinite(self.intrinsic_fwhm_mm) or self.intrinsic_fwhm_mm < 0:
-            raise ValueError(f"intrinsic_fwhm_mm: expected a finite value >= 0, got {self.intrinsic_fwhm_mm!r}")
-        if not (0.0 < self.theta_max_deg < 90.0):
+        normalise_fields(self, positive=("radius_mm", "axial_length_mm", "theta_max_deg", "tof_fwhm_ps",
+                                         "fov_diameter_mm", "coincidence_window_ps"),
+                         nonnegative=("intrinsic_fwhm_mm",))
+        if not self.theta_max_deg < 90.0:
             raise ValueError(f"theta_max_deg: expected a value in (0, 90), got {self.theta_max_deg!r}")
         if self.fov_diameter_mm > 2 * self.radius_mm:
             raise ValueError(f"fov_diameter_mm: {self.fov_diameter_mm} exceeds the detector diameter "

@@ -32,11 +32,13 @@ import numpy as np
 
 from .. import _core
 from .._backend import resolve_backend
-from .._checks import check_volume, device_pointer, expect_instance, is_device_array, positive_int
+from .._checks import check_threads, check_volume, device_pointer, expect_instance, is_device_array, positive_int
 from .._progress import progress_callback
 from ..geometry import ImageGrid
 from ..sim.phantoms import AnalyticPhantom, CylinderSource, PhantomInfo, PointSource, SphereSource
 from ..sim.random import check_seed
+from .histo_data import require_stack_memory
+from .lut import check_compiled_grid
 from .scanner import CylindricalScanner
 from .views import ViewSet
 
@@ -111,19 +113,24 @@ def simulate_deposit(phantom_info, scanner: CylindricalScanner, grid: ImageGrid,
     and ``seconds`` (wall time of the simulation).
     """
     expect_instance(scanner, CylindricalScanner, "scanner")
-    expect_instance(grid, ImageGrid, "grid")
+    check_compiled_grid(grid)
     expect_instance(viewset, ViewSet, "viewset")
     components = phantom_components(phantom_info)
     if components.shape[0] > 64:
         raise ValueError(f"phantom_info: the compiled path takes at most 64 sources, got {components.shape[0]}")
     params = scanner_parameters(scanner, phantom_info, attenuation=attenuation, blur=blur, tof=tof)
     n_events = positive_int("n_events", n_events)
+    if n_events >= 2**63:
+        raise ValueError(f"n_events: expected fewer than 2**63 events (the compiled counters are 64-bit), "
+                         f"got {n_events}")
     seed = check_seed("seed", seed)
     nthreads = _threads(threads)
     shape = (len(viewset),) + grid.shape
     backend = _backend_for(backend, out)
     if out is not None:
         check_volume(out, "out", shape, check_finite=False)
+    else:
+        require_stack_memory("grid", len(viewset), grid)
     geometry = (list(grid.shape), list(grid.voxel_size), viewset.n_phi, viewset.n_theta,
                 float(viewset.theta_max))
 
@@ -193,11 +200,7 @@ def _analytic(phantom) -> AnalyticPhantom:
 
 
 def _threads(threads):
-    if threads is None:
-        return 0
-    if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, (int, np.integer)) or threads < 1:
-        raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")
-    return int(threads)
+    return check_threads(threads)
 
 
 __all__ = ["phantom_components", "scanner_parameters", "simulate_deposit"]

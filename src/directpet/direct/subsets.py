@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-import numpy as np
-
-from .._checks import array_module
+from .._checks import array_module, positive_int
+from ..geometry import ImageGrid
 from ..recon.problem import StoredSubsets, check_nonnegative, spread_order
 from .histo_data import HistoImageData
-from .views import ViewSet
+from .views import ViewSet, same_views, same_viewset, view_index
 
 
 def make_blocks(n_views: int, n_subsets: int, viewset: Optional[ViewSet] = None) -> List[List[int]]:
@@ -30,9 +29,10 @@ def make_blocks(n_views: int, n_subsets: int, viewset: Optional[ViewSet] = None)
     block spans all directions evenly; without one, views ``v % n_subsets == m``. The blocks are
     listed in bit-reversed (van der Corput) order of m, so consecutive blocks are far apart.
     """
-    if isinstance(n_subsets, (bool, np.bool_)) or int(n_subsets) != n_subsets or n_subsets < 1:
-        raise ValueError(f"n_subsets: expected a positive integer, got {n_subsets!r}")
-    m_total = int(n_subsets)
+    m_total = positive_int("n_subsets", n_subsets)
+    n_views = positive_int("n_views", n_views)
+    if viewset is not None and not isinstance(viewset, ViewSet):
+        raise TypeError(f"viewset: expected a ViewSet or None, got {type(viewset).__name__}")
     if viewset is not None:
         if m_total > viewset.n_phi:
             raise ValueError(f"n_subsets: {m_total} exceeds the {viewset.n_phi} azimuths")
@@ -56,6 +56,9 @@ class ViewSubsets(StoredSubsets):
         ``forward_views``, ``adjoint_views``, ``n_views`` and ``grid``).
     data : a :class:`HistoImageData` (histo-images d_v, optional sensitivity s_v and background
         b_v) or an ``(n_views, nz, ny, nx)`` float32 array of counts (no corrections, no views).
+        It must be the projector's: the same grid (shape and voxel size), the same number of
+        views and, when it carries a ViewSet, the projector's views (the same ViewSet, or the same
+        directions when the projector was given Views); otherwise a ValueError naming ``data``.
     subsets : explicit blocks: lists of view indices that together hold every view exactly once;
         subset s is ``subsets[s]``, visited in the given order.
     n_subsets : k blocks from ``make_blocks(n_views, k, data.viewset)``, visited as listed.
@@ -72,7 +75,7 @@ class ViewSubsets(StoredSubsets):
 
     def __init__(self, projector, data, subsets: Optional[Sequence[Sequence[int]]] = None,
                  n_subsets: Optional[int] = None):
-        self.projector = projector
+        self.projector = check_projector(projector)
         self.histo_data = _as_data(projector, data)
         n_views = self.histo_data.n_views
         viewset = self.histo_data.viewset
@@ -146,25 +149,65 @@ class ViewSubsets(StoredSubsets):
         return float(d.histos.sum(dtype=xp.float64)), b_sum, int(d.histos.size)
 
 
+_PROJECTOR_API = ("forward", "adjoint", "forward_views", "adjoint_views", "n_views", "grid")
+
+
+def check_projector(projector, name: str = "projector", needs=_PROJECTOR_API):
+    """A DIRECT projector: anything with the attributes ``needs`` (by default ``forward``,
+    ``adjoint``, ``forward_views``, ``adjoint_views``, ``n_views`` and ``grid``) and an ImageGrid
+    ``grid``; else a TypeError naming ``name``."""
+    missing = [a for a in needs if not hasattr(projector, a)]
+    if missing or not isinstance(projector.grid, ImageGrid):
+        raise TypeError(f"{name}: expected a DIRECT projector (HistoImageProjector, FFTProjector, LowRankProjector, "
+                        f"or anything with {', '.join(needs)}), got {type(projector).__name__}"
+                        + (f" (no {', '.join(missing)})" if missing and projector is not None else ""))
+    return projector
+
+
+def check_views_match(viewset: Optional[ViewSet], projector, name: str) -> None:
+    """ValueError naming ``name`` when ``viewset`` (the data's views) is not the projector's: the
+    same ViewSet (azimuth and tilt bins, tilt range) when the projector was made from one, else
+    the same view directions in the same order (checked when the projector says which it has)."""
+    theirs = getattr(projector, "viewset", None)
+    views = getattr(projector, "views", None)
+    if viewset is None:
+        return
+    if isinstance(theirs, ViewSet):
+        ok, what = same_viewset(viewset, theirs), repr(theirs)
+    elif views is not None:
+        ok, what = same_views(viewset.views, views), f"{len(views)} views given one by one"
+    else:
+        return
+    if not ok:
+        raise ValueError(f"{name}: its views, {viewset!r}, are not the projector's ({what}): data and "
+                         "projector must describe the same views in the same order")
+
+
 def _as_data(projector, data) -> HistoImageData:
     if isinstance(data, HistoImageData):
         d = data
     elif hasattr(data, "shape") and len(data.shape) == 4:
-        d = HistoImageData(data, projector.grid)
+        try:
+            d = HistoImageData(data, projector.grid)
+        except (TypeError, ValueError) as err:   # the array is the argument `data` here
+            raise type(err)(f"data: {err}") from None
     else:
         raise TypeError(f"data: expected HistoImageData or an (n_views, nz, ny, nx) array, got {type(data).__name__}")
     if d.n_views != projector.n_views:
         raise ValueError(f"data: has {d.n_views} views but the projector has {projector.n_views}")
-    if tuple(d.grid.shape) != tuple(projector.grid.shape):
-        raise ValueError(f"data: grid {d.grid.shape} does not match the projector's {projector.grid.shape}")
+    if d.grid != projector.grid:
+        raise ValueError(f"data: its grid {d.grid.shape} of {d.grid.voxel_size} mm voxels does not match the "
+                         f"projector's grid {projector.grid.shape} of {projector.grid.voxel_size} mm voxels")
+    check_views_match(d.viewset, projector, "data")
     return d
 
 
 def _check_subsets(subsets, n_views: int) -> List[List[int]]:
     try:
-        blocks = [[int(v) for v in b] for b in subsets]
+        blocks = [list(b) for b in subsets]
     except TypeError:
         raise TypeError(f"subsets: expected lists of view indices, got {type(subsets).__name__}") from None
+    blocks = [[view_index(v, n_views, "subsets") for v in b] for b in blocks]
     flat = sorted(v for b in blocks for v in b)
     if not blocks or any(len(b) == 0 for b in blocks) or flat != list(range(n_views)):
         raise ValueError(f"subsets: expected non-empty lists of view indices that together hold every "
@@ -179,4 +222,4 @@ def _subset_part(stack, views: List[int]):
     return array_module(stack).ascontiguousarray(stack[views])
 
 
-__all__ = ["ViewSubsets", "make_blocks"]
+__all__ = ["ViewSubsets", "check_projector", "check_views_match", "make_blocks"]

@@ -12,7 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._checks import positive_int, real_number, require_memory
 from ..recon.problem import spread_order
+
+#: Bytes a ViewSet holds per view (a View object and its two floats, measured), for the memory check.
+_BYTES_PER_VIEW = 160
 
 
 @dataclass(frozen=True)
@@ -23,17 +27,17 @@ class View:
     theta: float = 0.0
 
     def __post_init__(self):
-        phi, theta = float(self.phi), float(self.theta)
-        if not np.isfinite(phi) or not (0.0 <= phi < np.pi):
+        phi, theta = real_number("phi", self.phi), real_number("theta", self.theta)
+        if not (0.0 <= phi < np.pi):
             raise ValueError(f"view phi: expected an azimuth in [0, pi) radians, got {self.phi!r}")
-        if not np.isfinite(theta) or not (-np.pi / 2 < theta < np.pi / 2):
+        if not (-np.pi / 2 < theta < np.pi / 2):
             raise ValueError(f"view theta: expected a tilt in (-pi/2, pi/2) radians, got {self.theta!r}")
         object.__setattr__(self, "phi", phi)
         object.__setattr__(self, "theta", theta)
 
     @classmethod
     def from_degrees(cls, phi_deg: float, theta_deg: float = 0.0) -> "View":
-        return cls(np.deg2rad(phi_deg), np.deg2rad(theta_deg))
+        return cls(np.deg2rad(real_number("phi_deg", phi_deg)), np.deg2rad(real_number("theta_deg", theta_deg)))
 
     @property
     def direction(self) -> np.ndarray:
@@ -60,19 +64,24 @@ class ViewSet:
     """
 
     def __init__(self, n_phi: int = 40, n_theta: int = 3, theta_max_deg: float = 10.0):
-        if int(n_phi) != n_phi or n_phi < 1:
-            raise ValueError(f"n_phi: expected a positive integer, got {n_phi!r}")
-        if int(n_theta) != n_theta or n_theta < 1:
-            raise ValueError(f"n_theta: expected a positive integer, got {n_theta!r}")
-        if not np.isfinite(theta_max_deg) or not (0.0 <= theta_max_deg < 90.0):
+        self.n_phi, self.n_theta = positive_int("n_phi", n_phi), positive_int("n_theta", n_theta)
+        theta_max_deg = real_number("theta_max_deg", theta_max_deg)
+        if not (0.0 <= theta_max_deg < 90.0):
             raise ValueError(f"theta_max_deg: expected a value in [0, 90), got {theta_max_deg!r}")
-        self.n_phi, self.n_theta = int(n_phi), int(n_theta)
-        self.theta_max = np.deg2rad(float(theta_max_deg))
+        if theta_max_deg == 0.0 and self.n_theta > 1:
+            raise ValueError(f"n_theta: {self.n_theta} tilt bins need theta_max_deg > 0 (all tilts are 0)")
+        require_memory("n_phi" if self.n_phi >= self.n_theta else "n_theta",
+                       self.n_phi * self.n_theta * _BYTES_PER_VIEW, f"a ViewSet of {self.n_phi} x {self.n_theta} views")
+        self.theta_max_deg = theta_max_deg          # as given, so that storage round-trips exactly
+        self.theta_max = np.deg2rad(theta_max_deg)
         self.phi_edges = np.linspace(0.0, np.pi, self.n_phi + 1)
         self.phi_centres = 0.5 * (self.phi_edges[:-1] + self.phi_edges[1:])
         self.theta_edges = np.linspace(-self.theta_max, self.theta_max, self.n_theta + 1)
         self.theta_centres = 0.5 * (self.theta_edges[:-1] + self.theta_edges[1:])
         self.views = [View(p, t) for p in self.phi_centres for t in self.theta_centres]
+
+    def __repr__(self) -> str:
+        return f"ViewSet(n_phi={self.n_phi}, n_theta={self.n_theta}, theta_max_deg={self.theta_max_deg!r})"
 
     def __len__(self) -> int:
         return len(self.views)
@@ -84,15 +93,11 @@ class ViewSet:
         return iter(self.views)
 
     def check_index(self, v) -> int:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-            raise TypeError(f"view: expected an integer view index, got {type(v).__name__}")
-        if not 0 <= v < len(self.views):
-            raise ValueError(f"view: index {v} outside [0, {len(self.views)})")
-        return int(v)
+        return view_index(v, len(self.views))
 
     def index(self, k: int, l: int) -> int:
         """View index of azimuth bin k and tilt bin l."""
-        return int(k) * self.n_theta + int(l)
+        return view_index(k, self.n_phi, "k") * self.n_theta + view_index(l, self.n_theta, "l")
 
     def bin_directions(self, u: np.ndarray):
         """Canonicalise directions (..., 3) and bin them.
@@ -106,6 +111,7 @@ class ViewSet:
     def cell_views(self, v: int, n_sub: int) -> list:
         """Directions sampling view v's (azimuth, tilt) cell: the view itself for ``n_sub = 1``, else
         the ``n_sub x n_sub`` cell midpoints (azimuth-major) as :class:`View` objects."""
+        v, n_sub = self.check_index(v), positive_int("n_sub", n_sub)
         if n_sub == 1:
             return [self[v]]
         k, l = divmod(v, self.n_theta)
@@ -119,6 +125,33 @@ class ViewSet:
         mid = self.n_theta // 2
         ls = sorted(range(self.n_theta), key=lambda l: (abs(l - mid), -(l - mid)))
         return [self.index(k, l) for k in ks for l in ls]
+
+
+def view_index(v, n_views: int, name: str = "view") -> int:
+    """v as an index in [0, n_views): a TypeError for anything but an integer (a float is never
+    truncated), a ValueError outside the range (negative indices are not wrapped around)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name}: expected an integer view index, got {type(v).__name__} {v!r}")
+    if not 0 <= v < n_views:
+        raise ValueError(f"{name}: index {v} outside [0, {n_views})")
+    return int(v)
+
+
+def same_viewset(a: "ViewSet", b: "ViewSet") -> bool:
+    """Whether two ViewSets bin directions the same way: equal n_phi and n_theta and the same tilt
+    range (theta_max_deg to 1e-9 degrees, so a value that went through radians still compares)."""
+    return (a.n_phi, a.n_theta) == (b.n_phi, b.n_theta) and abs(a.theta_max_deg - b.theta_max_deg) <= 1e-9
+
+
+def same_views(a, b, atol: float = 1e-9) -> bool:
+    """Whether two sequences of :class:`View` are the same views in the same order (azimuths and
+    tilts within ``atol`` radians: a ViewSet rebuilt from stored parameters may differ in the
+    last bit)."""
+    if len(a) != len(b):
+        return False
+    pa = np.array([(v.phi, v.theta) for v in a], dtype=np.float64).reshape(-1, 2)
+    pb = np.array([(v.phi, v.theta) for v in b], dtype=np.float64).reshape(-1, 2)
+    return bool(np.all(np.abs(pa - pb) <= atol))
 
 
 def bin_canonical(u, viewset: "ViewSet", xp):

@@ -28,6 +28,7 @@ Family adapters build on this: :mod:`directpet.direct.petsird` (TOF events to an
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Dict, Iterator, Optional, Tuple
 
@@ -111,13 +112,30 @@ def _event_bytes(events: Coincidences) -> np.ndarray:
     return _encode_varints(np.stack([events.bin0, events.bin1, events.tof_idx], axis=1))
 
 
+#: The private attributes of petsird's ``CodedInputStream`` (petsird 0.12) that :func:`_bytes_left`
+#: reads; tests/test_io_petsird.py checks that the pinned petsird still has them.
+STREAM_ATTRIBUTES = ("_stream", "_last_read_count", "_offset")
+
+_size_check_warned = False
+
+
 def _bytes_left(stream) -> Optional[int]:
-    """Bytes of the file not yet consumed by a yardl input stream (None when it cannot tell)."""
+    """Bytes of the file not yet consumed by a yardl input stream, or None when it cannot tell
+    (then a RuntimeWarning, once per process: the check of announced event counts against the
+    file size is off, and a truncated file is found only when its events run out)."""
     try:
         raw = stream._stream                     # the BufferedReader under petsird's CodedInputStream
         buffered = stream._last_read_count - stream._offset
         return os.fstat(raw.fileno()).st_size - raw.tell() + buffered
-    except (AttributeError, OSError, ValueError):
+    except (AttributeError, OSError, ValueError) as err:
+        global _size_check_warned
+        if not _size_check_warned:
+            _size_check_warned = True
+            warnings.warn(f"PETSIRD: cannot measure the bytes left in the file ({type(err).__name__}: {err}; "
+                          f"directpet reads petsird {SUPPORTED_VERSION}'s private stream attributes "
+                          f"{', '.join(STREAM_ATTRIBUTES)}), so event counts are not checked against the file "
+                          "size: a truncated file is reported only when its events run out", RuntimeWarning,
+                          stacklevel=2)
         return None
 
 
@@ -176,6 +194,10 @@ def _protocol_classes():
         # petsird's own record serializer (field order, read/write), its two coincidence fields swapped.
         def __init__(self):
             super().__init__()
+            if not isinstance(getattr(self, "_field_serializers", None), list):
+                raise ImportError(f"directpet's PETSIRD event codec needs petsird {SUPPORTED_VERSION}'s private "
+                                  "EventTimeBlockSerializer._field_serializers, which this petsird does not have "
+                                  f"(pip install 'petsird=={SUPPORTED_VERSION}.*')")
             lists = _binary.VectorSerializer(_binary.VectorSerializer(CoincidenceListSerializer()))
             self._field_serializers = [(name, lists if name in ("prompt_events", "delayed_events") else ser)
                                        for name, ser in self._field_serializers]
