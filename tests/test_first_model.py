@@ -190,7 +190,7 @@ def test_scanner_validation():
         RotatingScanner(mu_per_mm=float("nan"))
     with pytest.raises(TypeError, match="pitch_mm"):
         RotatingScanner(pitch_mm="1.6")
-    with pytest.raises(ValueError, match="n_angles"):
+    with pytest.raises(TypeError, match="n_angles"):
         RotatingScanner(n_angles=2.5)
     s = RotatingScanner()
     assert s.grid.shape == (59, 175, 175) and s.sinogram_shape == (130, 30, 30, 175)

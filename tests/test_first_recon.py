@@ -148,7 +148,7 @@ def test_angle_subsets_reject_bad_arguments(table, rng):
         AngleSubsets(P, data, n_subsets=0)
     with pytest.raises(ValueError, match="subsets"):
         AngleSubsets(P, data, subsets=[])
-    with pytest.raises(ValueError, match="n_subsets"):
+    with pytest.raises(TypeError, match="n_subsets"):
         AngleSubsets(P, data, n_subsets=3.0)
     with pytest.raises(ValueError, match="n_iter"):
         recon.osem(AngleSubsets(P, data, 3), 0, progress=False)

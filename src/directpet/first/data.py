@@ -12,7 +12,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module
+from .._checks import array_module, flag, real_number
 from .._storage import CountData
 from ..sim import make_rng
 from .geometry import RotatingScanner
@@ -68,6 +68,13 @@ def model_consistent_sinogram(projector, image, factors=None, background=None, c
     rng : seed or Generator (NumPy, or CuPy for CuPy images).
     noise : False returns the expected data.
     """
+    if not callable(getattr(projector, "forward", None)) or not isinstance(getattr(projector, "scanner", None),
+                                                                            RotatingScanner):
+        raise TypeError(f"projector: expected a SuperLORProjector (forward and a RotatingScanner), got "
+                        f"{type(projector).__name__}")
+    if counts is not None:
+        counts = real_number("counts", counts)
+    noise = flag("noise", noise)
     xp = array_module(image)
     ybar = projector.forward(image)
     if factors is not None:
@@ -84,7 +91,7 @@ def model_consistent_sinogram(projector, image, factors=None, background=None, c
     prompts = make_rng(rng, xp).poisson(ybar).astype(xp.float32) if noise else ybar
     bg = None if background is None else (background * np.float32(alpha)).astype(xp.float32)
     meta = {"source": "model_consistent_sinogram", "image_scale": alpha, "expected_counts": total * alpha,
-            "noise": bool(noise), "method": projector.method}
+            "noise": noise, "method": getattr(projector, "method", None)}
     return SinogramData(prompts, projector.scanner, factors, bg, meta)
 
 

@@ -50,7 +50,10 @@ coordinates (voxel centres at integers) sample ``(i, j, k)`` of LOR ``(a, r1, r2
 * ``fy = c + (i - c) sin(phi) + (rho + j - c) cos(phi)``,
 * ``fz = kc + k + (i - c) * slope_delta``, ``slope_delta = tan(alpha_delta) * radial_bin / slice``,
 
-and the image is read there by trilinear interpolation (zero outside the grid).
+and the image is read there through the in-plane footprint: the sample's lattice cell (the unit
+square around ``(i, rho + j)``, turned by phi) takes from each voxel the area it overlaps of the
+voxel's square; axially the two slices around ``fz`` by linear interpolation; zero outside the grid.
+(See :mod:`directpet.first.projector`: the cells tile the plane, so every angle sees a voxel whole.)
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 
-from .._checks import normalise_fields
+from .._checks import normalise_fields, require_memory
 from ..geometry import FWHM_PER_SIGMA, ImageGrid
 
 
@@ -111,6 +114,12 @@ class RotatingScanner:
         if half_fov >= 0.5 * self.head_distance_mm:
             raise ValueError(f"n_radial: a {2 * half_fov:g} mm field of view does not fit between heads "
                              f"{self.head_distance_mm:g} mm apart")
+        # every use of the scanner (projections, data, the Monte Carlo) holds a float32 sinogram and
+        # an image: refuse sizes whose arrays cannot exist here, before anything is allocated
+        sino = float(self.n_angles) * self.n_rows * self.n_rows * self.n_radial
+        image = float(2 * self.n_rows - 1) * self.n_radial * self.n_radial
+        require_memory("n_angles, n_rows, n_radial", 4.0 * (sino + image),
+                       f"a float32 sinogram {self.sinogram_shape} and image {self.grid.shape}")
 
     # --- sizes ----------------------------------------------------------------------------------
     @property

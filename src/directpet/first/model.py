@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import ndtr
 
-from .._checks import real_number
+from .._checks import expect_instance, integer, meta_dict, read_only, real_array, real_number, require_memory
 from .._storage import check_format, json_object, read_npz
 from .geometry import FWHM_PER_SIGMA, RotatingScanner
 
@@ -88,9 +88,21 @@ def _blur_variances(scanner: RotatingScanner, t, tan_alpha, L3):
     return var_u, var_w
 
 
+def _tube_size(scanner, J, K, n_tubes: int, temporaries: int):
+    """Checked tube half-widths ``(J, K)``: non-negative integers whose tubes (``n_tubes`` of them kept,
+    plus ``temporaries`` float64 arrays of one tube while computing) fit in memory."""
+    expect_instance(scanner, RotatingScanner, "scanner")
+    J, K = integer("J", J, lo=0), integer("K", K, lo=0)
+    per_tube = float(scanner.n_radial) * (2 * J + 1) * (2 * K + 1)
+    require_memory("J, K", 8.0 * per_tube * (n_tubes + temporaries),
+                   f"{n_tubes} float64 tube(s) of {scanner.n_radial} x {2 * J + 1} x {2 * K + 1} samples")
+    return J, K
+
+
 def efficiency(scanner: RotatingScanner, tan_alpha):
     """Relative LOR efficiency ``(det(T)/det(0))^2 cos^3(alpha)`` (1 for delta = 0)."""
-    t = np.asarray(tan_alpha, dtype=float)
+    expect_instance(scanner, RotatingScanner, "scanner")
+    t = real_array("tan_alpha", tan_alpha)
     det = scanner.detection_probability(t) / scanner.detection_probability(0.0)
     return det**2 * (1.0 + t * t) ** -1.5
 
@@ -106,6 +118,10 @@ def tube_at(scanner: RotatingScanner, tan_alpha: float, along_mm, radial_off_mm,
     ``along_mm`` is the in-plane position along the LOR (0 at the midpoint of the two heads);
     the offsets are measured from the LOR axis (in-plane perpendicular, and vertically).
     """
+    expect_instance(scanner, RotatingScanner, "scanner")
+    tan_alpha = real_number("tan_alpha", tan_alpha)
+    along_mm, radial_off_mm, axial_off_mm = (real_array(n, v) for n, v in (
+        ("along_mm", along_mm), ("radial_off_mm", radial_off_mm), ("axial_off_mm", axial_off_mm)))
     mean_depth, _ = scanner.depth_moments(tan_alpha)
     L = scanner.head_distance_mm + 2.0 * mean_depth          # in-plane distance of the mean interaction points
     L3 = L * np.sqrt(1.0 + tan_alpha**2)
@@ -118,7 +134,9 @@ def tube_at(scanner: RotatingScanner, tan_alpha: float, along_mm, radial_off_mm,
 
 def analytic_tube(scanner: RotatingScanner, delta: int, J: int = 2, K: int = 1) -> np.ndarray:
     """Tube of a LOR of ring difference delta in its own frame: (n_radial, 2J+1, 2K+1) float64."""
-    T = float(scanner.tan_alpha[int(delta) + scanner.n_rows - 1])
+    J, K = _tube_size(scanner, J, K, 1, 8)
+    delta = integer("delta", delta, -(scanner.n_rows - 1), scanner.n_rows - 1)
+    T = float(scanner.tan_alpha[delta + scanner.n_rows - 1])
     i = np.arange(scanner.n_radial)[:, None, None]
     j = np.arange(-J, J + 1)[None, :, None]
     k = np.arange(-K, K + 1)[None, None, :]
@@ -134,7 +152,11 @@ def lor_tube(scanner: RotatingScanner, a: int, r1: int, r2: int, rho: int, J: in
     Super-LOR's probabilities, and as the per-LOR table the storage is compared with.
     Returns (n_radial, 2J+1, 2K+1) float64 indexed ``[i, j + J, k + K]``.
     """
+    J, K = _tube_size(scanner, J, K, 1, 16)
     s = scanner
+    a = integer("a", a, 0, s.n_angles - 1)
+    r1, r2 = integer("r1", r1, 0, s.n_rows - 1), integer("r2", r2, 0, s.n_rows - 1)
+    rho = integer("rho", rho, 0, s.n_radial - 1)
     phi = a * np.pi / s.n_angles
     e_a = np.array([np.cos(phi), np.sin(phi)])
     e_s = np.array([-np.sin(phi), np.cos(phi)])
@@ -170,7 +192,7 @@ def lor_tube(scanner: RotatingScanner, a: int, r1: int, r2: int, rho: int, J: in
 
 # --- Super-LOR tables -------------------------------------------------------------------------------------
 
-@dataclass
+@dataclass(frozen=True)
 class SuperLORTable:
     """Super-LOR tube tables and the map from ring difference to Super-LOR.
 
@@ -185,6 +207,10 @@ class SuperLORTable:
     quasi_error : (2 n_rows - 1,) float64, max |tube(delta) - tube(Super-LOR)| / max tube(delta)
         introduced by the quasi-symmetry (0 for the representatives themselves).
     meta : provenance (model, tolerance, ...).
+
+    Checked on construction (and so on :meth:`load`): shapes, finite non-negative values, indices in
+    range. The table is frozen and its arrays are read-only views, so the checked values are the ones
+    the projectors read.
     """
 
     scanner: RotatingScanner
@@ -200,31 +226,38 @@ class SuperLORTable:
         if not isinstance(s, RotatingScanner):
             raise TypeError(f"scanner: expected a RotatingScanner, got {type(s).__name__}")
         v = np.asarray(self.values)
+        if v.dtype == object or not (np.issubdtype(v.dtype, np.floating) or np.issubdtype(v.dtype, np.integer)):
+            raise TypeError(f"values: expected a real (float) array, got dtype {v.dtype}")
         if v.ndim != 4 or v.shape[0] < 1 or v.shape[1] != s.n_radial or v.shape[2] % 2 != 1 or v.shape[3] % 2 != 1:
             raise ValueError(f"values: expected (n_super, {s.n_radial}, 2J+1, 2K+1), got {v.shape}")
         with np.errstate(over="ignore", invalid="ignore"):   # checked after the cast: 1e39 becomes inf
             v = np.ascontiguousarray(v, dtype=np.float32)
         if not np.all(np.isfinite(v)) or np.any(v < 0):
             raise ValueError("values: expected finite, non-negative float32 probabilities")
-        self.values = v
         nd = s.n_deltas
         sod = np.asarray(self.super_of_delta).reshape(-1)
         if not np.issubdtype(sod.dtype, np.integer):
             raise TypeError(f"super_of_delta: expected integer indices, got dtype {sod.dtype}")
         if sod.shape != (nd,) or sod.min() < 0 or sod.max() >= v.shape[0]:
             raise ValueError(f"super_of_delta: expected {nd} indices in [0, {v.shape[0]})")
-        self.super_of_delta = sod.astype(np.int32)
-        self.flip_k = np.asarray(self.flip_k, dtype=bool).reshape(-1)
-        self.tan_alpha = np.asarray(self.tan_alpha, dtype=np.float64).reshape(-1)
-        self.quasi_error = np.asarray(self.quasi_error, dtype=np.float64).reshape(-1)
+        flip = np.asarray(self.flip_k)
+        zero_one = np.issubdtype(flip.dtype, np.integer) and np.all((flip == 0) | (flip == 1))
+        if not (flip.dtype == np.bool_ or zero_one):
+            raise TypeError(f"flip_k: expected a bool array (or integers 0 / 1), got dtype {flip.dtype}")
+        arrays = {"values": v, "super_of_delta": sod.astype(np.int32), "flip_k": flip.astype(bool).reshape(-1),
+                  "tan_alpha": real_array("tan_alpha", self.tan_alpha).reshape(-1),
+                  "quasi_error": real_array("quasi_error", self.quasi_error).reshape(-1)}
         for name in ("flip_k", "tan_alpha", "quasi_error"):
-            if getattr(self, name).shape != (nd,):
-                raise ValueError(f"{name}: expected shape ({nd},), got {getattr(self, name).shape}")
+            if arrays[name].shape != (nd,):
+                raise ValueError(f"{name}: expected shape ({nd},), got {arrays[name].shape}")
         # |tan alpha| < 10 (84 degrees) keeps every axial sample offset within a few thousand slices
-        if not np.all(np.isfinite(self.tan_alpha)) or np.any(np.abs(self.tan_alpha) >= 10.0):
+        if np.any(np.abs(arrays["tan_alpha"]) >= 10.0):
             raise ValueError("tan_alpha: expected finite LOR slopes with |tan(alpha)| < 10")
-        if not np.all(np.isfinite(self.quasi_error)) or np.any(self.quasi_error < 0):
+        if np.any(arrays["quasi_error"] < 0):
             raise ValueError("quasi_error: expected finite values >= 0")
+        for name, a in arrays.items():
+            object.__setattr__(self, name, read_only(np.ascontiguousarray(a)))
+        object.__setattr__(self, "meta", meta_dict(self.meta))
 
     # --- shape ----------------------------------------------------------------------------------
     @property
@@ -310,11 +343,10 @@ def build_super_lor_table(scanner: RotatingScanner, J: int = 2, K: int = 1,
     quasi_tolerance : largest allowed max|tube - Super-LOR tube| / max tube for any ring difference
         that borrows another's tube (0: one Super-LOR per |delta|, no quasi-symmetry).
     """
-    if not isinstance(scanner, RotatingScanner):
-        raise TypeError(f"scanner: expected a RotatingScanner, got {type(scanner).__name__}")
-    for name, v in (("J", J), ("K", K)):
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
-            raise ValueError(f"{name}: expected a non-negative integer, got {v!r}")
+    expect_instance(scanner, RotatingScanner, "scanner")
+    # peak: the n_rows float64 tubes, their float64 stack and its float32 copy (<= 1.5 n_rows tubes
+    # more), the tube temporaries
+    J, K = _tube_size(scanner, J, K, 3 * scanner.n_rows, 8)
     quasi_tolerance = real_number("quasi_tolerance", quasi_tolerance)
     if not 0.0 <= quasi_tolerance < 1.0:
         raise ValueError(f"quasi_tolerance: expected a value in [0, 1), got {quasi_tolerance!r}")

@@ -45,7 +45,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
-from .._checks import expect_instance
+from .._checks import expect_instance, require_memory
 from .._device import decay_count, host_volume, monte_carlo_options
 from .._progress import progress_callback
 from ..geometry import ImageGrid
@@ -55,6 +55,8 @@ from .geometry import RotatingScanner
 # Decays per chunk (between progress updates and Ctrl-C checks): a fraction of a second each.
 DEFAULT_CHUNK_CPU = 1 << 22   # ~0.5 s at ~8e6 decays/s on two cores
 DEFAULT_CHUNK_CUDA = 1 << 27  # well under a second on an H100-class GPU
+MAX_TRACE = 1 << 26           # trace_decays' cap (the binding's)
+TRACE_BYTES = 100             # a traced decay's record and returned arrays
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,9 @@ def trace_decays(scanner: RotatingScanner, activity, grid: ImageGrid, n_decays: 
     expect_instance(grid, ImageGrid, "grid")
     host_activity = host_volume(activity, "activity", grid.shape)
     n_decays = decay_count("n_decays", n_decays)
+    if n_decays > MAX_TRACE:
+        raise ValueError(f"n_decays: at most 2**26 decays can be traced, got {n_decays}")
+    require_memory("n_decays", TRACE_BYTES * n_decays, f"tracing {n_decays} decays")
     return _core.first_mc_trace_cpu(scanner_parameters(scanner), host_activity, list(grid.voxel_size), n_decays,
                                     check_seed("seed", seed))
 

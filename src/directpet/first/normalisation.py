@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks import expect_instance, flag, integer, require_memory
 from .geometry import RotatingScanner
 
 
@@ -41,11 +42,12 @@ def geometric_normalisation(scanner: RotatingScanner, n_quad: int = 16384, *, fu
 
     Returns float32 factors; 1 would be a LOR seen at normal incidence for the whole scan.
     """
-    if not isinstance(scanner, RotatingScanner):
-        raise TypeError(f"scanner: expected a RotatingScanner, got {type(scanner).__name__}")
-    if isinstance(n_quad, (bool, np.bool_)) or int(n_quad) != n_quad or n_quad < 16:
-        raise ValueError(f"n_quad: expected an integer >= 16, got {n_quad!r}")
+    expect_instance(scanner, RotatingScanner, "scanner")
+    n_quad = integer("n_quad", n_quad, lo=16)
+    full = flag("full", full)
     s = scanner
+    # the (n_quad, n_radial) and (n_quad, n_deltas) float64 tables and their temporaries
+    require_memory("n_quad", 8.0 * 6 * n_quad * (s.n_radial + s.n_deltas), f"{n_quad} quadrature points")
     beta = (np.arange(int(n_quad)) + 0.5) * (np.pi / n_quad) - 0.5 * np.pi          # (Q,)
     radial = s.radial_mm(np.arange(s.n_radial))                                       # (n,)
     half_w = 0.5 * s.n_columns * s.pitch_mm

@@ -103,6 +103,8 @@ class SuperLORProjector(LinearOperator):
         """Sinogram ``(len(angles), n_rows, n_rows, n)`` of ``image`` (nz, n, n) for the angles."""
         a = self.angle_list(angles)
         image = check_volume(image, "image", self.grid.shape, self.check_finite)
+        if out is None:           # a long list with repeats can ask for more than any machine has
+            require_memory("angles", 4 * int(np.prod(self.sinogram_shape(len(a)))), f"a sinogram of {len(a)} angles")
         out = output_array(image, out, self.sinogram_shape(len(a)))
         return self._engine.forward(image, a, out)
 

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from .._checks import expect_instance, positive_int
+from .._checks import expect_instance, positive_int, require_memory
 from ..recon.problem import StoredSubsets, spread_order
 from .data import SinogramData
 from .projector import SuperLORProjector
@@ -20,6 +20,8 @@ from .projector import SuperLORProjector
 
 def interleaved_angle_subsets(n_angles: int, n_subsets: int) -> List[np.ndarray]:
     """Subset m = angles m, m + n_subsets, ... (int32 arrays)."""
+    n_angles = positive_int("n_angles", n_angles)
+    require_memory("n_angles", 4.0 * n_angles, f"{n_angles} int32 angle indices")
     n_subsets = positive_int("n_subsets", n_subsets)
     if n_subsets > n_angles:
         raise ValueError(f"n_subsets: expected an integer in [1, {n_angles}], got {n_subsets!r}")
