@@ -16,14 +16,8 @@ import numpy as np
 import pytest
 
 import directpet
-from directpet.dualhead import DualHeadScanner, PatchModel
-
-try:
-    from directpet.dualhead import DualHeadProjector
-    from directpet.reference.dualhead import random_model
-except ImportError:   # the CPU projector and reference (issue 8 section 1) land in their own branch
-    pytest.skip("directpet.dualhead.DualHeadProjector / directpet.reference.dualhead (the CPU reference of these "
-                "tests) are not available", allow_module_level=True)
+from directpet.dualhead import DualHeadProjector, DualHeadScanner, PatchModel
+from directpet.reference.dualhead import random_model
 
 pytestmark = pytest.mark.gpu
 TOL = 1e-5   # float32 sums of hundreds of terms in different orders

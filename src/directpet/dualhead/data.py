@@ -17,7 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module
+from .._checks import array_module, flag
 from .._storage import CountData
 from ..sim import make_rng
 from .geometry import DualHeadScanner
@@ -100,6 +100,7 @@ def model_consistent_data(projector, image, *, seed, total_counts: Optional[floa
     noise : False returns the expected data.
     """
     scanner = _scanner_of(projector)
+    noise = flag("noise", noise)
     xp = array_module(image)
     ybar = projector.forward(image)
     if factors is not None:
@@ -122,7 +123,7 @@ def model_consistent_data(projector, image, *, seed, total_counts: Optional[floa
     prompts = make_rng(seed, xp).poisson(ybar).astype(xp.float32) if noise else ybar
     bg = None if background is None else (background * np.float32(alpha)).astype(xp.float32)
     meta = {"source": "model_consistent_data", "image_scale": alpha, "expected_counts": total * alpha,
-            "noise": bool(noise), "method": getattr(projector, "method", None)}
+            "noise": noise, "method": getattr(projector, "method", None)}
     return DualHeadData(scanner, prompts, factors, bg, meta)
 
 

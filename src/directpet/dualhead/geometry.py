@@ -43,7 +43,7 @@ from typing import Tuple
 
 import numpy as np
 
-from .._checks import normalise_fields
+from .._checks import normalise_fields, require_memory
 from ..geometry import ImageGrid
 
 #: sign order within a class; repeats (a zero component) are skipped
@@ -95,6 +95,11 @@ class DualHeadScanner:
                              f"heads {self.gap_mm:g} mm apart")
         if self.voxels_per_crystal * max(self.n_y, self.n_z) > 32767:
             raise ValueError("voxels_per_crystal: the voxel offsets must fit int16")
+        # every use of the scanner (projections, data, the Monte Carlo) holds a float32 LOR vector and
+        # an image: refuse sizes whose arrays cannot exist here, before anything is allocated
+        image = float(self.n_z * self.voxels_per_crystal) * self.n_y * self.voxels_per_crystal * self.n_planes
+        require_memory("n_y, n_z, voxels_per_crystal, n_planes", 4.0 * (float(self.n_crystals) ** 2 + image),
+                       f"a float32 LOR vector ({self.n_lors},) and image {self.grid.shape}")
 
     # --- sizes ----------------------------------------------------------------------------------
     @property
@@ -180,8 +185,12 @@ class DualHeadScanner:
 
     def lor_crystals(self, classes=None):
         """``(c_uy, c_uz, c_ly, c_lz)`` int32 arrays for every LOR of the listed classes, in layout order."""
+        k_list = self.class_list(classes)
+        n = self.lor_count(k_list)
+        # int64 parts (32 B per LOR), their int32 concatenation (16 B) and the meshgrid temporaries
+        require_memory("classes", 64.0 * n, f"the crystals of {n} LORs")
         parts = []
-        for k in self.class_list(classes):
+        for k in k_list:
             ay, az = (int(v) for v in self.class_of(k))
             i, j = np.meshgrid(np.arange(self.n_y - ay), np.arange(self.n_z - az), indexing="ij")
             i, j = i.ravel(), j.ravel()

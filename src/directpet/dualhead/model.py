@@ -31,7 +31,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
-from .._checks import expect_instance
+from .._checks import expect_instance, integer_array, meta_dict, read_only, real_array
 from .._storage import check_format, json_object, read_npz
 from .geometry import DualHeadScanner
 
@@ -57,7 +57,7 @@ class PatchModel:
     def __post_init__(self):
         s = expect_instance(self.scanner, DualHeadScanner, "scanner")
         n_rows = s.n_classes * s.n_planes
-        start = np.ascontiguousarray(self.tap_start, dtype=np.int64)
+        start = integer_array("tap_start", self.tap_start)
         if start.shape != (n_rows + 1,) or start[0] != 0 or np.any(np.diff(start) < 0):
             raise ValueError(f"tap_start: expected a non-decreasing int array of length {n_rows + 1} starting at 0")
         n = int(start[-1])
@@ -66,17 +66,25 @@ class PatchModel:
             a = np.asarray(getattr(self, name))
             if a.shape != (n,):
                 raise ValueError(f"{name}: expected shape ({n},), got {a.shape}")
-            arrays[name] = np.ascontiguousarray(a, dtype=dtype)
+            if dtype == np.int16:
+                a = integer_array(name, a)
+                if a.size and (a.min() < -32768 or a.max() > 32767):
+                    raise ValueError(f"{name}: offsets beyond int16")
+            elif a.dtype == np.bool_ or not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
+                raise TypeError(f"{name}: expected real weights, got dtype {a.dtype}")
+            with np.errstate(over="ignore", invalid="ignore"):   # 1e39 becomes inf: refused just below
+                arrays[name] = np.ascontiguousarray(a, dtype=dtype)
         # the remaining invariants (offsets inside the cells, weights, order) in one compiled pass over
         # the taps, which also gives the projectors their host copy (no per-tap NumPy temporaries:
         # 166 M taps at full size)
         host = _core.DualHeadModel(s.n_y, s.n_z, s.voxels_per_crystal, s.n_planes, start, arrays["tap_dy"],
                                    arrays["tap_dz"], arrays["tap_w"])
         object.__setattr__(self, "_host", host)
-        object.__setattr__(self, "tap_start", start)
+        # read-only views: the arrays stay what was checked (and what the host copy holds)
+        object.__setattr__(self, "tap_start", read_only(start))
         for name, a in arrays.items():
-            object.__setattr__(self, name, a)
-        object.__setattr__(self, "meta", dict(self.meta))
+            object.__setattr__(self, name, read_only(a))
+        object.__setattr__(self, "meta", meta_dict(self.meta))
 
     @property
     def host_model(self):
@@ -87,10 +95,12 @@ class PatchModel:
     @classmethod
     def from_taps(cls, scanner: DualHeadScanner, k, p, dy, dz, w, meta: Optional[dict] = None) -> "PatchModel":
         """A model from unordered taps (class k, plane p, dy, dz, w); duplicate taps are summed,
-        zero weights dropped."""
+        zero weights dropped (weights must be finite and >= 0)."""
         scanner = expect_instance(scanner, DualHeadScanner, "scanner")
-        k, p, dy, dz = (np.asarray(v, dtype=np.int64).ravel() for v in (k, p, dy, dz))
-        w = np.asarray(w, dtype=np.float64).ravel()
+        k, p, dy, dz = (integer_array(name, v).ravel() for name, v in (("k", k), ("p", p), ("dy", dy), ("dz", dz)))
+        w = real_array("w", w).ravel()
+        if np.any(w < 0):
+            raise ValueError("w: expected weights >= 0 (detection probabilities)")
         if not (k.size == p.size == dy.size == dz.size == w.size):
             raise ValueError("k, p, dy, dz, w: expected arrays of one length")
         if k.size and (k.min() < 0 or k.max() >= scanner.n_classes):
@@ -109,7 +119,7 @@ class PatchModel:
         n_rows = scanner.n_classes * scanner.n_planes
         counts = np.bincount(row[idx], minlength=n_rows)
         start = np.concatenate([[0], np.cumsum(counts)])
-        return cls(scanner, start, dy[idx], dz[idx], wsum[keep].astype(np.float32), dict(meta or {}))
+        return cls(scanner, start, dy[idx], dz[idx], wsum[keep], meta_dict(meta))
 
     # --- access ---------------------------------------------------------------------------------
     @property

@@ -55,7 +55,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
-from .._checks import expect_instance
+from .._checks import expect_instance, require_memory
 from .._device import decay_count, host_volume, monte_carlo_options
 from .._progress import progress_callback
 from ..sim.random import check_seed
@@ -64,6 +64,8 @@ from .geometry import DualHeadScanner
 # Decays per call (between progress updates and Ctrl-C checks): a fraction of a second each.
 DEFAULT_CHUNK_CPU = 1 << 22   # ~1-2 s at 2-4e6 decays/s on two cores (full size)
 DEFAULT_CHUNK_CUDA = 1 << 28  # well under a second on an H100-class GPU
+MAX_TRACE = 1 << 24           # trace_events' cap (the binding's)
+TRACE_BYTES = 250             # a traced decay: its record (C++) and its rows of the returned arrays (116 B)
 #: outcome codes of :func:`trace_events` (``outcome``) and photon fates (``fate``)
 OUTCOMES = tuple(_core.DUALHEAD_MC_OUTCOMES)   # out_of_band, missed, not_detected, true
 FATES = tuple(_core.DUALHEAD_MC_FATES)         # no_crystal, passed, interacted
@@ -182,6 +184,9 @@ def trace_events(scanner: DualHeadScanner, activity, n_decays: int, *, seed: int
     expect_instance(scanner, DualHeadScanner, "scanner")
     host_activity = host_volume(activity, "activity", scanner.grid.shape)
     n_decays = decay_count("n_decays", n_decays)
+    if n_decays > MAX_TRACE:
+        raise ValueError(f"n_decays: at most 2**24 decays can be traced, got {n_decays}")
+    require_memory("n_decays", TRACE_BYTES * n_decays, f"tracing {n_decays} decays")
     if isinstance(first, (bool, np.bool_)) or not isinstance(first, (int, np.integer)) or first < 0:
         raise ValueError(f"first: expected an integer >= 0, got {first!r}")
     engine = _core.DualHeadMonteCarlo(scanner_parameters(scanner), host_activity)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import expect_instance, positive_int, to_numpy
+from .._checks import expect_instance, positive_int, require_memory, to_numpy
 from ..io.petsird import Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter, single_type_header
 from .geometry import DualHeadScanner
 
@@ -26,6 +26,7 @@ _C_MM_PER_NS = 299.792458
 def scanner_header(scanner: DualHeadScanner, *, model_name: str = "directpet dual-head"):
     """A ``petsird.Header`` describing the two heads' front-layer crystals (see the module docstring)."""
     expect_instance(scanner, DualHeadScanner, "scanner")
+    expect_instance(model_name, str, "model_name")
     cy, cz = np.meshgrid(np.arange(scanner.n_y), np.arange(scanner.n_z), indexing="ij")
     elements = np.stack([np.zeros(cy.size), scanner.crystal_y_mm(cy.ravel()), scanner.crystal_z_mm(cz.ravel())], axis=1)
     x = 0.5 * scanner.gap_mm + 0.5 * scanner.depth_mm
@@ -42,8 +43,13 @@ def counts_to_coincidences(scanner: DualHeadScanner, counts) -> Coincidences:
     c = np.asarray(to_numpy(counts))
     if c.shape != (scanner.n_lors,):
         raise ValueError(f"counts: expected shape ({scanner.n_lors},), got {c.shape}")
+    if c.dtype == object or not (np.issubdtype(c.dtype, np.number)) or np.issubdtype(c.dtype, np.complexfloating):
+        raise TypeError(f"counts: expected a real array, got dtype {c.dtype}")
     if not np.all(np.isfinite(c)) or np.any(c < 0) or np.any(c != np.round(c)):
         raise ValueError("counts: expected finite non-negative integer counts per LOR")
+    # per coincidence: its LOR (8 B), the four crystal indices (32 B), the two bins and the TOF index (20 B)
+    total = float(c.sum(dtype=np.float64))
+    require_memory("counts", 64.0 * total, f"{total:.3g} coincidences (one per count)")
     lor = np.repeat(np.arange(scanner.n_lors, dtype=np.int64), c.astype(np.int64))
     uy, uz, ly, lz = (a.astype(np.int64)[lor] for a in scanner.lor_crystals())
     upper = uy * scanner.n_z + uz
@@ -56,6 +62,11 @@ def coincidences_to_counts(scanner: DualHeadScanner, coincidences: Coincidences,
 
     A coincidence within one head is not a LOR of the scanner: ValueError.
     """
+    expect_instance(scanner, DualHeadScanner, "scanner")
+    expect_instance(coincidences, Coincidences, "coincidences")
+    if out is not None and not (isinstance(out, np.ndarray) and out.dtype == np.float32
+                                and out.shape == (scanner.n_lors,)):
+        raise TypeError(f"out: expected a float32 NumPy array of shape ({scanner.n_lors},)")
     n = scanner.n_crystals
     b0, b1 = coincidences.bin0.astype(np.int64), coincidences.bin1.astype(np.int64)
     if np.any(b0 >= 2 * n) or np.any(b1 >= 2 * n):

@@ -30,7 +30,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .. import _core
-from .._checks import check_volume, expect_instance, output_array, require_host_arrays
+from .._checks import check_volume, expect_instance, output_array, require_host_arrays, require_memory
 from ..operators import LinearOperator
 from .model import PatchModel
 
@@ -86,10 +86,12 @@ class DualHeadProjector(LinearOperator):
         projected and gets 0."""
         k = self.class_list(classes)
         shape = (self.lor_count(k),)
+        if out is None:   # a long class list (classes may repeat) can ask for an impossible LOR vector
+            require_memory("classes", 4.0 * shape[0], f"a float32 LOR vector of {shape[0]} LORs")
         image = check_volume(image, "image", self.grid.shape, self.check_finite)
         if skip_zero is not None:
             skip_zero = check_volume(skip_zero, "skip_zero", shape, self.check_finite)
-        out = output_array(image, out, shape)
+        out = output_array(image, out, shape, inputs=(skip_zero,))
         return self._engine.forward(image, k, skip_zero, out)
 
     def adjoint(self, y, classes: Optional[Sequence[int]] = None, out=None):

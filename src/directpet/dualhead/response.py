@@ -24,7 +24,16 @@ leaving a crystal through a side face (the integrand's kinks) and each piece get
 overestimates the central LOR by ~28 % and misses the most oblique classes by a factor ~3; with
 ``angle_samples = 4`` this rule stays within ~4 % of a class's largest tap (median ~1 %) for every
 class from (0, 0) to (103, 71), and converges as ``O(1/n^2)``. Each photon is walked through the crystal lattice (per-axis material intervals).
-The symmetries hold to rounding (the rule is mirrored with the geometry).
+
+How exactly the computed h keeps the symmetries (the rule is mirrored with the geometry): shifts,
+the head swap with the x mirror, the y and z mirrors and the y-z interchange hold to rounding
+(measured: at most 6e-16 of the largest value over D = 2, 3, 4, ``angle_samples`` 1..7 and
+``voxel_samples`` 1..3 for the mirrors, 3e-16 for the interchange at full size). The interchange
+needs the response compiled without floating-point contraction (CMakeLists.txt: ``-ffp-contract=off``,
+``--fmad=false``): with GCC's default ``-ffp-contract=fast`` the ray ``t = c_y e_y + c_z e_z`` became an
+FMA whose rounding depends on which product is fused, the interchange swaps the two products, and a
+last-bit change could move a quadrature cut or a piece's node count (differences up to 2.7e-3 of the
+LOR's largest value were measured that way).
 
 The patch model (:func:`build_patch_model`) evaluates ``h`` on the exact support of each class's
 ``(+,+)`` LOR in the planes ``x <= 0`` and fills the planes ``x > 0`` by the x-reflection identity
@@ -40,7 +49,7 @@ import numpy as np
 
 from .. import _core
 from .._backend import resolve_backend
-from .._checks import expect_instance, positive_int, real_number
+from .._checks import check_threads, expect_instance, integer, positive_int, real_number, require_memory
 from .._progress import progress_callback
 from .geometry import DualHeadScanner
 from .model import PatchModel
@@ -49,6 +58,16 @@ from .model import PatchModel
 DEFAULT_CHUNK_CPU = 1 << 18      # ~0.1-0.3 s per batch on two cores: progress and Ctrl-C stay responsive
 DEFAULT_CHUNK_CUDA = 1 << 23     # ~200 MB of host queries and results per batch
 MAX_SAMPLES = 64
+#: host bytes per (LOR, voxel) pair of lor_response: the broadcast int32 inputs (28), the compiled
+#: queries (16), the float64 result (8) and its copy (8)
+PAIR_BYTES = 64
+#: bytes per candidate tap of build_patch_model: the builder's taps (8), the model's arrays (8) and
+#: the projectors' host copy (8)
+TAP_BYTES = 24
+#: bytes per evaluation of a build batch: the query (16) and its float64 result (8)
+EVAL_BYTES = 24
+#: bytes per pair of support_pairs: int64 temporaries (48) and the int32 (n, 2) results (16)
+SUPPORT_PAIR_BYTES = 64
 
 
 def scanner_parameters(scanner: DualHeadScanner) -> dict:
@@ -72,10 +91,6 @@ def _int_array(name, value, last: int) -> np.ndarray:
     if a.size and (a.min() < -(2 ** 30) or a.max() >= 2 ** 30):
         raise ValueError(f"{name}: indices must lie in (-2**30, 2**30)")
     return a.astype(np.int32, copy=False)
-
-
-def _threads(threads) -> int:
-    return 0 if threads is None else positive_int("threads", threads)
 
 
 def _backend(backend) -> str:
@@ -112,12 +127,15 @@ def lor_response(scanner: DualHeadScanner, c_u, c_l, voxel, *, angle_samples: in
     except ValueError:
         raise ValueError(f"c_u, c_l, voxel: leading shapes {cu.shape[:-1]}, {cl.shape[:-1]}, {vox.shape[:-1]} "
                          "do not broadcast") from None
+    n_pairs = float(np.prod(shape, dtype=np.float64))
+    require_memory("c_u, c_l, voxel", PAIR_BYTES * n_pairs, f"the response of their broadcast {shape} "
+                   f"({n_pairs:.3g} LOR-voxel pairs)")
     flat = [np.ascontiguousarray(np.broadcast_to(a, shape + a.shape[-1:]).reshape(-1, a.shape[-1]))
             for a in (cu, cl, vox)]
     p = flat[2][:, 2]
     if p.size and (p.min() < 0 or p.max() >= scanner.n_planes):
         raise ValueError(f"voxel: plane indices must lie in [0, {scanner.n_planes}), got {p.min()}..{p.max()}")
-    nthreads = _threads(threads)
+    nthreads = check_threads(threads)
     chosen = _backend(backend)
     params = scanner_parameters(scanner)
     if chosen == "cpu":
@@ -175,12 +193,18 @@ def build_patch_model(scanner: DualHeadScanner, *, angle_samples: int = 4, voxel
     if not 0.0 <= threshold < 1.0:
         raise ValueError(f"threshold: expected a value in [0, 1), got {threshold}")
     k = np.unique(scanner.class_list(classes)) if classes is not None else scanner.class_list(None)
-    nthreads = _threads(threads)
+    nthreads = check_threads(threads)
     chosen = _backend(backend)
     if chunk is None:
         chunk = DEFAULT_CHUNK_CPU if chosen == "cpu" else DEFAULT_CHUNK_CUDA
     chunk = positive_int("chunk", chunk)
     params = scanner_parameters(scanner)
+    # the candidates are counted without evaluating anything (0.1 s at full size): the taps the
+    # build may keep, and its largest batch, must fit before it starts
+    ev, al = (np.asarray(c, dtype=np.float64) for c in _core.dualhead_patch_candidates(params, k))
+    batch = max(min(chunk, ev.sum()), ev.max())          # a batch holds whole classes, at least one
+    require_memory("scanner", TAP_BYTES * al.sum() + EVAL_BYTES * batch,
+                   f"the patch model of {al.sum():.3g} candidate taps")
     # the builder reports (classes done, classes total); a user callable gets both, the bar the first
     user = progress if callable(progress) else None
     bar, update = progress_callback(None if user else progress, int(k.size), unit="class", desc="dual-head patches")
@@ -223,7 +247,11 @@ def support_rows(scanner: DualHeadScanner, a: int, b: int, p: int, upper_range, 
     whose squares meet the voxel for some t in it form an interval. Boundary contacts are kept
     (their h is ~0). Returns ``(o_uy, o_uz, o_ly, l_z0, l_z1)`` int64 arrays.
     """
-    s = scanner
+    s = expect_instance(scanner, DualHeadScanner, "scanner")
+    a, b = integer("a", a, 0, s.D - 1), integer("b", b, 0, s.D - 1)
+    p = integer("p", p, 0, s.n_planes - 1)
+    upper_range = _offset_ranges("upper_range", upper_range)
+    lower_range = _offset_ranges("lower_range", lower_range)
     g, d, hw, pitch, v = 0.5 * s.gap_mm, s.depth_mm, 0.5 * s.crystal_mm, s.pitch_mm, s.voxel_mm
     xp = float(s.plane_x_mm(p))
     span = 2 * g + d
@@ -277,11 +305,22 @@ def support_pairs(scanner: DualHeadScanner, a: int, b: int, p: int, upper_range,
     ``(n, 2)`` as ``(y, z)``."""
     ouy, ouz, oly, lz0, lz1 = support_rows(scanner, a, b, p, upper_range, lower_range)
     count = lz1 - lz0 + 1
+    require_memory("upper_range, lower_range", SUPPORT_PAIR_BYTES * float(count.sum()),
+                   f"{float(count.sum()):.3g} support pairs")
     idx = np.repeat(np.arange(ouy.size), count)
     within = np.arange(idx.size) - np.repeat(np.cumsum(count) - count, count)
     o_u = np.stack([ouy[idx], ouz[idx]], axis=1)
     o_l = np.stack([oly[idx], lz0[idx] + within], axis=1)
     return o_u.astype(np.int32), o_l.astype(np.int32)
+
+
+def _offset_ranges(name, value):
+    """``((y_lo, y_hi), (z_lo, z_hi))`` as ints, else an error naming the argument."""
+    try:
+        (y0, y1), (z0, z1) = value
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected ((y_lo, y_hi), (z_lo, z_hi)), got {value!r}") from None
+    return ((integer(name, y0), integer(name, y1)), (integer(name, z0), integer(name, z1)))
 
 
 def support_count(scanner: DualHeadScanner, a: int, b: int, p: int, upper_range, lower_range) -> int:

@@ -24,7 +24,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import expect_instance
+from .._checks import expect_instance, integer_array, meta_dict, read_only, real_array
 from .geometry import DualHeadScanner
 from .model import PatchModel
 from .response import _int_array, lor_response, support_count, support_pairs
@@ -136,12 +136,30 @@ class SeedDRF:
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        key = _encode(self.scanner, self.plane, self.seed, self.o_u, self.o_l)
+        s = expect_instance(self.scanner, DualHeadScanner, "scanner")
+        plane, seed = integer_array("plane", self.plane).reshape(-1), integer_array("seed", self.seed).reshape(-1)
+        o_u, o_l = integer_array("o_u", self.o_u), integer_array("o_l", self.o_l)
+        w = real_array("w", self.w).reshape(-1)
+        n = w.size
+        for name, a, shape in (("plane", plane, (n,)), ("seed", seed, (n,)), ("o_u", o_u, (n, 2)),
+                               ("o_l", o_l, (n, 2))):
+            if a.shape != shape:
+                raise ValueError(f"{name}: expected shape {shape} (one entry per weight), got {a.shape}")
+        if np.any(w <= 0):
+            raise ValueError("w: expected positive weights (pairs outside the support are not stored)")
+        pc, m, lim = (s.n_planes - 1) // 2, len(seed_subpositions(s.D)), extended_size(s) - 1
+        if n and (plane.min() < 0 or plane.max() > pc or seed.min() < 0 or seed.max() >= m):
+            raise ValueError(f"plane, seed: expected folded planes in [0, {pc}] and seeds in [0, {m})")
+        if not np.all(_in_extension(s, o_u, o_l)):
+            raise ValueError(f"o_u, o_l: offsets beyond the extended detector (|offset| <= {lim})")
+        key = _encode(s, plane, seed, o_u, o_l)
         order = np.argsort(key, kind="stable")
-        for name, dtype in (("plane", np.int16), ("seed", np.int16), ("o_u", np.int16), ("o_l", np.int16),
-                            ("w", np.float32)):
-            object.__setattr__(self, name, np.ascontiguousarray(np.asarray(getattr(self, name))[order], dtype=dtype))
+        for name, a, dtype in (("plane", plane, np.int16), ("seed", seed, np.int16), ("o_u", o_u, np.int16),
+                               ("o_l", o_l, np.int16), ("w", w, np.float32)):
+            object.__setattr__(self, name, read_only(np.ascontiguousarray(a[order], dtype=dtype)))
         object.__setattr__(self, "_key", key[order])
+        object.__setattr__(self, "planes", tuple(int(p) for p in self.planes))
+        object.__setattr__(self, "meta", meta_dict(self.meta))
         if key.size > 1 and np.any(np.diff(self._key) == 0):
             raise ValueError("o_u, o_l: duplicate seed entries")
 
@@ -167,8 +185,8 @@ def build_seed_drf(scanner: DualHeadScanner, *, angle_samples: int = 4, voxel_sa
     """
     s = expect_instance(scanner, DualHeadScanner, "scanner")
     pc = (s.n_planes - 1) // 2
-    plist = list(range(pc + 1)) if planes is None else sorted({int(p) for p in np.atleast_1d(planes)})
-    if any(p < 0 or p > pc for p in plist):
+    plist = list(range(pc + 1)) if planes is None else sorted({int(p) for p in integer_array("planes", planes).ravel()})
+    if not plist or any(p < 0 or p > pc for p in plist):
         raise ValueError(f"planes: folded plane indices must lie in [0, {pc}]")
     lim = extended_size(s) - 1
     rng = ((-lim, lim), (-lim, lim))
@@ -188,7 +206,9 @@ def build_seed_drf(scanner: DualHeadScanner, *, angle_samples: int = 4, voxel_sa
 def seed_lookup(seeds: SeedDRF, c_u, c_l, voxel) -> np.ndarray:
     """``h(c_u, c_l; voxel)`` read from the seed DRFs (float64 of the broadcast shape; 0 outside the
     support). Raises ValueError when a pair's folded plane was not built or its offsets leave the
-    extended detector."""
+    extended detector. The fold uses the y-z interchange, so a looked-up value equals
+    :func:`~directpet.dualhead.lor_response` of the pair to the interchange's bound (see
+    :mod:`directpet.dualhead.response`: up to 2.7e-3 of the LOR's largest value), not to rounding."""
     expect_instance(seeds, SeedDRF, "seeds")
     folded, seed, o_u, o_l = seed_key(seeds.scanner, c_u, c_l, voxel)
     if not np.all(np.isin(folded, np.asarray(seeds.planes))):
