@@ -5,9 +5,11 @@
 #
 #   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|realdata|demo|multigpu|all]
 #
+# The third argument may list several stages, comma-separated (e.g. tests,first,demo).
 # tests: the whole pytest suite + compute-sanitizer memcheck; projectors: benchmarks/direct_projectors.py;
 # recon: benchmarks/direct_recon.py and the [HA] section 6 experiment (scripts/run_experiment.py);
-# first: the FIRST family's gpu-marked tests and benchmarks/first_projectors.py; dualhead: the dual-head
+# first: the FIRST family's gpu-marked tests (when run alone), benchmarks/first_projectors.py,
+# benchmarks/first_invariants.py (per-angle totals, sensitivity smoothness) and the experiment; dualhead: the dual-head
 # family's gpu-marked tests, the model build (full size; quick: the benchmark's --small scanner),
 # benchmarks/dualhead_projectors.py and its experiment;
 # realdata: the PETSIRD / corrections / NIfTI / autograd tests, the real-data notebook at the 'small' size and
@@ -61,7 +63,7 @@ finish() {
   echo "== all stages passed"
   exit 0
 }
-runs() { [ "$WHAT" = all ] || [ "$WHAT" = "$1" ]; }
+runs() { [ "$WHAT" = all ] || [[ ",$WHAT," == *",$1,"* ]]; }
 
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
@@ -123,7 +125,7 @@ if runs recon; then
 fi
 
 if runs first; then
-  if [ "$WHAT" = first ]; then
+  if ! runs tests && [ "$WHAT" != all ]; then
     echo "== FIRST gpu tests"
     stage tests_first "$OUTDIR/tests_first.log" $PY -m pytest tests/test_first_*.py -q -rs -m gpu -p no:cacheprovider
     show "$OUTDIR/tests_first.log" 8
@@ -131,6 +133,10 @@ if runs first; then
   echo "== FIRST projector benchmark"
   stage bench_first "$OUTDIR/bench_first.log" $PY benchmarks/first_projectors.py $QUICK --out "$OUTDIR/first_projectors.json"
   show "$OUTDIR/bench_first.log" 32
+  echo "== FIRST invariants at full size (per-angle totals, sensitivity smoothness), every method on the GPU"
+  stage first_invariants "$OUTDIR/first_invariants.log" \
+    $PY benchmarks/first_invariants.py --backend cuda --out "$OUTDIR/first_invariants.json"
+  show "$OUTDIR/first_invariants.log" 6
   echo "== FIRST Monte Carlo benchmark"
   stage bench_first_mc "$OUTDIR/bench_first_mc.log" \
     $PY benchmarks/first_monte_carlo.py $QUICK --out "$OUTDIR/first_monte_carlo.json"
@@ -143,7 +149,7 @@ if runs first; then
 fi
 
 if runs dualhead; then
-  if [ "$WHAT" = dualhead ]; then
+  if ! runs tests && [ "$WHAT" != all ]; then
     echo "== dual-head gpu tests"
     stage tests_dualhead "$OUTDIR/tests_dualhead.log" $PY -m pytest tests/test_dualhead_*.py -q -rs -m gpu -p no:cacheprovider
     show "$OUTDIR/tests_dualhead.log" 8
@@ -196,7 +202,7 @@ if runs demo; then
   show "$OUTDIR/demo.log" 6
 fi
 
-if [ "$WHAT" = multigpu ]; then
+if [[ ",$WHAT," == *",multigpu,"* ]]; then
   export NCCL_NVLS_ENABLE=0          # NVLink multicast stays off on the lent machines
   if ! $PY -c "import distributed" 2>/dev/null; then
     stage dask_install "$OUTDIR/dask_install.log" $PY -m pip install -q --no-index --find-links .whl/dask distributed
