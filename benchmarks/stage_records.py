@@ -70,11 +70,16 @@ def pytest_counts(text: str) -> dict:
 
 
 def sanitizer_counts(text: str) -> dict:
-    """compute-sanitizer's error count, the leak check's leaked allocations, and their difference."""
-    errors = re.findall(r"ERROR SUMMARY: ([\d,]+) error", text)
-    leaks = len(re.findall(r"Leaked [\d,]+ bytes", text))
+    """compute-sanitizer's error count, the leak check's leaked allocations, and their difference.
+
+    The counts come from the summaries, not from the printed reports: past its print limit (100) the
+    sanitizer prints a count of the errors it did not print ("ERROR SUMMARY: N errors were not
+    printed"), which is not the total.
+    """
+    errors = re.findall(r"ERROR SUMMARY: ([\d,]+) errors?\s*$", text, re.M)
     leak_summary = re.findall(r"LEAK SUMMARY: ([\d,]+) bytes leaked in ([\d,]+) allocation", text)
     n_err = int(errors[-1].replace(",", "")) if errors else None
+    leaks = int(leak_summary[-1][1].replace(",", "")) if leak_summary else 0
     rec = {"errors": n_err, "leaked_allocations": leaks,
            "leaked_bytes": int(leak_summary[-1][0].replace(",", "")) if leak_summary else None}
     rec["errors_other_than_leaks"] = None if n_err is None else n_err - leaks

@@ -203,7 +203,7 @@ def _simulate(**kw):
 @pytest.mark.parametrize("call, name", [
     (lambda: _simulate(n_events=2**63), "n_events"),
     (lambda: _simulate(threads=10**12), "threads"),
-    (lambda: build_lut(ImageGrid((2**31, 2, 2), 4.0), View(0.1), SRKernel()), "grid"),
+    (lambda: build_lut(ImageGrid((2**31, 2, 2), 4.0), View(0.1), SRKernel()), "shape"),
     (lambda: FFTProjector(GRID, View(0.3), padding=(2**31, 10, 9), backend="cpu"), "padding"),
 ], ids=["n_events", "threads", "grid_extent", "fft_padding"])
 def test_arguments_the_compiled_code_cannot_take(call, name):

@@ -101,7 +101,7 @@ class DirectLUT:
 
 def build_lut(grid: ImageGrid, view: View, kernel: SRKernel) -> DirectLUT:
     """Build LORmap, mSR (+ flip) and mSRval for one view."""
-    check_compiled_grid(grid)
+    expect_instance(grid, ImageGrid, "grid")   # its extents are below 2**31 (ImageGrid)
     expect_instance(view, View, "view")
     expect_instance(kernel, SRKernel, "kernel")
     shape, vs = list(grid.shape), list(grid.voxel_size)
@@ -153,15 +153,6 @@ def build_lut(grid: ImageGrid, view: View, kernel: SRKernel) -> DirectLUT:
 
     return DirectLUT(view=view, grid=grid, lormap=lormap, offsets=offsets, flip=flip, values=values,
                      a0=a0, epsilon=eps, s_centres=s_centres, sigma_radial=sig_r, semi_axes=semi)
-
-
-def check_compiled_grid(grid, name: str = "grid") -> ImageGrid:
-    """An ImageGrid whose extents the compiled kernels can take (they index with C int)."""
-    expect_instance(grid, ImageGrid, name)
-    if max(grid.shape) >= 2**31:
-        raise ValueError(f"{name}: every extent must be below 2**31 (the compiled kernels index with int), "
-                         f"got {grid.shape}")
-    return grid
 
 
 #: The C++ support enumeration refuses bounding boxes of this many candidate offsets or more.

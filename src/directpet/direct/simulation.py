@@ -38,7 +38,6 @@ from ..geometry import ImageGrid
 from ..sim.phantoms import AnalyticPhantom, CylinderSource, PhantomInfo, PointSource, SphereSource
 from ..sim.random import check_seed
 from .histo_data import require_stack_memory
-from .lut import check_compiled_grid
 from .scanner import CylindricalScanner
 from .views import ViewSet
 
@@ -113,7 +112,7 @@ def simulate_deposit(phantom_info, scanner: CylindricalScanner, grid: ImageGrid,
     and ``seconds`` (wall time of the simulation).
     """
     expect_instance(scanner, CylindricalScanner, "scanner")
-    check_compiled_grid(grid)
+    expect_instance(grid, ImageGrid, "grid")
     expect_instance(viewset, ViewSet, "viewset")
     components = phantom_components(phantom_info)
     if components.shape[0] > 64:
