@@ -530,3 +530,31 @@ def test_reference_dualhead_checks_its_arrays(volume, rng):
         ref.random_model(s, rng, taps=(0.5, 3))
     with pytest.raises(ValueError, match="rng"):
         ref.random_model(s, -1)
+
+
+# --- reference.first ----------------------------------------------------------------------------------
+
+def test_reference_first_checks_its_inputs(rng):
+    from directpet.first import RotatingScanner, build_super_lor_table
+    from directpet.reference import first as ref_first
+
+    s = RotatingScanner(n_rows=2, n_angles=3, n_radial=7, n_columns=8)
+    table = build_super_lor_table(s)
+    x = rng.uniform(0.1, 1.0, s.grid.shape)
+    with pytest.raises(TypeError, match="table"):
+        ref_first.forward(s, x)
+    with pytest.raises(ValueError, match="image"):
+        ref_first.forward(table, x[:-1])
+    with pytest.raises(TypeError, match="image"):
+        ref_first.forward(table, x.tolist())
+    bad = x.copy()
+    bad[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="image"):
+        ref_first.forward(table, bad)
+    with pytest.raises(TypeError, match="angles"):
+        ref_first.forward(table, x, angles=[0.5])
+    with pytest.raises(ValueError, match="sinogram"):
+        ref_first.back(table, rng.uniform(0.1, 1.0, s.sinogram_shape), angles=[0])
+    y = rng.uniform(0.1, 1.0, (1,) + s.sinogram_shape[1:])
+    assert ref_first.back(table, y, angles=[2]).shape == s.grid.shape
+    assert ref_first.faithful_back(table, y, angles=[2]).shape == s.grid.shape

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._checks import real_number
+from ._arrays import real_input
 from ..geometry import ImageGrid
 
 
@@ -28,20 +29,14 @@ def _lut(lut):
 def _volume(a, name: str, lut) -> np.ndarray:
     """a as float64 (nz, ny, nx) with (ny, nx) those of the LUT (its grid's shape where it has one):
     a real, finite NumPy array, else an error naming ``name`` (as the compiled projectors check)."""
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
-    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
-        raise TypeError(f"{name}: expected a real (float or integer) array, got dtype {a.dtype}")
     grid = getattr(lut, "grid", None)
-    plane = tuple(np.shape(lut.lormap))
     if isinstance(grid, ImageGrid):
-        if a.shape != grid.shape:
-            raise ValueError(f"{name}: expected shape {grid.shape}, got {a.shape}")
-    elif a.ndim != 3 or a.shape[1:] != plane:
+        return real_input(a, name, grid.shape)
+    a = real_input(a, name)
+    plane = tuple(np.shape(lut.lormap))
+    if a.ndim != 3 or a.shape[1:] != plane:
         raise ValueError(f"{name}: expected shape (nz,) + {plane}, got {a.shape}")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name}: contains NaN or inf")
-    return a.astype(np.float64, copy=False)
+    return a
 
 
 def _overlap(n, d):

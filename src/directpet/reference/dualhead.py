@@ -25,6 +25,7 @@ from .._checks import expect_instance, integer
 from ..sim.random import make_rng
 from ..dualhead.geometry import DualHeadScanner
 from ..dualhead.model import PatchModel
+from ._arrays import real_input
 
 
 def system_matrix(model: PatchModel, classes: Optional[Sequence[int]] = None) -> sp.csr_matrix:
@@ -57,7 +58,7 @@ def forward(model: PatchModel, image, classes: Optional[Sequence[int]] = None) -
     """H x for the listed classes: (n_lors of the classes,) float64. image: a real, finite NumPy
     array of the scanner grid's shape (any float or integer dtype)."""
     model = expect_instance(model, PatchModel, "model")
-    x = _real_array(image, "image", model.scanner.grid.shape)
+    x = real_input(image, "image", model.scanner.grid.shape)
     return system_matrix(model, classes) @ x.ravel()
 
 
@@ -65,22 +66,8 @@ def adjoint(model: PatchModel, y, classes: Optional[Sequence[int]] = None) -> np
     """H^T y for the listed classes' LOR vector y ((n_lors of the classes,), real, finite): image
     (n_z D, n_y D, n_planes) float64."""
     model = expect_instance(model, PatchModel, "model")
-    y = _real_array(y, "y", (model.scanner.lor_count(classes),))
+    y = real_input(y, "y", (model.scanner.lor_count(classes),))
     return (system_matrix(model, classes).T @ y).reshape(model.scanner.grid.shape)
-
-
-def _real_array(a, name: str, shape) -> np.ndarray:
-    """a as float64: a NumPy array of ``shape``, real and finite, else an error naming ``name`` (the
-    checks of the compiled projectors, less their float32 and contiguity requirements)."""
-    if not isinstance(a, np.ndarray):
-        raise TypeError(f"{name}: expected a numpy.ndarray, got {type(a).__name__}")
-    if not (np.issubdtype(a.dtype, np.floating) or np.issubdtype(a.dtype, np.integer)):
-        raise TypeError(f"{name}: expected a real (float or integer) array, got dtype {a.dtype}")
-    if a.shape != tuple(shape):
-        raise ValueError(f"{name}: expected shape {tuple(shape)}, got {a.shape}")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name}: contains NaN or inf")
-    return a.astype(np.float64, copy=False)
 
 
 def random_model(scanner: DualHeadScanner, rng, taps=(0, 12)) -> PatchModel:

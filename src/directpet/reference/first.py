@@ -29,12 +29,14 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from .._checks import expect_instance, integer_array
 from ..first.geometry import RotatingScanner
 from ..first.model import SuperLORTable
+from ._arrays import real_input
 
 
 def _angles(scanner: RotatingScanner, angles: Optional[Sequence[int]]) -> np.ndarray:
-    a = np.arange(scanner.n_angles) if angles is None else np.asarray(list(angles), dtype=np.int64)
+    a = np.arange(scanner.n_angles) if angles is None else integer_array("angles", angles)
     if a.ndim != 1 or a.size == 0 or a.min() < 0 or a.max() >= scanner.n_angles:
         raise ValueError(f"angles: expected indices in [0, {scanner.n_angles})")
     return a
@@ -134,7 +136,7 @@ def lattice_footprints(scanner: RotatingScanner, J: int, angle: int):
 
 def system_matrix(table: SuperLORTable, angles: Optional[Sequence[int]] = None) -> sp.csr_matrix:
     """The forward projector as a sparse matrix (n_angles_sel * n_rows^2 * n_radial, n_voxels), float64."""
-    s = table.scanner
+    s = expect_instance(table, SuperLORTable, "table").scanner
     a_sel = _angles(s, angles)
     n, nz, R, J, K = s.n_radial, s.n_slices, s.n_rows, table.J, table.K
     c = 0.5 * (n - 1)
@@ -178,7 +180,7 @@ def faithful_back_matrix(table: SuperLORTable, angles: Optional[Sequence[int]] =
     interpolation (zero outside the valid LORs) and weighted by ``0.5 P_delta[i_f, j, k]`` (linear
     in i; the 0.5 is the axial LOR density, see the module docstring).
     """
-    s = table.scanner
+    s = expect_instance(table, SuperLORTable, "table").scanner
     a_sel = _angles(s, angles)
     n, nz, R, J, K = s.n_radial, s.n_slices, s.n_rows, table.J, table.K
     c = 0.5 * (n - 1)
@@ -217,24 +219,26 @@ def faithful_back_matrix(table: SuperLORTable, angles: Optional[Sequence[int]] =
 
 def forward(table: SuperLORTable, image, angles: Optional[Sequence[int]] = None) -> np.ndarray:
     """H x for the selected angles: (n_angles_sel, n_rows, n_rows, n_radial) float64."""
-    s = table.scanner
+    s = expect_instance(table, SuperLORTable, "table").scanner
     a_sel = _angles(s, angles)
-    H = system_matrix(table, a_sel)
-    return (H @ np.asarray(image, dtype=np.float64).ravel()).reshape((len(a_sel),) + s.sinogram_shape[1:])
+    x = real_input(image, "image", s.grid.shape)
+    return (system_matrix(table, a_sel) @ x.ravel()).reshape((len(a_sel),) + s.sinogram_shape[1:])
 
 
 def back(table: SuperLORTable, sinogram, angles: Optional[Sequence[int]] = None) -> np.ndarray:
     """H^T y (the exact transpose): (nz, ny, nx) float64."""
-    s = table.scanner
-    H = system_matrix(table, _angles(s, angles))
-    return (H.T @ np.asarray(sinogram, dtype=np.float64).ravel()).reshape(s.grid.shape)
+    s = expect_instance(table, SuperLORTable, "table").scanner
+    a_sel = _angles(s, angles)
+    y = real_input(sinogram, "sinogram", (len(a_sel),) + s.sinogram_shape[1:])
+    return (system_matrix(table, a_sel).T @ y.ravel()).reshape(s.grid.shape)
 
 
 def faithful_back(table: SuperLORTable, sinogram, angles: Optional[Sequence[int]] = None) -> np.ndarray:
     """B y, the paper's interpolating back projection: (nz, ny, nx) float64."""
-    s = table.scanner
-    B = faithful_back_matrix(table, _angles(s, angles))
-    return (B @ np.asarray(sinogram, dtype=np.float64).ravel()).reshape(s.grid.shape)
+    s = expect_instance(table, SuperLORTable, "table").scanner
+    a_sel = _angles(s, angles)
+    y = real_input(sinogram, "sinogram", (len(a_sel),) + s.sinogram_shape[1:])
+    return (faithful_back_matrix(table, a_sel) @ y.ravel()).reshape(s.grid.shape)
 
 
 __all__ = ["back", "cell_voxel_overlap", "faithful_back", "faithful_back_matrix", "forward", "lattice_footprints",
