@@ -15,11 +15,12 @@ matplotlib.use("Agg")
 
 import numpy as np
 import pytest
+from dense_problem import DenseSubsets, random_dense
 
 from directpet.analysis import (ContrastNoiseCurve, circle_weights, crc, fwhm_1d, line_profile, noise,
                                 pick_matched_noise)
 from directpet.geometry import ImageGrid
-from directpet.recon import SubsetProblem, block_ramla, mlem, osem, poisson_loglik, ramla_lambda, sensitivity_image
+from directpet.recon import block_ramla, mlem, osem, poisson_loglik, ramla_lambda, sensitivity_image
 from directpet.sim import (AnalyticPhantom, CylinderSource, PointSource, SphereSource, WaterCylinder,
                            derenzo_phantom, make_rng, point_source_phantom, radial_point_positions, sphere_phantom,
                            uniform_cylinder)
@@ -30,50 +31,11 @@ SHAPE = (2, 3, 4)                    # 24 voxels
 ROWS = (9, 11, 10)                   # rows per subset: subsets differ in shape
 
 
-class Dense(SubsetProblem):
-    """y_s = A_s x with dense (rows_s, 24) float32 blocks; counts every projection it makes."""
-
-    image_shape = SHAPE
-
-    def __init__(self, blocks, data, factors, background):
-        self.blocks, self._d, self._f, self._b = blocks, data, factors, background
-        self.n_subsets = len(blocks)
-        self.projections = 0
-
-    def forward(self, x, subset, out=None):
-        self.projections += 1
-        y = (self.blocks[subset] @ x.reshape(-1)).astype(np.float32)
-        if out is None:
-            return y
-        out[...] = y
-        return out
-
-    def adjoint(self, y, subset, out=None):
-        self.projections += 1
-        x = (self.blocks[subset].T @ y).reshape(SHAPE).astype(np.float32)
-        if out is None:
-            return x
-        out[...] = x
-        return out
-
-    def data(self, subset):
-        return self._d[subset]
-
-    def factors(self, subset):
-        return self._f[subset]
-
-    def background(self, subset):
-        return self._b[subset]
-
-
-def _dense(rng) -> Dense:
-    n = int(np.prod(SHAPE))
-    blocks = [rng.uniform(0.1, 1.0, (m, n)).astype(np.float32) for m in ROWS]
-    truth = rng.uniform(0.5, 2.0, n)
-    f = [rng.uniform(0.5, 1.5, m).astype(np.float32) for m in ROWS]
-    b = [rng.uniform(0.2, 1.0, m).astype(np.float32) for m in ROWS]
-    d = [rng.poisson(fs * (a @ truth) + bs).astype(np.float32) + 1 for a, fs, bs in zip(blocks, f, b)]
-    return Dense(blocks, d, f, b)
+def _dense(rng) -> DenseSubsets:
+    """The shared dense problem with every bin's count at least 1 (no zero-count guard involved)."""
+    p = random_dense(rng, SHAPE, ROWS, low=0.1, background=(0.2, 1.0))
+    p._d = [d + 1 for d in p._d]
+    return p
 
 
 ALGORITHMS = {"mlem": mlem, "osem": osem, "block_ramla": block_ramla}

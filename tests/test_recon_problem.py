@@ -1,4 +1,4 @@
-"""The reconstruction layer without any projector family: a dense SubsetProblem written here.
+"""The reconstruction layer without any projector family: a dense SubsetProblem (tests/dense_problem.py).
 
 A random non-negative matrix split into row subsets of different sizes is reconstructed by MLEM,
 OSEM and block-RAMLA and compared with float64 implementations of the same updates written here.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from dense_problem import DenseSubsets, random_dense
 
 from directpet.direct import HistoImageData, HistoImageProjector, SRKernel, ViewSet, ViewSubsets
 from directpet.geometry import ImageGrid
@@ -20,52 +21,9 @@ IMAGE_SHAPE = (3, 4, 5)
 ROWS = (17, 31, 23, 29)                     # rows per subset: subsets differ in shape
 
 
-class DenseSubsets(SubsetProblem):
-    """y_s = A_s x with a dense (rows_s, n_voxels) float32 block A_s per subset; data (rows_s,)."""
-
-    def __init__(self, blocks, data, factors=None, background=None):
-        self.blocks = blocks
-        self.n_subsets = len(blocks)
-        self.image_shape = IMAGE_SHAPE
-        self._d, self._f, self._b = data, factors, background
-
-    def forward(self, x, subset, out=None):
-        y = self.blocks[subset] @ x.reshape(-1)
-        if out is None:
-            return y
-        out[...] = y
-        return out
-
-    def adjoint(self, y, subset, out=None):
-        x = (self.blocks[subset].T @ y).reshape(IMAGE_SHAPE)
-        if out is None:
-            return x
-        out[...] = x
-        return out
-
-    def data(self, subset):
-        return self._d[subset]
-
-    def factors(self, subset):
-        return None if self._f is None else self._f[subset]
-
-    def background(self, subset):
-        return None if self._b is None else self._b[subset]
-
-    def order(self):
-        return [2, 0, 3, 1]
-
-
 def make_dense(rng) -> DenseSubsets:
     """A well-conditioned random problem with Poisson data, random factors and background."""
-    n_vox = int(np.prod(IMAGE_SHAPE))
-    blocks = [rng.uniform(0.05, 1.0, (m, n_vox)).astype(np.float32) for m in ROWS]
-    truth = rng.uniform(0.5, 2.0, n_vox)
-    factors = [rng.uniform(0.5, 1.5, m).astype(np.float32) for m in ROWS]
-    background = [rng.uniform(0.5, 2.0, m).astype(np.float32) for m in ROWS]
-    data = [rng.poisson(f * (a.astype(np.float64) @ truth) + b).astype(np.float32)
-            for a, f, b in zip(blocks, factors, background)]
-    return DenseSubsets(blocks, data, factors, background)
+    return random_dense(rng, IMAGE_SHAPE, ROWS, order=[2, 0, 3, 1])
 
 
 @pytest.fixture
@@ -266,7 +224,8 @@ def test_subset_arguments_are_validated(dense):
 def test_cupy_problem_matches_numpy(dense):
     """The same loops on CuPy arrays: everything stays on the device and agrees with NumPy."""
     cp = pytest.importorskip("cupy", reason="CuPy not installed")
-    gpu = DenseSubsets(*([cp.asarray(a) for a in parts] for parts in (dense.blocks, dense._d, dense._f, dense._b)))
+    gpu = DenseSubsets(*([cp.asarray(a) for a in parts] for parts in (dense.blocks, dense._d, dense._f, dense._b)),
+                       image_shape=IMAGE_SHAPE, order=dense.order())
     for algorithm in (mlem, osem, block_ramla):
         a = algorithm(dense, 3, track_loglik=True, progress=False)
         b = algorithm(gpu, 3, track_loglik=True, progress=False)
