@@ -98,6 +98,7 @@ def main():
     ap.add_argument("--methods", default=None, help="comma-separated (default: all on cuda, fast on cpu)")
     ap.add_argument("--off-axis", action="store_true", help="also the off-axis model vs Monte Carlo spreads")
     ap.add_argument("--only-off-axis", action="store_true", help="only those")
+    ap.add_argument("--label", default=None, help="a label stored in every record (e.g. before / after a change)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "first_invariants.json"))
     args = ap.parse_args()
     methods = (args.methods or ("fast,matched,faithful" if args.backend == "cuda" else "fast")).split(",")
@@ -126,6 +127,9 @@ def main():
         print(row, flush=True)
     if rows:
         print_table(rows, ["method", "backend", "axis_spread", "inplane_spread", "sensitivity_dev", "sensitivity_centre"])
+    if args.label is not None:
+        for r in records:
+            r["label"] = args.label
     write_records(records, args.out)
 
 

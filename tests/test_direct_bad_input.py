@@ -102,7 +102,7 @@ def test_bad_out_arguments(op, volume):
 @pytest.mark.parametrize("v", [6, 100, -1])
 def test_view_index_out_of_range(op, v, volume):
     """Valid indices are 0..n_views-1; negative indices are not wrapped around."""
-    with pytest.raises(ValueError, match=r"view: index .* outside \[0, 6\)"):
+    with pytest.raises(ValueError, match=r"view: expected an integer in \[0, 5\]"):
         op.forward(volume(GRID.shape), v)
     with pytest.raises(ValueError, match="view"):
         op.adjoint(volume(GRID.shape), v)

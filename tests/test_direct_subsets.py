@@ -116,3 +116,14 @@ def test_reconstruction_stays_on_the_gpu(proj, data):
             b = algorithm(ViewSubsets(gpu, data_gpu, **kw), 2, progress=False).image
             assert isinstance(b, cp.ndarray)
             np.testing.assert_allclose(cp.asnumpy(b), a, rtol=1e-4, atol=1e-4 * float(np.abs(a).max()))
+
+
+def test_more_blocks_than_azimuths_deal_the_geometric_order():
+    """6 blocks of ViewSet(4, 3): more than the 4 azimuths, so the 12 views of the geometric order are
+    dealt to the blocks in turn: every view exactly once, 2 per block, no block of one azimuth only."""
+    vs = ViewSet(4, 3)
+    blocks = make_blocks(len(vs), 6, vs)
+    assert sorted(v for b in blocks for v in b) == list(range(len(vs)))
+    assert [len(b) for b in blocks] == [2] * 6
+    with pytest.raises(ValueError, match="n_subsets"):
+        make_blocks(len(vs), 13, vs)

@@ -267,7 +267,7 @@ def test_seed_lookup_reproduces_h(D, rng):
     vox[: n // 2, 0] = np.floor((cu[: n // 2, 1] + t * (cl[: n // 2, 1] - cu[: n // 2, 1]) + 0.5) * D)
     h = lor_response(s, cu, cl, vox)
     assert np.count_nonzero(h > 0) > n // 4
-    # the seeds fold through the y-z interchange: equal to its bound (atol), else to float32 storage
+    # the seeds fold through symmetries that hold to rounding: equal up to the seeds' float32 storage
     np.testing.assert_allclose(seed_lookup(seeds, cu, cl, vox), h, rtol=1e-6, atol=SYMMETRY_RTOL * h.max())
 
 
@@ -289,7 +289,7 @@ def test_seed_key_folds_to_the_seed_domain(rng):
     seed_vox = np.stack([b, a, (s.n_planes - 1) // 2 + folded], axis=1)
     h = lor_response(s, cu, cl, vox)
     assert np.count_nonzero(h > 0) > 0
-    # the key applies the y-z interchange: equal to its bound (see SYMMETRY_RTOL)
+    # the key applies shifts, mirrors and the y-z interchange, which hold to rounding
     np.testing.assert_allclose(lor_response(s, o_u, o_l, seed_vox), h, rtol=SYMMETRY_RTOL,
                                atol=SYMMETRY_RTOL * h.max())
 

@@ -146,7 +146,8 @@ def test_errors(setup):
     with pytest.raises(ValueError, match="subsets"):
         ViewSubsets(proj, data, subsets=[[0, 1], [1, 2]])
     with pytest.raises(ValueError, match="n_subsets"):
-        ViewSubsets(proj, data, n_subsets=7)
+        ViewSubsets(proj, data, n_subsets=len(vs) + 1)        # more blocks than views
+    assert sorted(v for b in ViewSubsets(proj, data, n_subsets=7).subsets for v in b) == list(range(len(vs)))
     with pytest.raises(TypeError, match="data"):
         ViewSubsets(proj, [1, 2, 3])
     with pytest.raises(TypeError, match="problem"):

@@ -553,6 +553,7 @@ struct DeviceModel::Impl {
     TextureArray corrections[2];     // faithful back: layered (n, n_rows) x chunk * n_deltas, float / float2
     cuda::DeviceBuffer layers;       // staging of the corrections
     int pitch = 0, pz_lo = 0, plane_rows = 0, faithful_chunk = 0, faithful_forward_chunk = 0;
+    std::string faithful_forward_unsupported;   // "" when the faithful forward's texture fits
     int max_smem = 0;                // shared memory a block may opt into (bytes), read once
 
     explicit Impl(const HostModel& h) : host(h) {
@@ -568,6 +569,9 @@ struct DeviceModel::Impl {
         group_flip = upload(host.group_flip);
         fp_weight = upload(host.fp_weight);
         fp_origin = upload(host.fp_origin);
+        // the footprint tables live on the GPU now: no second host copy beside the caller's model
+        std::vector<float>().swap(host.fp_weight);
+        std::vector<FootprintOrigin>().swap(host.fp_origin);
         table.create(D.n_j() * D.n_k(), D.n, D.n_super, true, false);   // [S][i][(j, k)]: (j, k) fastest
         table.copy_from(host.table.data(), false, nullptr, D.n_super);
         table_linear = upload(host.table);
@@ -585,19 +589,24 @@ struct DeviceModel::Impl {
         std::stable_sort(u.begin(), u.end(), [](const FastUnit& a, const FastUnit& b) { return a.count > b.count; });
         n_units = static_cast<int>(u.size());
         units = upload(u);
-        int max_layers = 0, max_depth = 0, dev = 0;
+        int max_layers = 0, max_w = 0, max_h = 0, max_depth = 0, dev = 0;
         DP_CUDA_CHECK(cudaGetDevice(&dev));
         DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_layers, cudaDevAttrMaxTexture2DLayeredLayers, dev));
+        DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_w, cudaDevAttrMaxTexture3DWidth, dev));
+        DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_h, cudaDevAttrMaxTexture3DHeight, dev));
         DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_depth, cudaDevAttrMaxTexture3DDepth, dev));
         DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
         faithful_chunk = std::min(kChunk, max_layers / D.n_deltas());
         if (faithful_chunk < 1)
             throw ValueError("n_rows: " + std::to_string(D.n_deltas()) + " ring differences exceed the GPU's " +
                              std::to_string(max_layers) + " texture layers (faithful back projector)");
+        // the faithful forward's lattice texture: (pitch, nz, chunk n); checked when it is used
         faithful_forward_chunk = std::min(kChunk, max_depth / D.n);
-        if (faithful_forward_chunk < 1)
-            throw ValueError("n: " + std::to_string(D.n) + " along-samples exceed the GPU's 3D texture depth " +
-                             std::to_string(max_depth) + " (faithful forward projector)");
+        if (pitch > max_w || D.nz > max_h || faithful_forward_chunk < 1)
+            faithful_forward_unsupported = "n, n_rows: the lattice of " + std::to_string(D.n) + " x " +
+                                           std::to_string(D.nz) + " exceeds the GPU's 3D texture (" +
+                                           std::to_string(max_w) + " x " + std::to_string(max_h) + " x " +
+                                           std::to_string(max_depth) + "); use method='matched' or 'fast'";
     }
 
     Footprints footprints() const { return {fp_weight.as<float>(), fp_origin.as<FootprintOrigin>()}; }
@@ -669,6 +678,7 @@ void forward(Method method, DeviceModel& model, const AngleList& angles, const f
         DP_CUDA_CHECK_LAUNCH("resample_kernel");
     };
     if (method == Method::Faithful) {
+        if (!m.faithful_forward_unsupported.empty()) throw ValueError("method: " + m.faithful_forward_unsupported);
         const int chunk = std::min<int>(m.faithful_forward_chunk, static_cast<int>(angles.index.size()));
         float* L = m.lattice_for(chunk);
         if (!m.lattice_tex.ready())

@@ -51,10 +51,10 @@ void build_footprints(HostModel& M) {
     for (int a = 0; a < M.n_angles; ++a)
         for (int i = 0; i < D.n; ++i) {
             const double phi = M_PI * a / M.n_angles, cp = std::cos(phi), sp = std::sin(phi);
-            const double reach = 0.5 + 0.5 * (std::fabs(cp) + std::fabs(sp));
+            const double reach = footprint_reach(cp, sp);
             for (int rr = 0; rr < rows; ++rr) {
-                const double di = i - c, dr = (rr - D.J) - c;
-                const double fx = c + di * cp - dr * sp, fy = c + di * sp + dr * cp;
+                double fx, fy;
+                lattice_point(i, rr - D.J, c, cp, sp, &fx, &fy);
                 const int ix0 = static_cast<int>(std::floor(fx - reach)) + 1;
                 const int iy0 = static_cast<int>(std::floor(fy - reach)) + 1;
                 const int64_t cell = (static_cast<int64_t>(a) * D.n + i) * rows + rr;
@@ -73,7 +73,7 @@ void build_footprints(HostModel& M) {
 }  // namespace
 
 double cell_voxel_overlap(double dx, double dy, double cos_phi, double sin_phi) {
-    const double reach = 0.5 + 0.5 * (std::fabs(cos_phi) + std::fabs(sin_phi));
+    const double reach = footprint_reach(cos_phi, sin_phi);
     const double du = dx * cos_phi + dy * sin_phi, dv = -dx * sin_phi + dy * cos_phi;
     if (std::fabs(dx) >= reach || std::fabs(dy) >= reach || std::fabs(du) >= reach || std::fabs(dv) >= reach)
         return 0.0;                                 // separated along an image or a lattice axis
@@ -102,7 +102,9 @@ HostModel make_model(const Dims& D, int n_angles, const float* table, const int*
     require(D.n > 0 && D.n_rows > 0 && D.nz == 2 * D.n_rows - 1 && D.J >= 0 && D.K >= 0 && D.n_super > 0,
             "model: inconsistent sizes");
     require(n_angles > 0, "n_angles: expected a positive number of angles");
-    require(D.n + 2 * D.J < 32000, "n: the footprint origins are 16-bit: expected fewer than 32000 radial bins");
+    // the footprint origins are int16: a lattice point lies within sqrt(2) (c + J) of the centre c
+    require(0.5 * (D.n - 1) * (1.0 + M_SQRT2) + M_SQRT2 * D.J + 3.0 < 32767.0,
+            "n: the footprint origins are 16-bit: expected fewer than about 27000 radial bins");
     HostModel M;
     M.D = D;
     M.n_angles = n_angles;

@@ -4,9 +4,10 @@
 // sinogram [a][r1][r2][rho] with n_rows x n_rows row pairs and n radial bins; tube sample (i, j, k)
 // of LOR (a, r1, r2, rho) lies at continuous voxel coordinates
 //   fx = c + (i - c) cos(phi) - (rho + j - c) sin(phi),   fy = c + (i - c) sin(phi) + (rho + j - c) cos(phi),
-//   fz = kc + k + u(i),   u(i) = (i - c) * slope_delta,   kc = r1 + r2,   c = (n - 1) / 2,
-// and the image is read there by trilinear interpolation (zero outside). Every LOR of one angle
-// samples the same in-plane lattice (i, row = rho + j), so the in-plane and axial parts separate:
+//   fz = kc + k + u(i),   u(i) = (i - c) * slope_delta,   kc = r1 + r2,   c = (n - 1) / 2.
+// In-plane a sample takes the voxels its lattice cell overlaps, weighted by the overlap area (the
+// footprint below); axially the slices by linear interpolation (zero outside). Every LOR of one
+// angle samples the same in-plane lattice (i, row = rho + j), so the in-plane and axial parts separate:
 // the axial interpolation of the 2K+1 axial samples folds into 2K+2 slice taps per (delta, i),
 //   Q[t] = (1 - f) P[t - K] + f P[t - 1 - K],  slice = kc + base - K + t,  base = floor(u), f = u - base,
 // which the matched and fast projectors use (both are exact transposes of that forward model).
@@ -58,15 +59,12 @@ DP_HD Taps linear_taps(float f) {
     return {static_cast<int>(f0), 1.0f - w1, w1};
 }
 
-// Weight that the taps give index `idx` (0 unless idx is i0 or i0 + 1).
-DP_HD float tap_weight(const Taps& t, int idx) {
-    return idx == t.i0 ? t.w0 : (idx == t.i0 + 1 ? t.w1 : 0.0f);
-}
-
-// Continuous voxel coordinates (fx, fy) of in-plane lattice point (i along, row = rho + j radial).
-DP_HD void lattice_point(int i, int row, float c, float cphi, float sphi, float* fx, float* fy) {
-    const float di = static_cast<float>(i) - c;
-    const float dr = static_cast<float>(row) - c;
+// Continuous voxel coordinates (fx, fy) of in-plane lattice point (i along, row = rho + j radial)
+// (double on the host, where the footprint tables are built).
+template <typename T>
+DP_HD void lattice_point(int i, int row, T c, T cphi, T sphi, T* fx, T* fy) {
+    const T di = static_cast<T>(i) - c;
+    const T dr = static_cast<T>(row) - c;
     *fx = c + di * cphi - dr * sphi;
     *fy = c + di * sphi + dr * cphi;
 }
@@ -115,7 +113,10 @@ struct Footprints {
     }
 };
 
-DP_HD float footprint_reach(float cphi, float sphi) { return 0.5f + 0.5f * (fabsf(cphi) + fabsf(sphi)); }
+template <typename T>
+DP_HD T footprint_reach(T cphi, T sphi) {
+    return T(0.5) + T(0.5) * ((cphi < 0 ? -cphi : cphi) + (sphi < 0 ? -sphi : sphi));
+}
 
 // The in-grid voxels of one lattice point as 9 fixed slots (plane offset, weight); slots outside the
 // grid get weight 0 and offset 0, so that a read of every slot is always in bounds.

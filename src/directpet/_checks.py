@@ -183,7 +183,10 @@ def require_host_arrays(*arrays) -> None:
 
 def integer(name: str, value, lo=None, hi=None) -> int:
     """value as an int (a Python or NumPy integer, not a bool, float or string) in ``[lo, hi]``
-    (either bound may be None), else a TypeError / ValueError naming it."""
+    (either bound may be None; NumPy 0-d integer arrays accepted), else a TypeError / ValueError
+    naming it."""
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):      # NumPy 0-d arrays
+        value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name}: expected an integer, got {type(value).__name__} {value!r}")
     value = int(value)
@@ -202,6 +205,8 @@ def integer_array(name: str, value) -> np.ndarray:
         return np.zeros(a.shape, np.int64)
     if a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer):
         raise TypeError(f"{name}: expected an integer array, got {type(value).__name__} (dtype {a.dtype})")
+    if a.dtype == np.uint64 and a.size and int(a.max()) > np.iinfo(np.int64).max:
+        raise ValueError(f"{name}: values beyond 2**63 - 1, got {int(a.max())}")
     return np.ascontiguousarray(a, dtype=np.int64)
 
 
@@ -245,6 +250,15 @@ def meta_dict(value, name: str = "meta") -> dict:
     return dict(value)
 
 
+def expect_attributes(value, attributes, name: str, what: str):
+    """value, or a TypeError naming the argument when it lacks any of ``attributes`` (duck typing:
+    ``what`` says what was expected, e.g. "a PhantomInfo (directpet.sim.sphere_phantom)")."""
+    missing = [a for a in attributes if not hasattr(value, a)]
+    if missing:
+        raise TypeError(f"{name}: expected {what}, got {type(value).__name__} (no {', '.join(missing)})")
+    return value
+
+
 def expect_instance(value, cls, name: str):
     """value, or a TypeError naming the argument when it is not a ``cls``."""
     if not isinstance(value, cls):
@@ -266,7 +280,11 @@ def real_number(name, value, *, positive: bool = False, nonnegative: bool = Fals
         value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name}: expected a number, got {type(value).__name__}")
-    if not np.isfinite(value):
+    try:
+        finite = bool(np.isfinite(value))
+    except (TypeError, OverflowError):           # a Python int beyond float64 (10**400)
+        finite = False
+    if not finite:
         raise ValueError(f"{name}: expected a finite value, got {value!r}")
     if positive and not value > 0:
         raise ValueError(f"{name}: expected a positive finite value, got {value!r}")

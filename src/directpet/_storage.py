@@ -18,27 +18,42 @@ T = TypeVar("T")
 
 
 def read_npz(path, what: str, required: Sequence[str], parse: Callable[[object], T]) -> T:
-    """Open ``path`` (no pickles), check that the ``required`` keys are there and return
-    ``parse(npz)``; any failure to read or decode becomes ``ValueError('path: ...')``.
+    """Open ``path`` (no pickles), check that the ``required`` keys are there, decode every array and
+    return ``parse(arrays)`` (``arrays[key]``, ``arrays.files``); a file that cannot be read or
+    decoded, or whose contents ``parse`` refuses (ValueError, TypeError, LookupError), becomes
+    ``ValueError('path: ...')``. Other errors of ``parse`` (building the object) pass unchanged.
 
     A damaged zip raises more than BadZipFile: zlib.error (a corrupt deflate stream),
     NotImplementedError (a flipped compression-method or version field), RuntimeError (an
     'encrypted' flag), struct.error / OverflowError / tokenize.TokenError / SyntaxError (garbled zip
     or array headers), MemoryError (a garbled array header asking for an absurd shape); all of them
-    name the path here."""
+    come from the decoding, done here before ``parse``, and name the path."""
     try:
         # our own handle: numpy leaves its file open when the zip directory cannot be read
         with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as f:
             missing = [k for k in required if k not in f.files]
             if missing:
                 raise _NotOurs(f"path: {path} is not a {what} file (missing {missing})")
-            return parse(f)
+            arrays = _Arrays({k: f[k] for k in f.files})
     except _NotOurs as e:
         raise ValueError(str(e)) from None
     except (OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError, struct.error,
-            OverflowError, MemoryError, LookupError, TypeError, AttributeError, ValueError, SyntaxError,
-            tokenize.TokenError) as e:
+            OverflowError, MemoryError, ValueError, SyntaxError, tokenize.TokenError) as e:
         raise ValueError(f"path: {path} is not a readable {what} file ({type(e).__name__}: {e})") from e
+    try:
+        return parse(arrays)
+    except _NotOurs as e:
+        raise ValueError(str(e)) from None
+    except (ValueError, TypeError, LookupError) as e:
+        raise ValueError(f"path: {path} is not a valid {what} file ({type(e).__name__}: {e})") from e
+
+
+class _Arrays(dict):
+    """The decoded arrays of an ``.npz`` file, read like NumPy's NpzFile (``files``, ``[key]``)."""
+
+    @property
+    def files(self):
+        return list(self)
 
 
 def check_format(found, expected: str, version, expected_version: int, path) -> None:

@@ -19,7 +19,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from .._checks import expect_instance, integer, real_array, real_number, to_numpy
+from .._checks import expect_attributes, expect_instance, integer, real_array, real_number, to_numpy
 from ..geometry import ImageGrid
 from .roi import SphereROIs, circle_weights, weighted_mean, weighted_std
 
@@ -55,13 +55,9 @@ def _image(image, grid: ImageGrid, name: str = "image") -> np.ndarray:
 
 def _phantom_info(info, name: str = "phantom_info"):
     """info, or a TypeError naming ``name`` when it is not a PhantomInfo-like object."""
-    need = ("grid", "n_spheres", "sphere_centres_mm", "sphere_diameters_mm", "sphere_activity",
-            "background_activity", "centre_mm", "sphere_z_mm")
-    missing = [a for a in need if not hasattr(info, a)]
-    if missing:
-        raise TypeError(f"{name}: expected a PhantomInfo (directpet.sim.sphere_phantom), got {type(info).__name__} "
-                        f"(no {', '.join(missing)})")
-    return info
+    return expect_attributes(info, ("grid", "n_spheres", "sphere_centres_mm", "sphere_diameters_mm",
+                                    "sphere_activity", "background_activity", "centre_mm", "sphere_z_mm"),
+                             name, "a PhantomInfo (directpet.sim.sphere_phantom)")
 
 
 def crc(image, phantom_info, *, axial: str = "linear", supersample: int = 10,

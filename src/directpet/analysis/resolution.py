@@ -23,7 +23,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._checks import integer, real_number
+from .._checks import expect_attributes, integer, real_number
 from ..geometry import ImageGrid
 from ..sim.phantoms import check_point
 from .metrics import _image
@@ -99,13 +99,6 @@ def fwhm_1d(profile, spacing_mm: float, *, fraction: float = 0.5) -> float:
 
 
 # --- sampling helpers -----------------------------------------------------------------------------------
-
-def _checked_image(image, grid) -> np.ndarray:
-    """A real, finite (nz, ny, nx) float64 host image of the grid (errors name ``image``, ``grid``)."""
-    return _image(image, grid)
-
-
-
 
 def _sample(img: np.ndarray, grid: ImageGrid, points_xyz: np.ndarray) -> np.ndarray:
     """Linear interpolation of the image at points (..., 3) (x, y, z) mm; shape (...)."""
@@ -195,7 +188,7 @@ def point_source_fwhm(image, grid: ImageGrid, position_mm, *, half_width_mm: flo
     (x, y, z) mm), ``'directions'`` ({direction: (3,) unit vector}) and ``'profiles'``
     ({direction: (distance_mm from the peak (n,), values (n,))}).
     """
-    img = _checked_image(image, grid)
+    img = _image(image, grid)
     pos = np.array(check_point("position_mm", position_mm))
     if isinstance(axes, (str, bytes)) or not hasattr(axes, "__iter__"):
         raise TypeError(f"axes: expected a sequence of names from {AXIS_NAMES}, got {type(axes).__name__}")
@@ -306,11 +299,9 @@ def rod_profiles(image, grid: ImageGrid, info, *, step_mm: Optional[float] = Non
 
     Returns ``{diameter_mm: RodProfile}`` in the order of ``info.groups``.
     """
-    img = _checked_image(image, grid)
-    missing = [a for a in ("grid", "axis", "plane_axes", "centre_mm", "length_mm", "groups") if not hasattr(info, a)]
-    if missing:
-        raise TypeError(f"info: expected a DerenzoInfo (directpet.sim.derenzo_phantom), got {type(info).__name__} "
-                        f"(no {', '.join(missing)})")
+    img = _image(image, grid)
+    expect_attributes(info, ("grid", "axis", "plane_axes", "centre_mm", "length_mm", "groups"), "info",
+                      "a DerenzoInfo (directpet.sim.derenzo_phantom)")
     if tuple(info.grid.shape) != tuple(grid.shape) or tuple(info.grid.voxel_size) != tuple(grid.voxel_size):
         raise ValueError(f"info: its grid {info.grid} differs from grid {grid}")
     axial_fraction = real_number("axial_fraction", axial_fraction)

@@ -15,7 +15,7 @@ from typing import List, Tuple
 
 import numpy as np
 
-from .._checks import expect_instance, integer, real_number
+from .._checks import expect_attributes, expect_instance, integer, real_number
 from ..geometry import ImageGrid
 
 #: Background annulus of [HA]: inner diameter = sphere diameter + 14 mm, 8 mm thick.
@@ -127,10 +127,8 @@ class SphereROIs:
 
         ``sphere_roi_diameter_mm`` overrides the sphere ROI diameter (default: each sphere's).
         """
-        grid = expect_instance(getattr(info, "grid", None), ImageGrid, "info.grid")
-        for name in ("sphere_centres_mm", "sphere_diameters_mm"):
-            if not hasattr(info, name):
-                raise TypeError(f"info: expected a PhantomInfo, got {type(info).__name__} (no {name})")
+        expect_attributes(info, ("grid", "sphere_centres_mm", "sphere_diameters_mm"), "info", "a PhantomInfo")
+        grid = expect_instance(info.grid, ImageGrid, "info.grid")
         annulus_gap_mm = real_number("annulus_gap_mm", annulus_gap_mm, nonnegative=True)
         annulus_thickness_mm = real_number("annulus_thickness_mm", annulus_thickness_mm, positive=True)
         if sphere_roi_diameter_mm is not None:

@@ -73,12 +73,8 @@ def attenuation_histo_images(mu, mu_grid: ImageGrid, grid: ImageGrid, viewset: V
         raise ValueError("mu: contains negative attenuation coefficients")
     n_sub, chunk = positive_int("n_sub", n_sub), positive_int("chunk", chunk)
     h = float(min(mu_grid.voxel_size))
-    step = 0.5 * h if step_mm is None else real_number("step_mm", step_mm)
-    if step <= 0:
-        raise ValueError(f"step_mm: expected a positive step in mm, got {step_mm!r}")
-    h = 0.5 * h if plane_mm is None else real_number("plane_mm", plane_mm)
-    if h <= 0:
-        raise ValueError(f"plane_mm: expected a positive spacing in mm, got {plane_mm!r}")
+    step = 0.5 * h if step_mm is None else real_number("step_mm", step_mm, positive=True)
+    h = 0.5 * h if plane_mm is None else real_number("plane_mm", plane_mm, positive=True)
     require_stack_memory("grid", len(viewset), grid, copies=3)      # the factors and float64 sums
     corners = _box_corners(mu_grid)
     # the plane lattice covers the map's shadow (at most its diagonal on a side): a few float64

@@ -77,7 +77,9 @@ def deposit(events, grid: ImageGrid, viewset: ViewSet, *, out=None, mode: str = 
     Events whose tilt is outside the view acceptance (or whose endpoints coincide, so that the LOR
     has no direction), or whose MLP falls outside the grid, are dropped and counted in the stats.
     An event with a NaN or infinite position or time difference is corrupt data: a ValueError
-    naming ``events`` (nothing is dropped silently). A batch with ``weights`` deposits each event's
+    naming ``events`` (nothing is dropped silently); each batch is checked before it is deposited, so
+    when a later batch of a stream is refused, a caller's ``out`` holds the batches before it. A batch
+    with ``weights`` deposits each event's
     weight instead of 1 (an external scatter estimate as weighted list-mode events becomes the
     scatter background this way). The scatter-add runs on flattened indices (``numpy.add.at`` /
     ``cupyx.scatter_add``).
@@ -236,10 +238,6 @@ def _cell_integral(x, y, z, viewset: ViewSet, v: int, scanner, n_phi_sub: int, x
     return acc
 
 
-def _check_n_quad(n_quad) -> int:
-    return positive_int("n_quad", n_quad)
-
-
 def _check_geometry(grid, viewset, scanner) -> CylindricalScanner:
     """grid, viewset and scanner (None: the default scanner) of the correction histo-images."""
     expect_instance(grid, ImageGrid, "grid")
@@ -285,7 +283,7 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
     water = attenuation
     if water is None and phantom_info is not None:
         water = phantom_info.attenuation
-    n_quad = _check_n_quad(n_quad)
+    n_quad = positive_int("n_quad", n_quad)
     require_stack_memory("grid", len(viewset), grid)
     x, y, z = _grid_coords(grid, xp)
     out = xp.zeros((len(viewset),) + grid.shape, dtype=xp.float32)
@@ -314,9 +312,7 @@ def randoms_from_delayeds(delayeds, grid: ImageGrid, viewset: ViewSet, *, smooth
     noise of the estimate, each view rescaled to keep its deposited count. ``scale`` converts the
     delayed window to the prompt window (1 for equal windows).
     """
-    scale = real_number("scale", scale)
-    if scale < 0:
-        raise ValueError(f"scale: expected a finite value >= 0, got {scale!r}")
+    scale = real_number("scale", scale, nonnegative=True)
     b = deposit(delayeds, grid, viewset, xp=xp)
     xp = array_module(b)
     if smooth_fwhm_mm is not None:
@@ -351,10 +347,8 @@ def randoms_background(grid: ImageGrid, viewset: ViewSet, scanner: Optional[Cyli
     Scale with the number of randoms deposited in the grid (``total``).
     """
     scanner = _check_geometry(grid, viewset, scanner)
-    total = real_number("total", total)
-    if total < 0:
-        raise ValueError(f"total: expected a number of randoms >= 0, got {total!r}")
-    n_quad = _check_n_quad(n_quad)
+    total = real_number("total", total, nonnegative=True)
+    n_quad = positive_int("n_quad", n_quad)
     require_stack_memory("grid", len(viewset), grid)
     x, y, z = _grid_coords(grid, xp)
     rf = scanner.fov_radius_mm

@@ -36,7 +36,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .._checks import expect_instance, positive_int, real_number, require_memory
+from .._checks import expect_instance, integer, positive_int, real_number, require_memory
 from ..sim.lines import cylinder_interval
 from ..sim.phantoms import AnalyticPhantom, PhantomInfo
 from ..sim.random import make_rng
@@ -87,9 +87,7 @@ class EventBatch:
             if np.dtype(a.dtype).kind not in kinds:
                 want = "booleans" if kinds == "b" else "real numbers"
                 raise TypeError(f"{name}: expected {want}, got dtype {a.dtype}")
-        if isinstance(self.n_decays, (bool, np.bool_)) or not isinstance(self.n_decays, (int, np.integer)) \
-                or self.n_decays < 0:
-            raise ValueError(f"n_decays: expected an integer >= 0, got {self.n_decays!r}")
+        self.n_decays = integer("n_decays", self.n_decays, lo=0)
 
     def __len__(self) -> int:
         return int(self.dt_ps.shape[0])
@@ -240,9 +238,7 @@ def simulate_randoms(scanner: CylindricalScanner, n: int, *, rng=None, xp=np) ->
     in-FOV time difference exceeds half the coincidence window are redrawn.
     """
     expect_instance(scanner, CylindricalScanner, "scanner")
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"n: expected an integer >= 0, got {n!r}")
-    n = int(n)
+    n = integer("n", n, lo=0)
     # candidates are drawn 2 x at a time (at least 1024), each with a few float64 (n, 3) temporaries
     require_memory("n", _BYTES_PER_DECAY * max(2 * n, 1024), f"{n} random coincidences drawn at once")
     gen = make_rng(rng, xp)

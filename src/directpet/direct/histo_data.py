@@ -15,7 +15,7 @@ from typing import Optional
 import numpy as np
 
 from .._checks import array_module, meta_dict, require_memory, to_numpy
-from .._storage import json_object, read_npz
+from .._storage import check_format, json_object, read_npz
 from ..geometry import ImageGrid
 from ..recon.problem import check_nonnegative
 from .kernels import SRKernel
@@ -124,17 +124,13 @@ class HistoImageData:
     @classmethod
     def load(cls, path, xp=np) -> "HistoImageData":
         """Read a file written by :meth:`save` (arrays moved to namespace xp). A missing, damaged or
-        foreign file, or one of a later format version, is a ValueError naming ``path``."""
+        foreign file, or one of another format version, is a ValueError naming ``path``."""
         if not hasattr(xp, "asarray") or not hasattr(xp, "float32"):
             raise TypeError(f"xp: expected an array namespace (numpy or cupy), got {xp!r}")
 
         def parse(f):
             doc = json_object(f["metadata"])
-            if doc.get("format") != _FORMAT:
-                raise ValueError(f"format {doc.get('format')!r}, expected {_FORMAT!r}")
-            version = doc.get("version")
-            if version != _VERSION:
-                raise ValueError(f"format version {version!r}; this directpet reads version {_VERSION}")
+            check_format(doc.get("format"), _FORMAT, doc.get("version", -1), _VERSION, path)
             arrays = {k: f[k] for k in ("histos", "sensitivity", "background") if k in f.files}
             g = doc["grid"]
             grid = ImageGrid(tuple(g["shape"]), tuple(g["voxel_size"]))

@@ -86,18 +86,15 @@ class SRKernel:
 
     def __post_init__(self):
         for name in ("tof_fwhm_ps", "axial_fwhm", "truncation", "epsilon"):
-            object.__setattr__(self, name, _positive(name, getattr(self, name)))
+            object.__setattr__(self, name, real_number(name, getattr(self, name), positive=True))
         w = real_number("narrow_weight", self.narrow_weight)
         if not (0.0 < w <= 1.0):
             raise ValueError(f"narrow_weight: expected a value in (0, 1], got {self.narrow_weight!r}")
         object.__setattr__(self, "narrow_weight", w)
         if self.wide_shift is not None:
-            shift = real_number("wide_shift", self.wide_shift)
-            if shift < 0:
-                raise ValueError(f"wide_shift: expected a finite non-negative mm value, got {self.wide_shift!r}")
-            object.__setattr__(self, "wide_shift", shift)
+            object.__setattr__(self, "wide_shift", real_number("wide_shift", self.wide_shift, nonnegative=True))
         if self.s_max is not None:
-            object.__setattr__(self, "s_max", _positive("s_max", self.s_max))
+            object.__setattr__(self, "s_max", real_number("s_max", self.s_max, positive=True))
         for name in ("asymmetric", "image_kernel"):
             object.__setattr__(self, name, flag(name, getattr(self, name)))
         if self.values is not None and not callable(self.values):
@@ -109,10 +106,10 @@ class SRKernel:
         elif isinstance(r, tuple):
             if len(r) != 3 or r[0] != "linear":
                 raise ValueError(f"radial_fwhm: expected ('linear', centre_mm, edge_mm), got {r!r}")
-            object.__setattr__(self, "radial_fwhm", ("linear", _positive("radial_fwhm centre", r[1]),
-                                                     _positive("radial_fwhm edge", r[2])))
+            object.__setattr__(self, "radial_fwhm", ("linear", real_number("radial_fwhm centre", r[1], positive=True),
+                                                     real_number("radial_fwhm edge", r[2], positive=True)))
         elif not callable(r):
-            object.__setattr__(self, "radial_fwhm", _positive("radial_fwhm", r))
+            object.__setattr__(self, "radial_fwhm", real_number("radial_fwhm", r, positive=True))
 
     # Named configurations used throughout the papers.
     @classmethod
@@ -168,10 +165,3 @@ class SRKernel:
         return float(axis[0] ** 2 * vx**2 + axis[1] ** 2 * vy**2 + axis[2] ** 2 * vz**2) / 12.0
 
 
-def _positive(name, value) -> float:
-    """value as a positive finite float: TypeError for a non-number (strings are not parsed),
-    ValueError otherwise; both name the parameter."""
-    v = real_number(name, value)
-    if v <= 0:
-        raise ValueError(f"{name}: expected a positive finite value, got {value!r}")
-    return v

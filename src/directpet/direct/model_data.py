@@ -6,9 +6,9 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module, check_volume, real_number
+from .._checks import array_module, check_volume, flag, real_number
 from ..recon.problem import check_nonnegative
-from ..sim.random import make_rng
+from ..sim.random import draw_counts
 from .histo_data import HistoImageData, require_stack_memory
 from .kernels import SRKernel
 from .subsets import check_projector, check_views_match
@@ -76,9 +76,8 @@ def model_consistent_data(projector, image, sensitivity=None, background=None,
     """
     projector = check_projector(projector, needs=_MODEL_API)
     if counts is not None:
-        counts = real_number("counts", counts)
-        if counts <= 0:
-            raise ValueError(f"counts: expected a positive number, got {counts!r}")
+        counts = real_number("counts", counts, positive=True)
+    noise = flag("noise", noise)
     viewset = getattr(projector, "viewset", None) if viewset is None else viewset
     kernel = getattr(projector, "kernel", None) if kernel is None else kernel
     if viewset is not None and not isinstance(viewset, ViewSet):
@@ -86,28 +85,9 @@ def model_consistent_data(projector, image, sensitivity=None, background=None,
     if kernel is not None and not isinstance(kernel, SRKernel):
         raise TypeError(f"kernel: expected an SRKernel or None, got {type(kernel).__name__}")
     check_views_match(viewset, projector, "viewset")
-    xp = array_module(image)
     ybar = expected_data(projector, image, sensitivity, background)
-    if bool((ybar < 0).any()):
-        # only a projector with negative kernel values (e.g. FFTProjector mode='spectral') does this
-        raise ValueError(f"projector: the expected data s_v H_v x + b_v have negative values (min "
-                         f"{float(ybar.min()):.3g}), which no Poisson draw can have")
-    total = float(ybar.sum(dtype=xp.float64))
-    if total <= 0:
-        raise ValueError("image: the expected data are all zero; nothing to simulate")
-    alpha = 1.0 if counts is None else counts / total
-    if not (np.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"counts: {counts!r} gives the scale {alpha!r} of the expected data; expected a positive "
-                         "finite scale")
-    if alpha != 1.0:
-        ybar *= np.float32(alpha)
-    if noise:
-        gen = make_rng(rng, xp)
-        d = gen.poisson(ybar).astype(xp.float32)
-    else:
-        d = ybar
-    bg = None if background is None else (background * np.float32(alpha)).astype(xp.float32)
-    sens = None if sensitivity is None else sensitivity.astype(xp.float32, copy=False)
+    d, bg, alpha, total = draw_counts(ybar, counts=counts, background=background, rng=rng, noise=noise)
+    sens = None if sensitivity is None else sensitivity.astype(np.float32, copy=False)
     meta = {"source": "model_consistent_data", "image_scale": alpha, "expected_counts": total * alpha,
-            "noise": bool(noise)}
+            "noise": noise}
     return HistoImageData(d, projector.grid, viewset, sens, bg, kernel, None, meta)

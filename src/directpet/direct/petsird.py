@@ -24,7 +24,7 @@ from typing import Iterator, Optional
 import numpy as np
 
 from .._backend import resolve_backend
-from .._checks import array_module, expect_instance, positive_int, real_number, require_memory
+from .._checks import array_module, expect_instance, integer, positive_int, real_number, require_memory
 from .._device import wants_cupy
 from ..geometry import ImageGrid
 from ..io.petsird import (Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter, _petsird, nearest_elements,
@@ -53,8 +53,7 @@ def scanner_header(scanner: CylindricalScanner, *, crystal_mm: float = 4.0, dept
     """
     expect_instance(scanner, CylindricalScanner, "scanner")
     for name, value in (("crystal_mm", crystal_mm), ("depth_mm", depth_mm), ("tof_bin_ps", tof_bin_ps)):
-        if real_number(name, value) <= 0:
-            raise ValueError(f"{name}: expected a positive finite value, got {value!r}")
+        real_number(name, value, positive=True)
     # the header holds one transform object per module and per element, and the scanner tables
     # built from it a position per crystal (n_per_ring x n_rings) and one edge per TOF bin
     n_per_ring_f = max(8.0, round(2 * math.pi * scanner.radius_mm / crystal_mm))
@@ -138,10 +137,9 @@ def coincidences_to_events(pscanner: PetsirdScanner, pair, coincidences: Coincid
     """
     expect_instance(pscanner, PetsirdScanner, "pscanner")
     expect_instance(coincidences, Coincidences, "coincidences")
-    if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and
-            all(isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)) for t in pair)):
+    if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
         raise TypeError(f"pair: expected two integer module-type indices (t0, t1), got {pair!r}")
-    t0, t1 = (int(t) for t in pair)
+    t0, t1 = (integer("pair", t) for t in pair)
     if not 0 <= t1 <= t0 < pscanner.n_types:
         raise ValueError(f"pair: expected module types (t0, t1) with 0 <= t1 <= t0 < {pscanner.n_types}, "
                          f"got {pair!r}")
@@ -235,11 +233,8 @@ def lor_background(pscanner: PetsirdScanner, coincidences: Coincidences, values,
         raise ValueError(f"values: expected ({len(coincidences)},) values, one per LOR, got {vals.shape}")
     if not np.all(np.isfinite(vals)) or np.any(vals < 0):
         raise ValueError("values: expected finite values >= 0")
-    if real_number("fov_radius_mm", fov_radius_mm) <= 0:
-        raise ValueError(f"fov_radius_mm: expected a positive radius, got {fov_radius_mm!r}")
-    step = 0.5 * min(grid.voxel_size) if step_mm is None else real_number("step_mm", step_mm)
-    if step <= 0:
-        raise ValueError(f"step_mm: expected a positive step, got {step_mm!r}")
+    fov_radius_mm = real_number("fov_radius_mm", fov_radius_mm, positive=True)
+    step = 0.5 * min(grid.voxel_size) if step_mm is None else real_number("step_mm", step_mm, positive=True)
     # each LOR of a chunk becomes up to (FOV diameter / step) pseudo-events of ~100 bytes
     require_memory("step_mm", 100.0 * min(chunk, max(len(coincidences), 1)) * (2 * fov_radius_mm / step + 1),
                    f"the pseudo-events of {min(chunk, len(coincidences))} LORs in steps of {step:g} mm")

@@ -123,7 +123,7 @@ def simulate_deposit(phantom_info, scanner: CylindricalScanner, grid: ImageGrid,
         raise ValueError(f"n_events: expected fewer than 2**63 events (the compiled counters are 64-bit), "
                          f"got {n_events}")
     seed = check_seed("seed", seed)
-    nthreads = _threads(threads)
+    nthreads = check_threads(threads)
     shape = (len(viewset),) + grid.shape
     backend = _backend_for(backend, out)
     if out is not None:
@@ -196,10 +196,6 @@ def _analytic(phantom) -> AnalyticPhantom:
     if not isinstance(analytic, AnalyticPhantom):
         raise TypeError(f"phantom_info: expected a PhantomInfo or AnalyticPhantom, got {type(phantom).__name__}")
     return analytic
-
-
-def _threads(threads):
-    return check_threads(threads)
 
 
 __all__ = ["phantom_components", "scanner_parameters", "simulate_deposit"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-from .._checks import array_module, positive_int
+from .._checks import array_module, expect_attributes, positive_int
 from ..geometry import ImageGrid
 from ..recon.problem import StoredSubsets, check_nonnegative, spread_order
 from .histo_data import HistoImageData
@@ -25,22 +25,25 @@ from .views import ViewSet, same_views, same_viewset, view_index
 def make_blocks(n_views: int, n_subsets: int, viewset: Optional[ViewSet] = None) -> List[List[int]]:
     """Blocks of views for OSEM, in a geometric visiting order.
 
-    With a ViewSet, block m holds every azimuth k with ``k % n_subsets == m`` (all tilts), so each
-    block spans all directions evenly; without one, views ``v % n_subsets == m``. The blocks are
-    listed in bit-reversed (van der Corput) order of m, so consecutive blocks are far apart.
+    With a ViewSet and at most ``n_phi`` blocks, block m holds every azimuth k with
+    ``k % n_subsets == m`` (all tilts), so each block spans all directions evenly; with more blocks
+    than azimuths (at most one per view), the views of ``viewset.geometric_order()`` are dealt to
+    the blocks in turn. Without a ViewSet, views ``v % n_subsets == m``. The blocks are listed in
+    bit-reversed (van der Corput) order of m, so consecutive blocks are far apart.
     """
     m_total = positive_int("n_subsets", n_subsets)
     n_views = positive_int("n_views", n_views)
     if viewset is not None and not isinstance(viewset, ViewSet):
         raise TypeError(f"viewset: expected a ViewSet or None, got {type(viewset).__name__}")
-    if viewset is not None:
-        if m_total > viewset.n_phi:
-            raise ValueError(f"n_subsets: {m_total} exceeds the {viewset.n_phi} azimuths")
+    if m_total > n_views:
+        raise ValueError(f"n_subsets: {m_total} exceeds the {n_views} views")
+    if viewset is not None and m_total <= viewset.n_phi:
         groups = [[viewset.index(k, l) for k in range(m, viewset.n_phi, m_total)
                    for l in range(viewset.n_theta)] for m in range(m_total)]
+    elif viewset is not None:
+        visit = list(viewset.geometric_order())
+        groups = [visit[m::m_total] for m in range(m_total)]
     else:
-        if m_total > n_views:
-            raise ValueError(f"n_subsets: {m_total} exceeds the {n_views} views")
         groups = [list(range(m, n_views, m_total)) for m in range(m_total)]
     order = spread_order(m_total)   # bit-reversed 0..M-1
     return [groups[m] for m in order]
@@ -156,11 +159,11 @@ def check_projector(projector, name: str = "projector", needs=_PROJECTOR_API):
     """A DIRECT projector: anything with the attributes ``needs`` (by default ``forward``,
     ``adjoint``, ``forward_views``, ``adjoint_views``, ``n_views`` and ``grid``) and an ImageGrid
     ``grid``; else a TypeError naming ``name``."""
-    missing = [a for a in needs if not hasattr(projector, a)]
-    if missing or not isinstance(projector.grid, ImageGrid):
-        raise TypeError(f"{name}: expected a DIRECT projector (HistoImageProjector, FFTProjector, LowRankProjector, "
-                        f"or anything with {', '.join(needs)}), got {type(projector).__name__}"
-                        + (f" (no {', '.join(missing)})" if missing and projector is not None else ""))
+    what = (f"a DIRECT projector (HistoImageProjector, FFTProjector, LowRankProjector, or anything with "
+            f"{', '.join(needs)})")
+    expect_attributes(projector, needs, name, what)
+    if not isinstance(projector.grid, ImageGrid):
+        raise TypeError(f"{name}: expected {what}, got {type(projector).__name__} (its grid is not an ImageGrid)")
     return projector
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import positive_int, real_number, require_memory
+from .._checks import integer, positive_int, real_number, require_memory
 from ..recon.problem import spread_order
 
 #: Bytes a ViewSet holds per view (a View object and its two floats, measured), for the memory check.
@@ -130,11 +130,7 @@ class ViewSet:
 def view_index(v, n_views: int, name: str = "view") -> int:
     """v as an index in [0, n_views): a TypeError for anything but an integer (a float is never
     truncated), a ValueError outside the range (negative indices are not wrapped around)."""
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise TypeError(f"{name}: expected an integer view index, got {type(v).__name__} {v!r}")
-    if not 0 <= v < n_views:
-        raise ValueError(f"{name}: index {v} outside [0, {n_views})")
-    return int(v)
+    return integer(name, v, lo=0, hi=n_views - 1)
 
 
 def same_viewset(a: "ViewSet", b: "ViewSet") -> bool:

@@ -17,9 +17,10 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module, flag
+from .._checks import array_module, flag, real_number
 from .._storage import CountData
-from ..sim import make_rng
+from ..recon.problem import check_nonnegative
+from ..sim.random import draw_counts
 from .geometry import DualHeadScanner
 
 
@@ -100,28 +101,20 @@ def model_consistent_data(projector, image, *, seed, total_counts: Optional[floa
     noise : False returns the expected data.
     """
     scanner = _scanner_of(projector)
+    if total_counts is not None:
+        total_counts = real_number("total_counts", total_counts, positive=True)
     noise = flag("noise", noise)
     xp = array_module(image)
+    for name, a in (("factors", factors), ("background", background)):
+        if a is not None:
+            check_nonnegative(a, name, None, xp, (scanner.n_lors,))
     ybar = projector.forward(image)
     if factors is not None:
         ybar = ybar * factors
     if background is not None:
         ybar = ybar + background
-    total = float(ybar.sum(dtype=xp.float64))
-    if not total > 0:
-        raise ValueError("image: the expected data are all zero; nothing to simulate")
-    if total_counts is None:
-        alpha = 1.0
-    else:
-        if isinstance(total_counts, (bool, np.bool_)) or not isinstance(total_counts, (int, float, np.integer,
-                                                                                       np.floating)):
-            raise TypeError(f"total_counts: expected a number, got {type(total_counts).__name__}")
-        alpha = float(total_counts) / total
-        if not (np.isfinite(alpha) and alpha > 0):
-            raise ValueError(f"total_counts: expected a positive finite number, got {total_counts!r}")
-    ybar = (ybar * np.float32(alpha)).astype(xp.float32)
-    prompts = make_rng(seed, xp).poisson(ybar).astype(xp.float32) if noise else ybar
-    bg = None if background is None else (background * np.float32(alpha)).astype(xp.float32)
+    prompts, bg, alpha, total = draw_counts(ybar, counts=total_counts, background=background, rng=seed,
+                                            noise=noise, counts_name="total_counts")
     meta = {"source": "model_consistent_data", "image_scale": alpha, "expected_counts": total * alpha,
             "noise": noise, "method": getattr(projector, "method", None)}
     return DualHeadData(scanner, prompts, factors, bg, meta)

@@ -55,7 +55,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
-from .._checks import expect_instance, require_memory
+from .._checks import expect_instance, integer, require_memory
 from .._device import decay_count, host_volume, monte_carlo_options
 from .._progress import progress_callback
 from ..sim.random import check_seed
@@ -187,8 +187,7 @@ def trace_events(scanner: DualHeadScanner, activity, n_decays: int, *, seed: int
     if n_decays > MAX_TRACE:
         raise ValueError(f"n_decays: at most 2**24 decays can be traced, got {n_decays}")
     require_memory("n_decays", TRACE_BYTES * n_decays, f"tracing {n_decays} decays")
-    if isinstance(first, (bool, np.bool_)) or not isinstance(first, (int, np.integer)) or first < 0:
-        raise ValueError(f"first: expected an integer >= 0, got {first!r}")
+    first = integer("first", first, lo=0)
     engine = _core.DualHeadMonteCarlo(scanner_parameters(scanner), host_activity)
     return engine.trace(check_seed("seed", seed), int(first), n_decays)
 

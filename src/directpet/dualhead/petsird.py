@@ -64,9 +64,12 @@ def coincidences_to_counts(scanner: DualHeadScanner, coincidences: Coincidences,
     """
     expect_instance(scanner, DualHeadScanner, "scanner")
     expect_instance(coincidences, Coincidences, "coincidences")
-    if out is not None and not (isinstance(out, np.ndarray) and out.dtype == np.float32
-                                and out.shape == (scanner.n_lors,)):
-        raise TypeError(f"out: expected a float32 NumPy array of shape ({scanner.n_lors},)")
+    if out is not None:
+        if not isinstance(out, np.ndarray) or out.dtype != np.float32:
+            raise TypeError(f"out: expected a float32 NumPy array, got {type(out).__name__} "
+                            f"{getattr(out, 'dtype', '')}")
+        if out.shape != (scanner.n_lors,):
+            raise ValueError(f"out: expected shape ({scanner.n_lors},), got {out.shape}")
     n = scanner.n_crystals
     b0, b1 = coincidences.bin0.astype(np.int64), coincidences.bin1.astype(np.int64)
     if np.any(b0 >= 2 * n) or np.any(b1 >= 2 * n):

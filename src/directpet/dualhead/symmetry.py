@@ -206,9 +206,9 @@ def build_seed_drf(scanner: DualHeadScanner, *, angle_samples: int = 4, voxel_sa
 def seed_lookup(seeds: SeedDRF, c_u, c_l, voxel) -> np.ndarray:
     """``h(c_u, c_l; voxel)`` read from the seed DRFs (float64 of the broadcast shape; 0 outside the
     support). Raises ValueError when a pair's folded plane was not built or its offsets leave the
-    extended detector. The fold uses the y-z interchange, so a looked-up value equals
-    :func:`~directpet.dualhead.lor_response` of the pair to the interchange's bound (see
-    :mod:`directpet.dualhead.response`: up to 2.7e-3 of the LOR's largest value), not to rounding."""
+    extended detector. The fold uses the shifts, mirrors and the y-z interchange, all of which the
+    response keeps to rounding (:mod:`directpet.dualhead.response`), so a looked-up value equals
+    :func:`~directpet.dualhead.lor_response` of the pair to rounding."""
     expect_instance(seeds, SeedDRF, "seeds")
     folded, seed, o_u, o_l = seed_key(seeds.scanner, c_u, c_l, voxel)
     if not np.all(np.isin(folded, np.asarray(seeds.planes))):

@@ -14,7 +14,8 @@ import numpy as np
 
 from .._checks import array_module, flag, real_number
 from .._storage import CountData
-from ..sim import make_rng
+from ..recon.problem import check_nonnegative
+from ..sim.random import draw_counts
 from .geometry import RotatingScanner
 
 
@@ -73,23 +74,18 @@ def model_consistent_sinogram(projector, image, factors=None, background=None, c
         raise TypeError(f"projector: expected a SuperLORProjector (forward and a RotatingScanner), got "
                         f"{type(projector).__name__}")
     if counts is not None:
-        counts = real_number("counts", counts)
+        counts = real_number("counts", counts, positive=True)
     noise = flag("noise", noise)
     xp = array_module(image)
+    for name, a in (("factors", factors), ("background", background)):
+        if a is not None:
+            check_nonnegative(a, name, None, xp, projector.out_shape)
     ybar = projector.forward(image)
     if factors is not None:
         ybar = ybar * factors
     if background is not None:
         ybar = ybar + background
-    total = float(ybar.sum(dtype=xp.float64))
-    if not total > 0:
-        raise ValueError("image: the expected data are all zero; nothing to simulate")
-    alpha = 1.0 if counts is None else float(counts) / total
-    if counts is not None and not (np.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"counts: expected a positive number, got {counts!r}")
-    ybar = (ybar * np.float32(alpha)).astype(xp.float32)
-    prompts = make_rng(rng, xp).poisson(ybar).astype(xp.float32) if noise else ybar
-    bg = None if background is None else (background * np.float32(alpha)).astype(xp.float32)
+    prompts, bg, alpha, total = draw_counts(ybar, counts=counts, background=background, rng=rng, noise=noise)
     meta = {"source": "model_consistent_sinogram", "image_scale": alpha, "expected_counts": total * alpha,
             "noise": noise, "method": getattr(projector, "method", None)}
     return SinogramData(prompts, projector.scanner, factors, bg, meta)

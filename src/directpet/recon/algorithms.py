@@ -121,11 +121,7 @@ def _check_run(n_iter, callback, store_every, track_loglik, progress) -> int:
 
 
 def _subset_index(s, n: int, name: str) -> int:
-    if isinstance(s, (bool, np.bool_)) or not isinstance(s, (int, np.integer)):
-        raise TypeError(f"{name}: expected integer subset indices, got {type(s).__name__}")
-    if not 0 <= s < n:
-        raise ValueError(f"{name}: subset index {s} outside [0, {n})")
-    return int(s)
+    return integer(name, s, lo=0, hi=n - 1)
 
 
 def _index_list(indices, n: int, name: str) -> List[int]:
@@ -479,12 +475,7 @@ def osem(problem: SubsetProblem, n_iter: int, x0=None, *, order: Optional[Sequen
 
 def _check_relaxation(lambda0, gamma):
     """(lambda0, gamma) of the default schedule: lambda0 > 0, gamma >= 0, both finite."""
-    lambda0, gamma = real_number("lambda0", lambda0), real_number("gamma", gamma)
-    if lambda0 <= 0:
-        raise ValueError(f"lambda0: expected a positive relaxation, got {lambda0!r}")
-    if gamma < 0:
-        raise ValueError(f"gamma: expected a decay >= 0 (lambda_n must stay positive), got {gamma!r}")
-    return lambda0, gamma
+    return real_number("lambda0", lambda0, positive=True), real_number("gamma", gamma, nonnegative=True)
 
 
 def ramla_lambda(n: int, lambda0: float = 0.03, gamma: float = 0.05) -> float:
@@ -532,9 +523,7 @@ def block_ramla(problem: SubsetProblem, n_iter: int, lambda0: float = 0.03, gamm
     lambda0, gamma = _check_relaxation(lambda0, gamma)
     lambdas = _schedule(schedule, lambda0, gamma, n_iter)
     if floor is not None:
-        floor = real_number("floor", floor)
-        if floor < 0:
-            raise ValueError(f"floor: expected a positivity floor >= 0, got {floor!r}")
+        floor = real_number("floor", floor, nonnegative=True)
     order = _check_order(problem.order() if order is None else order, problem.n_subsets)
     x0 = _check_x0(x0, problem, xp)
     S = _sensitivity(problem, xp, range(problem.n_subsets))
@@ -578,15 +567,7 @@ def _schedule(schedule, lambda0: float, gamma: float, n_iter: int) -> List[float
             raise ValueError(f"schedule: {len(values)} relaxation(s) for n_iter={n_iter} passes; give at "
                              f"least n_iter values (or a callable)")
         values = values[:n_iter]
-    out = []
-    for n, v in enumerate(values, start=1):
-        if getattr(v, "ndim", None) == 0 and hasattr(v, "item"):      # NumPy / CuPy 0-d arrays
-            v = v.item()
-        lam = real_number(f"schedule: lambda_{n}", v)
-        if lam <= 0:
-            raise ValueError(f"schedule: lambda_{n} = {lam!r}; expected positive relaxations")
-        out.append(lam)
-    return out
+    return [real_number(f"schedule: lambda_{n}", v, positive=True) for n, v in enumerate(values, start=1)]
 
 
 __all__ = ["ReconResult", "block_ramla", "mlem", "osem", "poisson_loglik", "ramla_lambda", "sensitivity_image"]

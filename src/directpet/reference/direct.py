@@ -12,18 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import real_number
+from .._checks import expect_attributes, real_number
 from ._arrays import real_input
 from ..geometry import ImageGrid
 
 
 def _lut(lut):
     """lut, or a TypeError naming it when it is not a DirectLUT (lormap, offsets, values)."""
-    missing = [a for a in ("lormap", "offsets", "values") if not hasattr(lut, a)]
-    if missing:
-        raise TypeError(f"lut: expected a DirectLUT (directpet.direct.build_lut), got {type(lut).__name__} "
-                        f"(no {', '.join(missing)})")
-    return lut
+    return expect_attributes(lut, ("lormap", "offsets", "values"), "lut", "a DirectLUT (directpet.direct.build_lut)")
 
 
 def _volume(a, name: str, lut) -> np.ndarray:
@@ -85,9 +81,7 @@ def gaussian_kernel_values(grid, view, offsets, sigma_tof, sigma_axial, sigma_ra
     """
     if not isinstance(grid, ImageGrid):
         raise TypeError(f"grid: expected an ImageGrid, got {type(grid).__name__}")
-    missing = [a for a in ("direction", "radial_axis", "axial_axis") if not hasattr(view, a)]
-    if missing:
-        raise TypeError(f"view: expected a View, got {type(view).__name__} (no {', '.join(missing)})")
+    expect_attributes(view, ("direction", "radial_axis", "axial_axis"), "view", "a View")
     o = np.asarray(offsets)
     if not np.issubdtype(o.dtype, np.integer):
         raise TypeError(f"offsets: expected integer voxel offsets (dz, dy, dx), got dtype {o.dtype}")

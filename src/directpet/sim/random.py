@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import _is_cupy
+from .._checks import _is_cupy, array_module
 
 
 def make_rng(rng=None, xp=np):
@@ -19,6 +19,8 @@ def make_rng(rng=None, xp=np):
     ``numpy.random.default_rng`` refuses (a negative seed, a string, a float) is an error naming ``rng``.
     """
     if rng is not None and _is_cupy(rng):
+        if xp is np:
+            raise TypeError("rng: a CuPy Generator draws CuPy arrays; pass a NumPy Generator or a seed for NumPy data")
         return rng
     if isinstance(rng, (bool, np.bool_)):
         raise TypeError("rng: expected None, a non-negative integer seed or a Generator, got bool")
@@ -33,6 +35,34 @@ def make_rng(rng=None, xp=np):
     if isinstance(rng, np.random.Generator):
         rng = int(rng.integers(2**63 - 1))
     return xp.random.default_rng(rng)
+
+
+def draw_counts(expected, *, counts=None, background=None, rng=None, noise=True, counts_name="counts"):
+    """Model-consistent counts, shared by every family's ``model_consistent_*``: the expected data
+    ``expected`` (= f H x + b, float32, NumPy or CuPy) scaled by one factor alpha so that their total
+    is ``counts`` (None: alpha = 1), then a Poisson draw (``noise``) from ``rng`` (see make_rng).
+
+    ``counts`` must already be checked (a positive number); ``background`` (the b inside
+    ``expected``, or None) is scaled along and returned, so the data stay consistent with
+    ``alpha * x``. Returns ``(data, background, alpha, expected_total)``, ``expected_total`` before
+    scaling. Negative expected data (only a projector with negative weights makes them) and all-zero
+    data are errors.
+    """
+    xp = array_module(expected)
+    if bool((expected < 0).any()):
+        raise ValueError(f"projector: the expected data have negative values (min {float(expected.min()):.3g}), "
+                         "which no Poisson draw can have")
+    total = float(expected.sum(dtype=xp.float64))
+    if not total > 0:
+        raise ValueError("image: the expected data are all zero; nothing to simulate")
+    alpha = 1.0 if counts is None else counts / total
+    if not (np.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"{counts_name}: {counts!r} gives the scale {alpha!r} of the expected data; expected "
+                         "a positive finite scale")
+    ybar = (expected * np.float32(alpha)).astype(xp.float32, copy=False)
+    data = make_rng(rng, xp).poisson(ybar).astype(xp.float32) if noise else ybar
+    bg = None if background is None else (background * np.float32(alpha)).astype(xp.float32)
+    return data, bg, alpha, total
 
 
 def check_seed(name: str, v) -> int:
@@ -55,4 +85,4 @@ def seed_from_rng(rng) -> int:
     raise TypeError(f"rng: expected None, a seed or a Generator, got {type(rng).__name__}")
 
 
-__all__ = ["check_seed", "make_rng", "seed_from_rng"]
+__all__ = ["check_seed", "draw_counts", "make_rng", "seed_from_rng"]
