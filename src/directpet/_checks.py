@@ -250,6 +250,17 @@ def meta_dict(value, name: str = "meta") -> dict:
     return dict(value)
 
 
+def check_path(path, name: str = "path", *, writing: bool = False) -> str:
+    """A filesystem path (str, bytes or os.PathLike) as str, else a TypeError naming ``name``; a
+    ValueError when it names a directory (where a file is read or written)."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise TypeError(f"{name}: expected a file path (str or os.PathLike), got {type(path).__name__}")
+    p = os.fsdecode(os.fspath(path))
+    if os.path.isdir(p):
+        raise ValueError(f"{name}: {p} is a directory; expected a file {'to write' if writing else 'to read'}")
+    return p
+
+
 def expect_attributes(value, attributes, name: str, what: str):
     """value, or a TypeError naming the argument when it lacks any of ``attributes`` (duck typing:
     ``what`` says what was expected, e.g. "a PhantomInfo (directpet.sim.sphere_phantom)")."""

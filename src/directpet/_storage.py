@@ -12,7 +12,7 @@ from typing import Callable, Sequence, TypeVar
 
 import numpy as np
 
-from ._checks import array_module, meta_dict, to_numpy
+from ._checks import array_module, check_path, meta_dict, to_numpy
 
 T = TypeVar("T")
 
@@ -28,6 +28,7 @@ def read_npz(path, what: str, required: Sequence[str], parse: Callable[[object],
     'encrypted' flag), struct.error / OverflowError / tokenize.TokenError / SyntaxError (garbled zip
     or array headers), MemoryError (a garbled array header asking for an absurd shape); all of them
     come from the decoding, done here before ``parse``, and name the path."""
+    path = check_path(path)
     try:
         # our own handle: numpy leaves its file open when the zip directory cannot be read
         with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as f:
