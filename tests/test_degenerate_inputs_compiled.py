@@ -12,7 +12,11 @@ so one or two representatives per class are tested here:
   to give a silently wrong result), an adjacent ``out`` from the same buffer is not;
 * ``first.geometry`` / ``first.model`` / ``first.normalisation`` / ``first.subsets`` / ``first.data`` /
   ``first.monte_carlo`` and ``dualhead.*``: impossible sizes, None / strings / fractions where
-  numbers or objects are expected, NaN in stored models, and provenance that is not a dict.
+  numbers or objects are expected, NaN in stored models, and provenance that is not a dict;
+* their index helpers (another element for an out-of-range index), scanner records (``from_dict`` of
+  another family's or an incomplete dict), negative activities and factors, flags, scanner counts
+  named themselves, coordinate helpers (None / NaN), save paths, and subset units (never truncated);
+  ``reference.first``'s footprints.
 
 A bad-input test asserts the exception type and that the message names the argument. Impossible sizes
 are either truly impossible on any machine (tens of TiB) or made impossible by pretending the machine
@@ -30,8 +34,9 @@ import directpet._checks as checks
 from directpet import ImageGrid
 from directpet._checks import check_threads, max_threads, output_array, shares_memory
 from directpet.direct import FFTProjector, HistoImageProjector, View
-from directpet.dualhead import (DualHeadProjector, DualHeadScanner, PatchModel, SeedDRF, build_patch_model,
-                                build_seed_drf, lor_response, simulate_events, trace_events)
+from directpet.dualhead import (DualHeadData, DualHeadProjector, DualHeadScanner, DualHeadSubsets, PatchModel, SeedDRF,
+                                build_patch_model, build_seed_drf, lor_response, model_consistent_data, simulate_events,
+                                storage_report, trace_events)
 from directpet.dualhead.petsird import coincidences_to_counts, counts_to_coincidences
 from directpet.dualhead.response import support_rows
 from directpet.first import (AngleSubsets, RotatingScanner, SinogramData, SuperLORProjector, SuperLORTable,
@@ -39,6 +44,7 @@ from directpet.first import (AngleSubsets, RotatingScanner, SinogramData, SuperL
                              lor_tube, model_consistent_sinogram, simulate_sinogram)
 from directpet.first.model import efficiency, tube_at
 from directpet.first.monte_carlo import trace_decays
+from directpet.reference.first import cell_voxel_overlap, lattice_footprints
 
 FIRST = RotatingScanner.small()
 DUAL = DualHeadScanner.small()
@@ -335,3 +341,116 @@ def test_patch_model_weights_are_checked_and_read_only(dual_model, rng):
 def test_projector_check_finite_must_be_a_bool(dual_model, bad):
     with pytest.raises(TypeError, match="check_finite"):
         DualHeadProjector(dual_model, backend="cpu", check_finite=bad)
+
+
+# --- FIRST and dual-head index helpers, records, activities, flags, coordinates, paths ---------------
+
+INDEX_BAD = [
+    (lambda t, m: m.patch(0, DUAL.n_planes), ValueError, "p"),        # used to return class 1 plane 0's patch
+    (lambda t, m: m.patch(0, -1), ValueError, "p"),                   # used to return empty arrays
+    (lambda t, m: m.row("0", 0), TypeError, "k"),
+    (lambda t, m: DUAL.lor_index(DUAL.n_y, 0, 0, 0), ValueError, "c_uy"),   # used to return n_lors
+    (lambda t, m: DUAL.lor_index(0, 0, 0, 0.5), TypeError, "c_lz"),
+    (lambda t, m: DUAL.class_of(DUAL.n_classes), ValueError, "k"),
+    (lambda t, m: DUAL.class_signs(0.5), TypeError, "k"),
+    (lambda t, m: t.tube(True), TypeError, "delta"),
+    (lambda t, m: t.tube(0.5), TypeError, "delta"),
+]
+
+
+@pytest.mark.parametrize("call, exc, name", INDEX_BAD, ids=[f"{n}-{i}" for i, (_, _, n) in enumerate(INDEX_BAD)])
+def test_index_helpers_refuse_other_elements(call, exc, name, first_projector, dual_model):
+    with pytest.raises(exc, match=rf"^{re.escape(name)}:"):
+        call(first_projector.table, dual_model)
+
+
+def test_index_helpers_still_take_integers_and_arrays(first_projector, dual_model):
+    assert dual_model.row(np.int64(3), 2) == 3 * DUAL.n_planes + 2
+    assert DUAL.class_signs(np.int32(DUAL.n_z + 1)) == ((1, 1), (-1, 1), (1, -1), (-1, -1))
+    ay, az = DUAL.class_of(np.arange(DUAL.n_classes))
+    assert np.array_equal(ay * DUAL.n_z + az, np.arange(DUAL.n_classes))
+    uy, uz, ly, lz = DUAL.lor_crystals()
+    assert np.array_equal(DUAL.lor_index(uy, uz, ly, lz), np.arange(DUAL.n_lors))
+    assert first_projector.table.tube(-(FIRST.n_rows - 1)).shape == (FIRST.n_radial, 5, 3)
+
+
+@pytest.mark.parametrize("cls, own, other", [(RotatingScanner, FIRST, DUAL), (DualHeadScanner, DUAL, FIRST)])
+def test_scanner_from_dict_takes_exactly_its_own_fields(cls, own, other):
+    assert cls.from_dict(own.to_dict()) == own
+    with pytest.raises(TypeError, match=r"^d: expected a mapping"):
+        cls.from_dict(None)
+    with pytest.raises(ValueError, match=r"^d: .*missing keys"):        # used to build the default scanner
+        cls.from_dict({})
+    with pytest.raises(ValueError, match=r"^d: .*unknown keys"):        # another family's scanner
+        cls.from_dict(other.to_dict())
+    with pytest.raises(ValueError, match=r"^d: .*unknown keys \['bogus'\]"):
+        cls.from_dict(dict(own.to_dict(), bogus=1))
+
+
+def test_activities_and_factors_must_be_nonnegative(first_projector, dual_model, volume):
+    x = volume(FIRST.grid.shape)
+    x[0, 0, 0] = -1.0
+    with pytest.raises(ValueError, match=r"^image: contains negative"):
+        model_consistent_sinogram(first_projector, x, rng=1)
+    xd = volume(DUAL.grid.shape)
+    xd[0, 0, 0] = -1.0
+    with pytest.raises(ValueError, match=r"^image: contains negative"):
+        model_consistent_data(DualHeadProjector(dual_model, backend="cpu"), xd, seed=1)
+    sino = np.ones(FIRST.sinogram_shape, np.float32)
+    with pytest.raises(ValueError, match=r"^factors: contains negative"):
+        first_projector.back_with_sensitivity(sino, -sino)
+
+
+def test_storage_report_flag_is_a_bool(dual_model):
+    with pytest.raises(TypeError, match=r"^count_seed_candidates:"):
+        storage_report(dual_model, count_seed_candidates="no")
+
+
+def test_scanner_counts_are_named_themselves():
+    with pytest.raises(ValueError, match=r"^n_rows: expected at most 2\*\*31 - 1"):    # used to say "shape[0]"
+        RotatingScanner.small(n_rows=2**31)
+    with pytest.raises(ValueError, match=r"^n_angles, n_rows, n_radial: .* would need"):   # 1008 TiB
+        RotatingScanner.small(n_rows=2**20)
+    with pytest.raises(ValueError, match=r"^n_y, voxels_per_crystal: .* int16"):       # used to name only D
+        DualHeadScanner.small(n_y=2**31)
+
+
+COORD_BAD = [
+    (lambda: FIRST.row_z_mm(None), TypeError, "r"),                  # used to return NaN
+    (lambda: DUAL.crystal_y_mm(None), TypeError, "c"),
+    (lambda: DUAL.plane_x_mm("0"), TypeError, "p"),
+    (lambda: FIRST.depth_moments(np.array([0.1, np.nan])), ValueError, "tan_alpha"),
+    (lambda: lattice_footprints(FIRST, 2.5, 0), TypeError, "J"),
+    (lambda: lattice_footprints(FIRST, -1, 0), ValueError, "J"),
+    (lambda: lattice_footprints(FIRST, 2, FIRST.n_angles), ValueError, "angle"),
+    (lambda: cell_voxel_overlap(np.nan, 0.0, 0.3), ValueError, "dx"),    # used to return 0
+]
+
+
+@pytest.mark.parametrize("call, exc, name", COORD_BAD, ids=[f"{n}-{i}" for i, (_, _, n) in enumerate(COORD_BAD)])
+def test_coordinate_helpers_name_the_argument(call, exc, name):
+    with pytest.raises(exc, match=rf"^{re.escape(name)}:"):
+        call()
+
+
+def test_coordinate_helpers_still_extrapolate():
+    assert FIRST.row_z_mm(0.5) == pytest.approx((0.5 - 0.5 * (FIRST.n_rows - 1)) * FIRST.pitch_mm)
+    assert DUAL.crystal_y_mm(-1) == pytest.approx((-1 - 0.5 * (DUAL.n_y - 1)) * DUAL.pitch_mm)
+
+
+def test_saves_check_the_path(first_projector, dual_model, tmp_path):
+    for obj in (first_projector.table, dual_model):
+        with pytest.raises(TypeError, match=r"^path:"):
+            obj.save(None)
+        with pytest.raises(ValueError, match=r"^path: .* is a directory"):
+            obj.save(tmp_path)
+
+
+def test_subset_units_are_never_truncated(first_projector, dual_model, rng):
+    data = SinogramData(rng.poisson(2.0, FIRST.sinogram_shape).astype(np.float32), FIRST)
+    with pytest.raises(TypeError, match=r"^units:"):                 # used to project angles [0, 1]
+        AngleSubsets(first_projector, data, 2).forward_units(np.ones(FIRST.grid.shape, np.float32), [0.5, 1.7])
+    P = DualHeadProjector(dual_model, backend="cpu")
+    ddata = DualHeadData(DUAL, rng.poisson(2.0, DUAL.n_lors).astype(np.float32))
+    with pytest.raises(TypeError, match=r"^units:"):
+        DualHeadSubsets(P, ddata, 2).forward_units(np.ones(DUAL.grid.shape, np.float32), [0.5])

@@ -6,7 +6,9 @@ large but feasible size still works.
 
 Classes: (1) data not matched to their projector, (2) silently accepted NaN / negative / fractional
 values, (3) impossible sizes (estimated before allocating), (4) raw exceptions (None, strings,
-arguments the compiled layer cannot take, damaged files).
+arguments the compiled layer cannot take, damaged files); then the fuzz's second round: huge
+sub-sample counts, index and size arguments, truthy flags, negative / NaN / overflowing values,
+missing type checks, the public geometric helpers, complex and boolean arrays, PETSIRD indices.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ import pytest
 
 from directpet import ImageGrid
 from directpet.direct import (CylindricalScanner, EventBatch, FFTProjector, HistoImageData, HistoImageProjector,
-                              SRKernel, View, ViewSet, ViewSubsets, build_lut, deposit, model_consistent_data,
-                              randoms_background, sensitivity_attenuation, simulate_deposit, simulate_randoms)
+                              LowRankProjector, SRKernel, View, ViewSet, ViewSubsets, attenuation_histo_images,
+                              bin_views, build_lut, deposit, detector_exits, detector_hits, local_coordinates,
+                              make_blocks, model_consistent_data, normalisation_histo_images, randoms_background,
+                              randoms_from_delayeds, sensitivity_attenuation, simulate_deposit, simulate_events,
+                              simulate_randoms, tof_fwhm_mm)
 from directpet.direct.fft import auto_padding, fft_bytes
 from directpet.sim import sphere_phantom
 
@@ -243,3 +248,183 @@ def test_damaged_files_name_the_path(counts, tmp_path, rng):
             assert ("NaN" if kind == "nan" else "version 2") in str(err.value)
     with pytest.raises(ValueError, match="path"):
         HistoImageData.load(tmp_path / "missing.npz")
+
+
+# --- round 2 of the fuzz: counts, indices, flags, values, types, helpers, complex arrays, PETSIRD -------
+
+def _header():
+    pytest.importorskip("petsird", reason="petsird not installed (pip install 'directpet[io]')")
+    from directpet.direct.petsird import scanner_header
+
+    return scanner_header(CylindricalScanner())
+
+
+_MU = np.full(GRID.shape, 0.0096, np.float32)
+_PHANTOM = sphere_phantom(GRID)[1]
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: sensitivity_attenuation(GRID, VIEWS, _PHANTOM, n_quad=2**63), "n_quad"),     # was: zeros
+    (lambda: randoms_background(GRID, VIEWS, n_quad=2**40), "n_quad"),                    # was: MemoryError
+    (lambda: attenuation_histo_images(_MU, GRID, GRID, VIEWS, n_sub=2**63), "n_sub"),     # was: "please report"
+    (lambda: VIEWS.cell_views(0, 10**5), "n_sub"),                                        # was: a hang
+], ids=["sensitivity", "randoms", "attenuation", "cell_views"])
+def test_huge_sub_sample_counts_are_refused(call, name):
+    """np.arange(2**63) is empty: a huge n_quad / n_sub used to give zeros or ones silently."""
+    with pytest.raises(ValueError, match=rf"^{name}: expected an integer in \[1, 1024\]"):
+        call()
+
+
+def test_huge_normalisation_sub_samples_are_refused():
+    with pytest.raises(ValueError, match=r"^n_sub:"):
+        normalisation_histo_images(_header(), GRID, VIEWS, n_sub=2**63)
+
+
+@pytest.mark.parametrize("call, error, name", [
+    (lambda: build_lut(GRID, View(0.3), SRKernel()).kernel_volume(0.5), TypeError, "identifier"),
+    (lambda: make_blocks(4, 2, VIEWS), ValueError, "n_views"),                       # the viewset has 2
+    (lambda: make_blocks(2**62, 2), ValueError, "n_views"),
+    (lambda: HistoImageProjector(ImageGrid((64, 96, 96), 4.0), VIEWS, backend="cpu").forward_views(
+        np.ones((64, 96, 96), np.float32), [0] * 10**7), ValueError, "views"),            # 22 TiB of output
+    (lambda: attenuation_histo_images(_MU, GRID, GRID, VIEWS, step_mm=1e-12), ValueError, "step_mm"),
+    (lambda: next(simulate_events(_PHANTOM, CylindricalScanner(), 2**63, progress=False)), ValueError,
+     "n_events"),
+    (lambda: LowRankProjector(GRID, VIEWS, rank=10**9, backend="cpu", planner="estimate"), ValueError, "rank"),
+], ids=["kernel_volume", "blocks_of_another_viewset", "blocks_huge", "forward_views", "step_mm",
+        "simulate_events", "lowrank_rank"])
+def test_index_and_size_arguments(call, error, name):
+    with pytest.raises(error, match=rf"^{name}:"):
+        call()
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda rng: next(simulate_events(_PHANTOM, CylindricalScanner(), 10, blur="no", progress=False)), "blur"),
+    (lambda rng: next(simulate_events(_PHANTOM, CylindricalScanner(), 10, progress="yes")), "progress"),
+    (lambda rng: _simulate(tof=None), "tof"),
+    (lambda rng: deposit(_events(rng), GRID, VIEWS, return_stats="yes"), "return_stats"),
+    (lambda rng: build_lut(GRID, View(0.3), SRKernel()).with_values(np.ones((1, 1)), normalize="no"), "normalize"),
+], ids=["blur", "progress", "tof", "return_stats", "normalize"])
+def test_flags_are_bools_not_truthy_values(rng, call, name):
+    with pytest.raises(TypeError, match=rf"^{name}: expected True or False"):
+        call(rng)
+
+
+def test_save_refuses_a_truthy_compress_and_a_directory(counts, tmp_path):
+    data = HistoImageData(counts, GRID, VIEWS)
+    with pytest.raises(TypeError, match=r"^compress:"):
+        data.save(tmp_path / "d.npz", compress="yes")
+    with pytest.raises(ValueError, match=r"^path: .* is a directory"):
+        data.save(tmp_path)
+    with pytest.raises(TypeError, match=r"^path:"):
+        data.save(None)
+
+
+def _negative_first(a):
+    a = np.array(a, dtype=np.float64)
+    a.flat[0] = -1.0
+    return a
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda rng: build_lut(GRID, View(0.3), SRKernel()).with_values(
+        _negative_first(build_lut(GRID, View(0.3), SRKernel()).values)), "values"),   # build_lut's rule
+    (lambda rng: EventBatch(_events(rng).p1, _events(rng).p2, np.zeros(6, np.float32),
+                            weights=-np.ones(6, np.float32)), "weights"),
+    (lambda rng: deposit(_events(rng), GRID, VIEWS, out=np.full(STACK, np.nan, np.float32)), "out"),
+    (lambda rng: _simulate(out=np.full(STACK, np.nan, np.float32)), "out"),
+    (lambda rng: randoms_background(GRID, VIEWS, total=1e300), "total"),                 # was: inf
+    (lambda rng: randoms_from_delayeds(_events(rng), GRID, VIEWS, scale=1e300), "scale"),   # was: inf
+    (lambda rng: randoms_from_delayeds(_events(rng), GRID, VIEWS, smooth_fwhm_mm=1e300), "smooth_fwhm_mm"),
+], ids=["lut_values", "weights", "deposit_out", "simulate_out", "total", "scale", "smoothing"])
+def test_negative_nan_and_overflowing_values(rng, call, name):
+    with pytest.raises(ValueError, match=rf"^{name}:"):
+        call(rng)
+
+
+def test_large_but_finite_totals_stay_finite():
+    """A total close to float32's largest value: normalised before scaling, so no overflow."""
+    b = randoms_background(GRID, VIEWS, total=3e38)
+    assert np.isfinite(b).all() and float(b.sum(dtype=np.float64)) == pytest.approx(3e38, rel=1e-4)
+
+
+@pytest.mark.parametrize("call, error, name", [
+    (lambda rng: sensitivity_attenuation(GRID, VIEWS, "phantom"), TypeError, "phantom_info"),
+    (lambda rng: sensitivity_attenuation(GRID, VIEWS, _PHANTOM, attenuation=3), TypeError, "attenuation"),
+    (lambda rng: bin_views(None, _events(rng).p2, VIEWS), TypeError, "p1"),
+    (lambda rng: bin_views(_events(rng).p1, _events(rng).p2, None), TypeError, "viewset"),
+    (lambda rng: detector_hits(0.0, 0.0, 0.0, 1.0, 0.0, 0.0, "scanner"), TypeError, "scanner"),
+    (lambda rng: EventBatch.concatenate([]), ValueError, "batches"),
+    (lambda rng: EventBatch.concatenate([1, 2]), TypeError, "batches"),
+    (lambda rng: HistoImageProjector(GRID, VIEWS, backend="cpu", luts=[build_lut(GRID, VIEWS[0], SRKernel())]),
+     TypeError, "luts"),
+    (lambda rng: HistoImageProjector(GRID, VIEWS, backend="cpu", luts={5: build_lut(GRID, VIEWS[0], SRKernel())}),
+     ValueError, "luts key"),
+    (lambda rng: HistoImageData(np.zeros(STACK, np.float32), GRID).to("numpy"), TypeError, "xp"),
+], ids=["phantom_info", "attenuation", "p1", "viewset", "scanner", "no_batches", "not_batches", "luts_list",
+        "luts_key", "xp"])
+def test_wrong_types_name_the_argument(rng, call, error, name):
+    with pytest.raises(error, match=rf"^{name}"):
+        call(rng)
+
+
+@pytest.mark.parametrize("call, error, name", [
+    (lambda: tof_fwhm_mm("400"), TypeError, "tof_fwhm_ps"),                          # was: 59.96
+    (lambda: tof_fwhm_mm(-1.0), ValueError, "tof_fwhm_ps"),
+    (lambda: VIEWS.bin_directions(np.array([[np.nan, 1.0, 0.0]])), ValueError, "u"),   # was: view -1
+    (lambda: VIEWS.bin_directions(np.ones((3, 2))), ValueError, "u"),
+    (lambda: local_coordinates(GRID, VIEWS[0], np.zeros((4, 2), np.int32)), ValueError, "offsets"),
+    (lambda: detector_hits(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, CylindricalScanner()), ValueError, "ux, uy, uz"),
+    (lambda: detector_exits(1e4, 0.0, 0.0, 1.0, 0.0, 0.0, CylindricalScanner()), ValueError, "x, y"),
+    (lambda: EventBatch(np.zeros((6, 3)), np.zeros((6, 3)), np.zeros(5)), ValueError, "dt_ps"),  # not "p1"
+    (lambda: SRKernel.clinical().radial_fwhm_at(np.array([1.0]), 0.0), ValueError, "s_max"),
+    (lambda: SRKernel.clinical().radial_fwhm_at(np.array([np.nan]), 100.0), ValueError, "s"),
+], ids=["tof_string", "tof_negative", "nan_direction", "directions_2d", "offsets_2d", "zero_direction",
+        "point_outside", "batch_lengths", "s_max", "s_nan"])
+def test_public_helpers_check_their_arguments(call, error, name):
+    with pytest.raises(error, match=rf"^{name}:") as err:
+        call()
+    assert "has 5 events but p1 has 6" in str(err.value) or name != "dt_ps"
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda rng: attenuation_histo_images(_MU.astype(np.complex64), GRID, GRID, VIEWS), "mu"),
+    (lambda rng: bin_views(_events(rng).p1.astype(np.complex64), _events(rng).p2, VIEWS), "p1"),
+    (lambda rng: build_lut(GRID, View(0.3), SRKernel()).with_values(
+        build_lut(GRID, View(0.3), SRKernel()).values > 0), "values"),
+], ids=["mu", "p1", "lut_values_bool"])
+def test_complex_and_boolean_arrays_are_not_real_numbers(rng, call, name):
+    """No ComplexWarning and a lost imaginary part, no booleans counted as 0 / 1."""
+    with pytest.raises(TypeError, match=rf"^{name}: expected real numbers"):
+        call(rng)
+
+
+def test_boolean_efficiencies_are_not_real_numbers():
+    from directpet.direct.petsird import ring_shape
+
+    header = _header()
+    with pytest.raises(TypeError, match=r"^efficiencies: expected real numbers"):
+        normalisation_histo_images(header, GRID, VIEWS, np.ones(ring_shape(header), bool), n_sub=1)
+
+
+def test_petsird_indices_are_checked():
+    from directpet.io.petsird import Coincidences, PetsirdReader, PetsirdScanner
+
+    header = _header()
+    scanner = PetsirdScanner(header.scanner)
+    swapped = Coincidences(np.array([0]), np.array([5]), np.array([1]))
+    with pytest.raises(ValueError, match=r"^n_tof_bins:"):
+        swapped.ordered(1)                                  # was: TOF bin 4294967295 (a uint32 wrap)
+    with pytest.raises(TypeError, match=r"^n_tof_bins:"):
+        swapped.ordered("3")
+    with pytest.raises(ValueError, match=r"^pair:"):
+        scanner.pair_efficiency((5, 0), [0], [50])          # was: 1.0
+    with pytest.raises(ValueError, match=r"^bins:"):
+        scanner.positions(0, [-1])                          # was: the last element (a wrap)
+    with pytest.raises(ValueError, match=r"^t0:"):
+        scanner.tof_edges_mm(-1, 0)
+    with pytest.raises(TypeError, match=r"^scanner_information: .*header\.scanner"):
+        PetsirdScanner(header)
+    with pytest.raises(TypeError, match=r"^events:"):
+        scanner.check((0, 0), None)
+    with pytest.raises(TypeError, match=r"^path:"):
+        PetsirdReader(None)

@@ -17,10 +17,13 @@ import numpy as np
 import pytest
 from dense_problem import DenseSubsets, random_dense
 
-from directpet.analysis import (ContrastNoiseCurve, circle_weights, crc, fwhm_1d, line_profile, noise,
-                                pick_matched_noise)
+from directpet.analysis import (ContrastNoiseCurve, SphereROIs, circle_weights, crc, fwhm_1d, line_profile, noise,
+                                pick_matched_noise, plot_contrast_noise, plot_contrast_noise_errorbars,
+                                plot_image_panels, point_source_fwhm, roi_mean)
 from directpet.geometry import ImageGrid
-from directpet.recon import block_ramla, mlem, osem, poisson_loglik, ramla_lambda, sensitivity_image
+from directpet.operators import LinearOperator
+from directpet.recon import (StoredSubsets, block_ramla, check_nonnegative, mlem, osem, poisson_loglik, ramla_lambda,
+                             sensitivity_image, spread_order)
 from directpet.sim import (AnalyticPhantom, CylinderSource, PointSource, SphereSource, WaterCylinder,
                            derenzo_phantom, make_rng, point_source_phantom, radial_point_positions, sphere_phantom,
                            uniform_cylinder)
@@ -290,8 +293,9 @@ def test_analysis_good_phantom_still_measures(phantom):
     ({}, "0.08", TypeError, "target"),
 ])
 def test_pick_matched_noise_bad_inputs(change, target, error, message):
-    fields = {"iterations": [1, 2, 3], "crc": [0.2, 0.3, 0.4], "noise": [0.02, 0.05, 0.1], **change}
-    curve = ContrastNoiseCurve(*(np.asarray(fields[k], float) for k in ("iterations", "crc", "noise")))
+    curve = ContrastNoiseCurve([1, 2, 3], [0.2, 0.3, 0.4], [0.02, 0.05, 0.1])
+    for k, v in change.items():          # a curve changed after construction (which checks it) is checked again
+        setattr(curve, k, np.asarray(v, float))
     with pytest.raises(error, match=message):
         pick_matched_noise([curve], target)
     with pytest.raises(TypeError, match="curves: entry 0"):
@@ -520,3 +524,197 @@ def test_reference_first_checks_its_inputs(rng):
     y = rng.uniform(0.1, 1.0, (1,) + s.sinogram_shape[1:])
     assert ref_first.back(table, y, angles=[2]).shape == s.grid.shape
     assert ref_first.faithful_back(table, y, angles=[2]).shape == s.grid.shape
+
+
+# === second round of the fuzz: subset indices, absurd counts and sizes, float32 overflow, helpers, paths ======
+
+class _Stacked(StoredSubsets):
+    """A StoredSubsets whose subsets are stacks over units (rows of a dense block per unit)."""
+
+    image_shape = SHAPE
+
+    def __init__(self, rng):
+        self.blocks = [rng.uniform(0.1, 1.0, (3, 2, 24)).astype(np.float32) for _ in range(2)]   # 3 units of 2 rows
+        self.store([np.ones((3, 2), np.float32)] * 2, [None] * 2, [None] * 2, [1, 0])
+
+    def forward(self, x, subset, out=None):
+        return self.forward_units(x, list(range(3)), data=None, block=self.blocks[subset])
+
+    def adjoint(self, y, subset, out=None):
+        return np.einsum("urv,ur->v", self.blocks[subset], y).reshape(SHAPE)
+
+    def subset_units(self, subset):
+        return [0, 1, 2]
+
+    def forward_units(self, x, units, out=None, data=None, block=None):
+        return (block[units] @ x.reshape(-1)).astype(np.float32)
+
+    def adjoint_units(self, y, units, out=None):
+        return np.zeros(SHAPE, np.float32)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda p, x: p.forward(x, -1), ValueError, r"^subset: expected an integer in \[0, 1\], got -1"),
+    (lambda p, x: p.adjoint(np.ones((3, 2), np.float32), 2), ValueError, "^subset:"),
+    (lambda p, x: p.data(True), TypeError, "^subset:"),
+    (lambda p, x: p.factors(0.5), TypeError, "^subset:"),
+    (lambda p, x: p.background(2**63), ValueError, "^subset:"),
+    (lambda p, x: p.forward(x, subset=None), TypeError, "^subset:"),
+    (lambda p, x: p.take_units(p.data(0), 0, [0.5]), TypeError, "^positions:"),
+    (lambda p, x: p.take_units(p.data(0), 0, [-1]), ValueError, "^positions:"),
+    (lambda p, x: p.take_units(p.data(0), 0, None), TypeError, "^positions:"),
+    (lambda p, x: p.share(0, 1, xp="numpy"), TypeError, "^xp:"),
+], ids=["forward-neg", "adjoint-n", "data-bool", "factors-frac", "background-huge", "kw-none", "pos-frac",
+        "pos-neg", "pos-none", "share-xp"])
+def test_subset_index_is_checked_for_every_family(call, error, message, rng, volume):
+    """StoredSubsets (every family's subsets class) checks subset indices and unit positions."""
+    p = _Stacked(rng)
+    with pytest.raises(error, match=message):
+        call(p, volume(SHAPE))
+    np.testing.assert_array_equal(p.take_units(p.data(1), 1, [2, 0]), p.data(1)[[2, 0]])   # good ones pass
+
+
+def test_subset_index_of_a_plain_subset_problem_and_its_count(rng, volume):
+    """A SubsetProblem subclass (the dense problem) is checked too; n_subsets of the wrong type is named."""
+    problem = _dense(rng)
+    with pytest.raises(ValueError, match="^subset:"):
+        problem.forward(volume(SHAPE), 3)
+    with pytest.raises(ValueError, match="^subsets: expected distinct"):
+        sensitivity_image(problem, subsets=[0, 0])
+    for bad, error in (("x", TypeError), (None, TypeError), (0, ValueError)):
+        problem.n_subsets = bad
+        with pytest.raises(error, match="^n_subsets:"):
+            problem.check()
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: spread_order(10**9), ValueError, "^n: expected an integer in"),
+    (lambda: spread_order(None), TypeError, "^n:"),
+    (lambda: spread_order(3.0), TypeError, "^n:"),
+    (lambda: check_nonnegative(np.ones(3, np.float32), "a", None, None, (3,)), TypeError, "^xp:"),
+])
+def test_recon_helpers_bounds_and_types(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+    assert spread_order(40)[:6] == [0, 20, 10, 30, 5, 25]
+
+
+@pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
+def test_recon_absurd_iteration_counts_are_refused_at_once(algorithm, rng):
+    problem = _dense(rng)
+    with pytest.raises(ValueError, match=r"^n_iter: expected an integer in \[1, 2147483647\]"):
+        ALGORITHMS[algorithm](problem, 2**63, progress=False)
+    assert problem.projections == 0
+
+
+def test_block_ramla_overflowing_relaxation_is_named(rng):
+    with pytest.raises(ValueError, match="^lambda0: the relaxation 1e[+]300 of pass 1"):
+        block_ramla(_dense(rng), 2, lambda0=1e300, progress=False)
+    with pytest.raises(ValueError, match="^schedule: lambda_1:"):
+        block_ramla(_dense(rng), 1, schedule=[1e300], progress=False)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda img, info: circle_weights(GRID, (0, 0), 10.0, supersample=10**9), ValueError,
+     "^supersample: .* would need"),
+    (lambda img, info: crc(img, info, supersample=2**63), ValueError, "^supersample:"),
+    (lambda img, info: line_profile(img, GRID, (0, 0), (10, 0), n_samples=10**12), ValueError, "^n_samples:"),
+    (lambda img, info: point_source_fwhm(img, GRID, (0, 0, 0), half_width_mm=1e300), ValueError, "half_width_mm"),
+    (lambda img, info: info.analytic.sample(2**63, np.random.default_rng(0)), ValueError, "^n: .* would need"),
+    (lambda img, info: info.analytic.image(GRID, 2**40), ValueError, "^supersample:"),
+    (lambda img, info: radial_point_positions(10.0, 2**62), ValueError, "^n:"),
+], ids=["circle", "crc", "line", "fwhm", "sample", "image", "radial"])
+def test_absurd_sizes_are_refused_before_allocating(call, error, message, phantom):
+    with pytest.raises(error, match=message):
+        call(*phantom)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: sphere_phantom(SMALL, 60.0, 12.0, n_spheres=10**9, sphere_diameter_mm=8.0, sphere_radius_mm=15.0),
+     "^n_spheres: 1000000000 spheres .* overlap"),
+    (lambda: sphere_phantom(SMALL, 60.0, 12.0, n_spheres=2, sphere_radius_mm=15.0, contrast=1e300), "^contrast:"),
+    (lambda: sphere_phantom(SMALL, 60.0, 12.0, n_spheres=2, sphere_radius_mm=15.0, mu_per_mm=1e300), "^mu_per_mm:"),
+    (lambda: sphere_phantom(SMALL, 1e300, 12.0), "^cylinder_diameter_mm:"),
+    (lambda: uniform_cylinder(SMALL, 60.0, 12.0, activity=1e300), "^activity: .* beyond float32"),
+    (lambda: point_source_phantom(SMALL, [(1e4, 0.0, 0.0)]), "^points_mm: points .* outside"),
+    (lambda: derenzo_phantom(SMALL, diameters_mm=(2.4, 2.4, 1.7, 1.35, 1.0, 0.75)),
+     "^diameters_mm: expected six distinct"),
+], ids=["n-spheres", "contrast", "mu", "cylinder", "activity", "outside", "derenzo-repeat"])
+def test_sim_overflow_and_nonsense_are_named(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda img, W, S: roi_mean(img, np.full_like(W, np.nan), S), ValueError, "^weights2d: expected finite"),
+    (lambda img, W, S: roi_mean(img, -W, S), ValueError, "^weights2d: expected weights >= 0"),
+    (lambda img, W, S: roi_mean(img, np.array(1.0), S), ValueError, "^weights2d: expected shape"),
+    (lambda img, W, S: roi_mean(img, W, [(-1, 1.0)]), ValueError, "^slices: entry 0 index"),
+    (lambda img, W, S: roi_mean(img, W, [(0, -1.0)]), ValueError, "^slices: entry 0 weight"),
+    (lambda img, W, S: roi_mean(img + 1j, W, S), TypeError, "^image: expected real numbers"),          # complex
+    (lambda img, W, S: roi_mean(img, W > 0, S), TypeError, "^weights2d: expected real"),            # bool
+    (lambda img, W, S: circle_weights(GRID, (0, 0), 0.0), ValueError, "^diameter_mm:"),
+    (lambda img, W, S: ContrastNoiseCurve(["a", "b"], [0.5, 0.6], [0.1, 0.2]), TypeError, "^iterations:"),
+    (lambda img, W, S: ContrastNoiseCurve([1, 2, 3], [0.5, 0.6], [0.1, 0.2]), ValueError, "^crc: 2 values for 3"),
+    (lambda img, W, S: ContrastNoiseCurve([1, 2], [0.5, 0.6], [0.1, np.nan]), ValueError, "^noise:"),
+    (lambda img, W, S: plot_image_panels(None, ["a"], GRID), TypeError, "^images:"),
+    (lambda img, W, S: plot_image_panels([img], "a", GRID), TypeError, "^titles:"),
+    (lambda img, W, S: plot_contrast_noise_errorbars([1]), TypeError, "^aggregated_rows: row 0"),
+    (lambda img, W, S: make_rng(1, xp="numpy"), TypeError, "^xp:"),
+    (lambda img, W, S: GRID.index_of(np.nan, 0.0, 0.0), ValueError, "^z_mm:"),
+    (lambda img, W, S: ImageGrid({1: 2, 3: 4, 5: 6}, 4.0), TypeError, "^shape:"),
+], ids=["w-nan", "w-neg", "w-0d", "slice-neg", "slice-weight", "complex", "bool", "circle-0", "cnc-str",
+        "cnc-len", "cnc-nan", "panels-none", "titles-str", "rows-int", "rng-xp", "index-nan", "grid-dict"])
+def test_public_helpers_check_their_arguments(call, error, message, phantom):
+    img, info = phantom
+    with pytest.raises(error, match=message):
+        call(img, circle_weights(GRID, (0, 0), 10.0), [(1, 0.5), (2, 0.5)])
+
+
+def test_noise_roi_and_sphere_means_name_their_arguments(phantom):
+    img, info = phantom
+    with pytest.raises(ValueError, match="^diameter_mm:"):
+        noise(img, info, diameter_mm=0)
+    with pytest.raises(ValueError, match="^where: the 20.0 mm noise ROI .* outside the grid"):
+        noise(img, (1e6, 0.0, 0.0), 20.0, grid=GRID)
+    with pytest.raises(TypeError, match="^image: expected real numbers"):
+        SphereROIs.from_info(info, supersample=2).means(img > 0)
+
+
+def test_adjointness_test_rng_is_checked():
+    class Dense(LinearOperator):
+        in_shape, out_shape = (3,), (2,)
+        A = np.arange(6.0).reshape(2, 3)
+
+        def forward(self, x):
+            return self.A @ x
+
+        def adjoint(self, y):
+            return self.A.T @ y
+
+    with pytest.raises(TypeError, match="^rng:"):
+        Dense().adjointness_test(rng="x")
+    assert Dense().adjointness_test(rng=1) < 1e-12
+
+
+def test_saving_to_a_directory_or_a_foreign_extension_names_path(tmp_path, phantom):
+    img, info = phantom
+    from directpet.first import RotatingScanner, SinogramData
+
+    scanner = RotatingScanner.small()
+    data = SinogramData(np.ones(scanner.sinogram_shape, np.float32), scanner)
+    with pytest.raises(ValueError, match="^path: .* is a directory"):
+        data.save(tmp_path)
+    curve = ContrastNoiseCurve([1, 2], [0.5, 0.6], [0.05, 0.1])
+    with pytest.raises(ValueError, match="^path: .* is a directory"):
+        plot_contrast_noise([curve], path=tmp_path)
+    pytest.importorskip("nibabel", reason="nibabel not installed")
+    from directpet.io import load_nifti, save_nifti
+
+    with pytest.raises(ValueError, match="^path: .* is a directory"):
+        save_nifti(tmp_path, img, GRID)
+    with pytest.raises(ValueError, match=r"^path: .*a\.txt does not end in \.nii or \.nii\.gz"):
+        save_nifti(tmp_path / "a.txt", img, GRID)
+    with pytest.raises(ValueError, match="^path: .* is a directory"):
+        load_nifti(tmp_path)
+    assert list(tmp_path.iterdir()) == []

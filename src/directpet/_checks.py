@@ -49,7 +49,11 @@ def like(x, shape):
 
         return torch.empty(shape, dtype=torch.float32, device=x.device)
     xp = array_module(x)
-    return xp.empty(shape, dtype=xp.float32)
+    try:
+        return xp.empty(shape, dtype=xp.float32)
+    except MemoryError:
+        raise MemoryError(f"out: the result {tuple(shape)} float32 needs {format_bytes(4.0 * np.prod(shape))}, "
+                          "more than this machine can allocate now") from None
 
 
 def output_array(like_array, out, shape, *, inputs=()):
@@ -207,19 +211,62 @@ def integer_array(name: str, value) -> np.ndarray:
         raise TypeError(f"{name}: expected an integer array, got {type(value).__name__} (dtype {a.dtype})")
     if a.dtype == np.uint64 and a.size and int(a.max()) > np.iinfo(np.int64).max:
         raise ValueError(f"{name}: values beyond 2**63 - 1, got {int(a.max())}")
-    return np.ascontiguousarray(a, dtype=np.int64)
+    return np.array(a, dtype=np.int64, order="C")          # keeps 0-d (ascontiguousarray would not)
+
+
+def real_values(name: str, value, xp=None, *, finite: bool = True):
+    """value as an array of real numbers (integers or floats, dtype kept; NumPy, CuPy, or an array-like
+    that ``xp.asarray`` takes) in namespace ``xp`` (default: that of value), else a TypeError naming
+    it: None, strings, objects, booleans and complex numbers are not real numbers (a complex array
+    would lose its imaginary part, booleans would count as 0 / 1). ``finite``: NaN / inf are a
+    ValueError (a NaN coordinate or value is corrupt data, never something to bin or sum)."""
+    xp = array_module(value) if xp is None else xp
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f"{name}: expected an array of real numbers, got {type(value).__name__}")
+    try:
+        arr = xp.asarray(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: expected an array of real numbers, got {type(value).__name__}") from None
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name}: expected real numbers, got {type(value).__name__} (dtype {arr.dtype})")
+    if finite and arr.dtype.kind == "f" and not bool(xp.isfinite(arr).all()):
+        raise ValueError(f"{name}: expected finite values, got NaN or inf")
+    return arr
 
 
 def real_array(name: str, value) -> np.ndarray:
     """value as a finite float64 NumPy array (any shape; a number gives a 0-d array), else a
-    TypeError (not numbers: None, strings, objects) or ValueError (NaN, inf) naming it."""
-    a = np.asarray(value) if value is not None else np.asarray(None, dtype=object)
-    if a.dtype == np.bool_ or not (np.issubdtype(a.dtype, np.integer) or np.issubdtype(a.dtype, np.floating)):
-        raise TypeError(f"{name}: expected real numbers, got {type(value).__name__} (dtype {a.dtype})")
-    a = a.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name}: expected finite values, got NaN or inf")
-    return a
+    TypeError (not numbers: None, strings, objects, booleans, complex) or ValueError (NaN, inf)
+    naming it."""
+    return real_values(name, value, np).astype(np.float64, copy=False)
+
+
+def array_namespace(xp, name: str = "xp"):
+    """xp when it is an array module (numpy or cupy), else a TypeError naming it."""
+    import types
+
+    if not isinstance(xp, types.ModuleType) or not all(hasattr(xp, a) for a in ("asarray", "float32", "isfinite")):
+        raise TypeError(f"{name}: expected an array module (numpy or cupy), got {type(xp).__name__} {xp!r}")
+    return xp
+
+
+def dataclass_from_dict(cls, d, name: str = "d"):
+    """``cls(**d)`` for a dataclass record (a scanner read back from a file): d must be a mapping
+    holding every field of cls and nothing else (TypeError / ValueError naming ``name`` otherwise),
+    so that a damaged or foreign record (another family's scanner) is refused rather than filled
+    with defaults. Every file directpet writes holds the whole ``to_dict()``."""
+    from collections.abc import Mapping
+    from dataclasses import fields
+
+    if not isinstance(d, Mapping):
+        raise TypeError(f"{name}: expected a mapping of {cls.__name__} fields, got {type(d).__name__}")
+    names = [f.name for f in fields(cls)]
+    unknown = [k for k in d if k not in names]
+    missing = [k for k in names if k not in d]
+    if unknown or missing:
+        problems = ([f"unknown keys {unknown}"] if unknown else []) + ([f"missing keys {missing}"] if missing else [])
+        raise ValueError(f"{name}: not a {cls.__name__} record ({'; '.join(problems)})")
+    return cls(**d)
 
 
 def read_only(a: np.ndarray) -> np.ndarray:

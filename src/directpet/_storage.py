@@ -125,7 +125,9 @@ class CountData:
 
     def save(self, path) -> None:
         """``.npz`` with ``format``, ``version``, ``prompts``, optional ``factors`` / ``background``,
-        ``scanner`` (JSON) and ``meta`` (JSON); arrays are stored as NumPy float32."""
+        ``scanner`` (JSON) and ``meta`` (JSON); arrays are stored as NumPy float32. ``path``: a file
+        path, not a directory (NumPy appends ``.npz`` when it has no extension)."""
+        path = check_path(path, writing=True)
         host = self._in(np)
         arrays = {k: v for k, v in (("factors", host.factors), ("background", host.background)) if v is not None}
         np.savez_compressed(path, format=np.array(self.FORMAT), version=np.array(self.VERSION), prompts=host.prompts,

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import integer, real_number
+from ._checks import integer, real_array, real_number
 
 #: FWHM = FWHM_PER_SIGMA * sigma for a Gaussian (every family's blurs are given as FWHM).
 FWHM_PER_SIGMA = 2.0 * np.sqrt(2.0 * np.log(2.0))
 
 
 def _three(name: str, value, expected: str) -> tuple:
-    """value as a tuple of three entries: a TypeError for a non-sequence, a ValueError for another length."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
+    """value as a tuple of three entries: a TypeError for a non-sequence (a string, a dict or a set
+    included: their entries have no order, or are not numbers), a ValueError for another length."""
+    if isinstance(value, (str, bytes, Mapping, Set)) or not hasattr(value, "__len__"):
         raise TypeError(f"{name}: expected {expected}, got {type(value).__name__}")
     if len(value) != 3:
         raise ValueError(f"{name}: expected {expected}, got {value!r}")
@@ -75,9 +77,16 @@ class ImageGrid:
         return float(np.hypot(self.centres(2)[-1], self.centres(1)[-1]))
 
     def index_of(self, z_mm, y_mm, x_mm):
-        """Nearest voxel indices (iz, iy, ix) of points in mm (arrays allowed, not bounds-checked)."""
+        """Indices (iz, iy, ix), int64, of the voxels containing points in mm (finite real numbers or
+        arrays; not bounds-checked: a point outside the grid gives an index outside [0, n)). A
+        coordinate whose index would not fit int64 (beyond about 1e18 voxels away) is a ValueError
+        naming it."""
         out = []
-        for axis, c in enumerate((z_mm, y_mm, x_mm)):
+        for axis, (name, c) in enumerate(zip(("z_mm", "y_mm", "x_mm"), (z_mm, y_mm, x_mm))):
             n, v = self.shape[axis], self.voxel_size[axis]
-            out.append(np.floor(np.asarray(c) / v + 0.5 * n).astype(np.int64))
+            with np.errstate(over="ignore"):
+                f = np.floor(real_array(name, c) / v + 0.5 * n)
+            if not np.all(np.abs(f) < 2.0**62):
+                raise ValueError(f"{name}: {c!r} mm is too far from the grid for a voxel index")
+            out.append(f.astype(np.int64))
         return tuple(out)

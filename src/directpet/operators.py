@@ -46,7 +46,9 @@ class LinearOperator(ABC):
         Inner products are accumulated in float64. For a float32 operator a value well under 1e-5
         means the pair is an exact transpose up to rounding.
         """
-        rng = np.random.default_rng(rng)
+        from .sim.random import make_rng       # the checked seed / Generator (errors name rng)
+
+        rng = make_rng(rng)
         x = rng.random(self.in_shape).astype(dtype)
         y = rng.random(self.out_shape).astype(dtype)
         ax = np.asarray(self.forward(x), dtype=np.float64)

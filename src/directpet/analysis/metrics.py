@@ -143,6 +143,10 @@ def noise(image, where, diameter_mm: float = 50.0, *, grid: Optional[ImageGrid] 
     half_slices = integer("half_slices", half_slices, lo=0)
     img = _image(image, grid)
     w = circle_weights(grid, centre[:2], diameter_mm, supersample)
+    if not w.any():
+        raise ValueError(f"where: the {diameter_mm} mm noise ROI at (x, y) = {centre[:2]} mm lies outside the grid "
+                         f"(the grid spans |x| < {0.5 * grid.nx * grid.voxel_size[2]} mm, |y| < "
+                         f"{0.5 * grid.ny * grid.voxel_size[1]} mm)")
     vals = []
     for iz in _noise_slices(grid, centre[2], half_slices):
         m = weighted_mean(img[iz], w)
@@ -155,13 +159,38 @@ def noise(image, where, diameter_mm: float = 50.0, *, grid: Optional[ImageGrid] 
 
 @dataclass
 class ContrastNoiseCurve:
-    """CRC and noise of a sequence of images (e.g. the stored iterates of one reconstruction)."""
+    """CRC and noise of a sequence of images (e.g. the stored iterates of one reconstruction).
+
+    ``iterations``, ``crc`` and ``noise`` (relative, >= 0) are finite 1D sequences of one common
+    length n; ``per_sphere`` is ``(n, n_spheres)`` finite values (or empty); ``label`` a string.
+    They are checked and stored as float64 arrays; errors name the field.
+    """
 
     iterations: np.ndarray
     crc: np.ndarray
     noise: np.ndarray
     per_sphere: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))   # (n_images, n_spheres)
     label: str = ""
+
+    def __post_init__(self):
+        n = len(_set_vector(self, "iterations"))
+        for name in ("crc", "noise"):
+            if len(_set_vector(self, name)) != n:
+                raise ValueError(f"{name}: {len(getattr(self, name))} values for {n} iterations (one per iteration)")
+        if np.any(self.noise < 0):
+            raise ValueError(f"noise: expected relative noise values >= 0, got {self.noise.tolist()}")
+        ps = real_array("per_sphere", self.per_sphere)
+        if ps.size and (ps.ndim != 2 or ps.shape[0] != n):
+            raise ValueError(f"per_sphere: expected shape ({n}, n_spheres), got {ps.shape}")
+        self.per_sphere = ps
+        if not isinstance(self.label, str):
+            raise TypeError(f"label: expected a string, got {type(self.label).__name__}")
+
+
+def _set_vector(obj, name: str) -> np.ndarray:
+    v = _finite_vector(name, getattr(obj, name))
+    setattr(obj, name, v)
+    return v
 
 
 def contrast_noise_curve(images, phantom_info, iterations: Optional[Sequence] = None, label: str = "", *,

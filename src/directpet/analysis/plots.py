@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .._checks import integer, real_number
+from .._checks import check_path, integer, real_number, require_memory
 from .metrics import ContrastNoiseCurve, _image, _phantom_info, pick_matched_noise
 from .roi import _xy, slice_weights
 
@@ -23,10 +23,17 @@ def _figure(figsize):
     return Figure(figsize=figsize, layout="constrained")
 
 
-def _save(fig, path, dpi=120):
+def _save(fig, path, dpi=120, name: str = "path"):
     if path is not None:
-        fig.savefig(path, dpi=dpi)
+        fig.savefig(check_path(path, name, writing=True), dpi=dpi)
     return fig
+
+
+def _sequence(name: str, value) -> list:
+    """value (a sequence, not a string) as a list, else a TypeError naming ``name``."""
+    if value is None or isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name}: expected a sequence, got {type(value).__name__}")
+    return list(value)
 
 
 def plot_contrast_noise(curves: Sequence[ContrastNoiseCurve], *, target_noise: Optional[float] = 0.08,
@@ -74,8 +81,13 @@ def plot_image_panels(images: Sequence, titles: Sequence[str], grid, *, z_mm: fl
                       path=None):
     """Transaxial slices at z (mm) of several images side by side, on a common grey scale
     (``vmax`` default: the largest value over the panels). Used for matched-noise panels."""
-    images, titles = list(images), list(titles)
-    if not images or len(titles) != len(images):
+    images, titles = _sequence("images", images), _sequence("titles", titles)
+    if not images:
+        raise ValueError("images: expected at least one image, got none")
+    bad = [k for k, t in enumerate(titles) if not isinstance(t, str)]
+    if bad:
+        raise TypeError(f"titles: expected strings, entry {bad[0]} is a {type(titles[bad[0]]).__name__}")
+    if len(titles) != len(images):
         raise ValueError(f"titles: expected one title per image, got {len(titles)} for {len(images)} image(s)")
     planes = [_slice(im, grid, z_mm, f"images[{k}]") for k, im in enumerate(images)]
     ncols = len(planes) if ncols is None else integer("ncols", ncols, lo=1)
@@ -130,7 +142,9 @@ def line_profile(image, grid, start_xy_mm, end_xy_mm, z_mm: float = 0.0, n_sampl
 
     plane = _slice(image, grid, z_mm)
     start_xy_mm, end_xy_mm = _xy("start_xy_mm", start_xy_mm), _xy("end_xy_mm", end_xy_mm)
-    t = np.linspace(0.0, 1.0, integer("n_samples", n_samples, lo=2))
+    n_samples = integer("n_samples", n_samples, lo=2)
+    require_memory("n_samples", 64.0 * n_samples, f"a profile of {n_samples} samples")   # ~8 float64 arrays of n
+    t = np.linspace(0.0, 1.0, n_samples)
     x = start_xy_mm[0] + t * (end_xy_mm[0] - start_xy_mm[0])
     y = start_xy_mm[1] + t * (end_xy_mm[1] - start_xy_mm[1])
     fx = x / grid.voxel_size[2] + 0.5 * (grid.nx - 1)
@@ -186,11 +200,16 @@ def plot_contrast_noise_errorbars(aggregated_rows: Sequence[dict], out_path=None
     over the realisations on both axes. A dashed line marks ``target_noise``. Writes a PNG to
     ``out_path`` when given; returns the Figure.
     """
-    rows = list(aggregated_rows)
+    from collections.abc import Mapping
+
+    rows = _sequence("aggregated_rows", aggregated_rows)
     need = (group, order, "crc_mean", "crc_std", "noise_mean", "noise_std")
     if not rows:
         raise ValueError("aggregated_rows: empty")
     for i, r in enumerate(rows):
+        if not isinstance(r, Mapping):
+            raise TypeError(f"aggregated_rows: row {i} is a {type(r).__name__}, expected a dict (the rows of "
+                            f"SweepResult.aggregate)")
         missing = [k for k in need if k not in r]
         if missing:
             raise ValueError(f"aggregated_rows: row {i} lacks {missing} (expected SweepResult.aggregate("
@@ -216,4 +235,4 @@ def plot_contrast_noise_errorbars(aggregated_rows: Sequence[dict], out_path=None
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, out_path)
+    return _save(fig, out_path, name="out_path")

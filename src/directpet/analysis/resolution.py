@@ -23,7 +23,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._checks import expect_attributes, integer, real_number
+from .._checks import expect_attributes, integer, real_number, require_memory
 from ..geometry import ImageGrid
 from ..sim.phantoms import check_point
 from .metrics import _image
@@ -112,8 +112,14 @@ def _sample(img: np.ndarray, grid: ImageGrid, points_xyz: np.ndarray) -> np.ndar
     return map_coordinates(img, flat, order=1, mode="nearest").reshape(points_xyz.shape[:-1])
 
 
+def _n_offsets(half_width_mm: float, step_mm: float) -> float:
+    """How many samples _offsets gives, as a float (inf for absurd widths: checked before allocating)."""
+    with np.errstate(over="ignore"):
+        return 2.0 * np.floor(half_width_mm / step_mm + 1e-9) + 1.0
+
+
 def _offsets(half_width_mm: float, step_mm: float) -> np.ndarray:
-    m = int(np.floor(half_width_mm / step_mm + 1e-9))
+    m = int(_n_offsets(half_width_mm, step_mm) - 1) // 2
     return np.arange(-m, m + 1) * step_mm
 
 
@@ -208,10 +214,16 @@ def point_source_fwhm(image, grid: ImageGrid, position_mm, *, half_width_mm: flo
             "axial": grid.voxel_size[0] / oversample}
     fwhm, fwtm, profiles = {}, {}, {}
     for name in axes:
-        t = _offsets(float(half_width_mm), step[name])
-        if t.size < 3:
-            raise ValueError(f"half_width_mm: {half_width_mm!r} mm gives fewer than 3 samples at {step[name]:.3g} mm")
         perp = [p for p in AXIS_NAMES if p != name]
+        n_t = _n_offsets(float(half_width_mm), step[name])
+        if n_t < 3:
+            raise ValueError(f"half_width_mm: {half_width_mm!r} mm gives fewer than 3 samples at {step[name]:.3g} mm")
+        n_pts = float(n_t) * _n_offsets(float(sum_halfwidth_mm), step[perp[0]]) \
+            * _n_offsets(float(sum_halfwidth_mm), step[perp[1]])
+        # the sample points (3 coordinates), their interpolation coordinates and values: ~100 bytes each
+        require_memory("half_width_mm / sum_halfwidth_mm / oversample", 100.0 * n_pts,
+                       f"the {name} profile of {n_pts:.3g} sample points")
+        t = _offsets(float(half_width_mm), step[name])
         o1, o2 = (_offsets(float(sum_halfwidth_mm), step[p]) for p in perp)
         pts = (peak[None, None, None, :] + t[:, None, None, None] * frame[name]
                + o1[None, :, None, None] * frame[perp[0]] + o2[None, None, :, None] * frame[perp[1]])
@@ -324,7 +336,12 @@ def rod_profiles(image, grid: ImageGrid, info, *, step_mm: Optional[float] = Non
         start, end = np.asarray(g.profile_start_mm, float), np.asarray(g.profile_end_mm, float)
         length = float(np.hypot(*(end - start)))
         e = (end - start) / length
-        t = np.arange(int(np.floor(length / step + 1e-9)) + 1) * step
+        with np.errstate(over="ignore"):
+            n_t = np.floor(length / step + 1e-9) + 1.0
+        # points (3 coordinates) per slice, their interpolation coordinates and values: ~100 bytes each
+        require_memory("step_mm", 100.0 * n_t * slices.size, f"profiles of {n_t:.3g} samples over {slices.size} "
+                       "slice(s)")
+        t = np.arange(int(n_t)) * step
         uv = start[None, :] + t[:, None] * e[None, :]                                   # (n, 2)
         pts = np.empty((slices.size, t.size, 3))
         pts[..., _POINT_AXIS[u_name]] = uv[None, :, 0]

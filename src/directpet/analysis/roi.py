@@ -15,7 +15,7 @@ from typing import List, Tuple
 
 import numpy as np
 
-from .._checks import expect_attributes, expect_instance, integer, real_number
+from .._checks import expect_attributes, expect_instance, integer, real_array, real_number, real_values, require_memory
 from ..geometry import ImageGrid
 
 #: Background annulus of [HA]: inner diameter = sphere diameter + 14 mm, 8 mm thick.
@@ -25,11 +25,15 @@ ANNULUS_THICKNESS_MM = 8.0
 
 def circle_weights(grid: ImageGrid, centre_xy_mm, diameter_mm: float, supersample: int = 10) -> np.ndarray:
     """Area fraction (ny, nx) float64 of each pixel inside a circle (centre (x, y) mm, diameter mm
-    finite and >= 0, ``supersample`` a positive integer)."""
+    positive and finite, ``supersample`` a positive integer)."""
     expect_instance(grid, ImageGrid, "grid")
-    diameter_mm = real_number("diameter_mm", diameter_mm, nonnegative=True)
-    ss = integer("supersample", supersample, lo=1)
-    cx, cy = _xy("centre_xy_mm", centre_xy_mm)
+    diameter_mm = real_number("diameter_mm", diameter_mm, positive=True)
+    return _circle(grid, _xy("centre_xy_mm", centre_xy_mm), diameter_mm, integer("supersample", supersample, lo=1))
+
+
+def _circle(grid: ImageGrid, centre_xy, diameter_mm: float, ss: int) -> np.ndarray:
+    """circle_weights of checked arguments (a diameter of 0 gives zeros: the annulus's inner circle)."""
+    cx, cy = centre_xy
     r = 0.5 * diameter_mm
     vy, vx = grid.voxel_size[1], grid.voxel_size[2]
     out = np.zeros((grid.ny, grid.nx))
@@ -38,6 +42,9 @@ def circle_weights(grid: ImageGrid, centre_xy_mm, diameter_mm: float, supersampl
     ix0, ix1 = _span(grid.centres(2), vx, cx - r, cx + r)
     if iy1 <= iy0 or ix1 <= ix0:
         return out
+    # the sub-pixel test below holds about 24 bytes per sub-pixel of the box
+    require_memory("supersample", 24.0 * (iy1 - iy0) * (ix1 - ix0) * float(ss) ** 2,
+                   f"ROI weights with {ss} x {ss} sub-pixels per pixel")
     sub = (np.arange(ss) + 0.5) / ss - 0.5
     y = (grid.centres(1)[iy0:iy1, None] + sub[None, :] * vy).ravel()
     x = (grid.centres(2)[ix0:ix1, None] + sub[None, :] * vx).ravel()
@@ -49,12 +56,14 @@ def circle_weights(grid: ImageGrid, centre_xy_mm, diameter_mm: float, supersampl
 def annulus_weights(grid: ImageGrid, centre_xy_mm, inner_diameter_mm: float, outer_diameter_mm: float,
                     supersample: int = 10) -> np.ndarray:
     """Area fraction (ny, nx) of each pixel inside an annulus (outer circle minus inner circle)."""
+    expect_instance(grid, ImageGrid, "grid")
     inner_diameter_mm = real_number("inner_diameter_mm", inner_diameter_mm, nonnegative=True)
-    outer_diameter_mm = real_number("outer_diameter_mm", outer_diameter_mm, nonnegative=True)
+    outer_diameter_mm = real_number("outer_diameter_mm", outer_diameter_mm, positive=True)
     if outer_diameter_mm < inner_diameter_mm:
         raise ValueError(f"outer_diameter_mm ({outer_diameter_mm}) < inner_diameter_mm ({inner_diameter_mm})")
-    return np.clip(circle_weights(grid, centre_xy_mm, outer_diameter_mm, supersample)
-                   - circle_weights(grid, centre_xy_mm, inner_diameter_mm, supersample), 0.0, 1.0)
+    centre, ss = _xy("centre_xy_mm", centre_xy_mm), integer("supersample", supersample, lo=1)
+    return np.clip(_circle(grid, centre, outer_diameter_mm, ss) - _circle(grid, centre, inner_diameter_mm, ss),
+                   0.0, 1.0)
 
 
 def slice_weights(grid: ImageGrid, z_mm: float, axial: str = "linear") -> List[Tuple[int, float]]:
@@ -99,12 +108,41 @@ def weighted_std(plane: np.ndarray, w: np.ndarray) -> float:
 
 
 def roi_mean(image: np.ndarray, weights2d: np.ndarray, slices) -> float:
-    """``sum_iz a_iz * weighted_mean(image[iz], weights2d)`` for slices ``[(iz, a_iz), ...]`` (the
-    slices used must be finite: a NaN or inf is a ValueError naming ``image``)."""
-    for iz, _ in slices:
+    """``sum_iz a_iz * weighted_mean(image[iz], weights2d)`` for slices ``[(iz, a_iz), ...]``.
+
+    image : (nz, ny, nx) real (float or integer) array; the slices used must be finite (a NaN or
+        inf is a ValueError naming ``image``).
+    weights2d : (ny, nx) real, finite weights >= 0, not all zero (e.g. :func:`circle_weights`).
+    slices : pairs ``(iz, a_iz)``, iz an integer in ``[0, nz)``, a_iz a finite weight >= 0 (e.g.
+        :func:`slice_weights`); no slices give 0.
+    """
+    image = real_values("image", image, np, finite=False)
+    if image.ndim != 3:
+        raise ValueError(f"image: expected an (nz, ny, nx) array, got shape {image.shape}")
+    w = real_array("weights2d", weights2d)
+    if w.shape != image.shape[1:]:
+        raise ValueError(f"weights2d: expected shape {image.shape[1:]} (ny, nx) of the image, got {w.shape}")
+    if np.any(w < 0) or not np.any(w > 0):
+        raise ValueError("weights2d: expected weights >= 0, not all zero (an ROI with no area inside the grid "
+                         "has no mean)")
+    pairs = _slice_pairs(slices, image.shape[0])
+    for iz, _ in pairs:
         if not np.isfinite(image[iz]).all():
             raise ValueError(f"image: contains NaN or inf (slice {iz})")
-    return float(sum(a * weighted_mean(image[iz], weights2d) for iz, a in slices))
+    return float(sum(a * weighted_mean(image[iz], w) for iz, a in pairs))
+
+
+def _slice_pairs(slices, nz: int) -> List[Tuple[int, float]]:
+    """slices ``[(iz, a), ...]`` checked: iz an integer in [0, nz), a a finite number >= 0."""
+    if isinstance(slices, (str, bytes)) or not hasattr(slices, "__iter__"):
+        raise TypeError(f"slices: expected pairs (iz, weight) (see slice_weights), got {type(slices).__name__}")
+    pairs = []
+    for k, pair in enumerate(slices):
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise TypeError(f"slices: entry {k} is not a pair (iz, weight): {pair!r}")
+        pairs.append((integer(f"slices: entry {k} index", pair[0], lo=0, hi=nz - 1),
+                      real_number(f"slices: entry {k} weight", pair[1], nonnegative=True)))
+    return pairs
 
 
 @dataclass
@@ -145,7 +183,7 @@ class SphereROIs:
     def means(self, image: np.ndarray):
         """(sphere means, background means), arrays of shape (n_spheres,), of a finite (nz, ny, nx)
         image on the ROIs' grid (NaN or inf in a slice used: see :func:`roi_mean`)."""
-        image = np.asarray(image)
+        image = real_values("image", image, np, finite=False)
         if self.sphere and (image.ndim != 3 or image.shape[1:] != self.sphere[0].shape):
             raise ValueError(f"image: expected (nz, ny, nx) with (ny, nx) = {self.sphere[0].shape}, got "
                              f"shape {image.shape}")

@@ -24,10 +24,10 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module, expect_instance, positive_int, real_number, require_memory
+from .._checks import array_module, expect_instance, positive_int, real_number, real_values, require_memory
 from ..geometry import ImageGrid
 from .histo_data import require_stack_memory
-from .views import ViewSet
+from .views import ViewSet, sub_samples
 
 
 def _ndimage(xp):
@@ -49,7 +49,7 @@ def attenuation_histo_images(mu, mu_grid: ImageGrid, grid: ImageGrid, viewset: V
     mu_grid : its :class:`~directpet.geometry.ImageGrid` (centred on the scanner axis; any shape and
         voxel size, e.g. a CT-derived map).
     grid, viewset : the reconstruction lattice and the DIRECT views.
-    n_sub : directions per view-cell edge (n_sub**2 directions averaged; 1: the representative one).
+    n_sub : directions per view-cell edge, 1 to 1024 (n_sub**2 directions averaged; 1: the representative one).
     step_mm : integration step along each line (default half the map's smallest voxel).
     plane_mm : spacing of the projection's plane lattice (default half the map's smallest voxel;
         the bilinear read-back across the map's sharp edges dominates the error).
@@ -64,6 +64,7 @@ def attenuation_histo_images(mu, mu_grid: ImageGrid, grid: ImageGrid, viewset: V
     expect_instance(viewset, ViewSet, "viewset")
     if not hasattr(mu, "shape") or not hasattr(mu, "dtype"):
         raise TypeError(f"mu: expected a NumPy or CuPy array, got {type(mu).__name__}")
+    real_values("mu", mu, xp, finite=False)          # no complex or boolean maps (finite: after float32)
     if tuple(mu.shape) != tuple(mu_grid.shape):
         raise ValueError(f"mu: expected shape {tuple(mu_grid.shape)} of mu_grid, got {getattr(mu, 'shape', None)}")
     mu = xp.ascontiguousarray(mu, dtype=xp.float32)
@@ -71,12 +72,15 @@ def attenuation_histo_images(mu, mu_grid: ImageGrid, grid: ImageGrid, viewset: V
         raise ValueError("mu: contains NaN or inf")
     if bool((mu < 0).any()):
         raise ValueError("mu: contains negative attenuation coefficients")
-    n_sub, chunk = positive_int("n_sub", n_sub), positive_int("chunk", chunk)
+    n_sub, chunk = sub_samples("n_sub", n_sub, dims=2), positive_int("chunk", chunk)
     h = float(min(mu_grid.voxel_size))
     step = 0.5 * h if step_mm is None else real_number("step_mm", step_mm, positive=True)
     h = 0.5 * h if plane_mm is None else real_number("plane_mm", plane_mm, positive=True)
     require_stack_memory("grid", len(viewset), grid, copies=3)      # the factors and float64 sums
     corners = _box_corners(mu_grid)
+    # the midpoints along a line: at most the map's diagonal / step of them, two float64 arrays
+    n_steps = float(np.linalg.norm(np.ptp(corners, axis=0))) / step + 1.0
+    require_memory("step_mm", 16.0 * n_steps, f"{n_steps:.3g} integration steps along a line (step_mm={step:g})")
     # the plane lattice covers the map's shadow (at most its diagonal on a side): a few float64
     # planes, and `chunk` steps of coordinates and samples at a time
     side = float(np.ptp(corners, axis=0).max() * np.sqrt(3.0)) / h + 3.0

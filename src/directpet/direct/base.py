@@ -14,6 +14,7 @@ from typing import Optional, Sequence, Union
 from .._checks import check_volume, expect_instance, like, output_array
 from ..geometry import ImageGrid
 from ..operators import LinearOperator
+from .histo_data import require_stack_memory
 from .kernels import SRKernel
 from .views import View, ViewSet, view_index
 
@@ -69,7 +70,7 @@ class ViewProjector(LinearOperator):
     # --- batches of views ----------------------------------------------------------------------
     def forward_views(self, image, views: Sequence[int], out=None):
         """Stack of H_v image for v in views: (len(views), nz, ny, nx)."""
-        vs = self._view_list(views)
+        vs = self._view_list(views, stack=out is None)
         image = check_volume(image, "image", self.grid.shape, self.check_finite)
         out = output_array(image, out, (len(vs),) + self.grid.shape)
         for k, v in enumerate(vs):
@@ -95,12 +96,15 @@ class ViewProjector(LinearOperator):
     def _view_index(self, v) -> int:
         return view_index(v, len(self.views))
 
-    def _view_list(self, views) -> list:
-        """Checked view indices of a batch (an iterable of integers)."""
+    def _view_list(self, views, stack: bool = False) -> list:
+        """Checked view indices of a batch (an iterable of integers); ``stack``: a stack of one
+        histo-image per entry is about to be allocated, so its size is estimated first."""
         try:
             items = list(views)
         except TypeError:
             raise TypeError(f"views: expected a sequence of integer view indices, got {type(views).__name__}") from None
+        if stack:
+            require_stack_memory("views", len(items), self.grid)
         return [self._view_index(v) for v in items]
 
     def _require_cuda(self, what: str):

@@ -18,15 +18,18 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module, expect_instance, positive_int, real_number
+from .._checks import array_module, expect_instance, flag, positive_int, real_number, real_values
 from ..geometry import ImageGrid
+from ..recon.problem import check_nonnegative
 from ..sim.lines import chord_length, cylinder_interval
+from ..sim.phantoms import AnalyticPhantom, PhantomInfo, WaterCylinder
 from ..sim.random import make_rng, seed_from_rng
+from ._validate import check_weights, event_count
 from .events import EventBatch, check_randoms_fraction
 from .histo_data import HistoImageData, require_stack_memory
 from .kernels import SRKernel
 from .scanner import CylindricalScanner
-from .views import ViewSet, bin_canonical
+from .views import ViewSet, bin_canonical, sub_samples
 
 
 # --- view binning and deposition ----------------------------------------------------------------------
@@ -37,8 +40,17 @@ def bin_views(p1, p2, viewset: ViewSet, xp=None):
     :func:`~directpet.direct.views.bin_canonical` of the direction ``u = p2 - p1``: it is negated
     (p1, p2 swapped, dt negated) when its azimuth is outside [0, pi), and ``u`` and ``-u`` get the
     same view exactly; tilts outside +-theta_max get view -1. Returns ``(view (n,) int64, flipped (n,) bool)``.
+    p1 and p2 must hold real, finite numbers (a NaN endpoint is corrupt data, not an LOR outside
+    the views): else an error naming the argument.
     """
+    expect_instance(viewset, ViewSet, "viewset")
     xp = array_module(p1) if xp is None else xp
+    p1, p2 = real_values("p1", p1, xp), real_values("p2", p2, xp)
+    for name, p in (("p1", p1), ("p2", p2)):
+        if p.ndim != 2 or p.shape[1] != 3:
+            raise ValueError(f"{name}: expected an (n, 3) array of (x, y, z) points, got shape {tuple(p.shape)}")
+    if p1.shape != p2.shape:
+        raise ValueError(f"p2: has {p2.shape[0]} points but p1 has {p1.shape[0]}; one pair per LOR")
     return bin_canonical(p2.astype(xp.float64) - p1.astype(xp.float64), viewset, xp)
 
 
@@ -86,12 +98,17 @@ def deposit(events, grid: ImageGrid, viewset: ViewSet, *, out=None, mode: str = 
     """
     if mode not in ("nearest", "trilinear"):
         raise ValueError(f"mode: expected 'nearest' or 'trilinear', got {mode!r}")
+    return_stats = flag("return_stats", return_stats)
     expect_instance(grid, ImageGrid, "grid")
     expect_instance(viewset, ViewSet, "viewset")
     batches = _batches(events)
     shape = (len(viewset),) + grid.shape
     if out is None:
         require_stack_memory("grid", len(viewset), grid)
+    else:
+        # counts are added into out: a NaN or a negative count there would pass into the result
+        xp = array_module(out) if xp is None else xp
+        check_nonnegative(out, "out", None, xp, shape)
     stats = DepositStats()
     for batch in batches:
         if not isinstance(batch, EventBatch):
@@ -99,10 +116,6 @@ def deposit(events, grid: ImageGrid, viewset: ViewSet, *, out=None, mode: str = 
         if out is None:
             xp = array_module(batch.dt_ps) if xp is None else xp
             out = xp.zeros(shape, dtype=xp.float32)
-        elif xp is None:
-            xp = array_module(out)
-        if tuple(out.shape) != shape or out.dtype != np.float32:
-            raise ValueError(f"out: expected a float32 array of shape {shape}, got {out.dtype} {tuple(out.shape)}")
         stats.add(_deposit_batch(batch, grid, viewset, out, mode, xp))
     if out is None:                                  # no events at all
         xp = np if xp is None else xp
@@ -131,14 +144,11 @@ def _deposit_batch(batch, grid, viewset, out, mode, xp) -> DepositStats:
         first = int(xp.flatnonzero(~finite)[0])
         raise ValueError(f"events: {n_bad} of {n} events have NaN or infinite positions or time differences "
                          f"(first at index {first} of its batch): corrupt data")
-    weights = getattr(batch, "weights", None)
-    if weights is not None:
-        if tuple(weights.shape) != (n,) or array_module(weights) is not xp:
-            raise ValueError(f"weights: expected a ({n},) array living with the events, got {tuple(weights.shape)}")
+    weights = batch.weights
+    if weights is not None:            # checked again: a batch's weights may be set after it was made
+        check_weights(weights, n, xp)
         weights = weights.astype(xp.float32)
-        if not bool(xp.isfinite(weights).all()):
-            raise ValueError("weights: contains NaN or inf")
-    view, _ = bin_views(batch.p1, batch.p2, viewset, xp)
+    view, _ = bin_canonical(batch.p2.astype(xp.float64) - batch.p1.astype(xp.float64), viewset, xp)
     r = batch.most_likely_points()                     # (n, 3) (x, y, z) mm, float64
     in_view = view >= 0
     st.n_outside_views = int(n - int(in_view.sum()))
@@ -256,7 +266,7 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
     phantom_info : a :class:`~directpet.sim.phantoms.PhantomInfo` whose water cylinder gives the
         attenuation (None, or a phantom without one: a_v = 1).
     scanner : the :class:`CylindricalScanner` (default: the default scanner).
-    n_quad : azimuth sub-samples per view cell for n_v (the tilt integral is exact).
+    n_quad : azimuth sub-samples per view cell for n_v, 1 to 1024 (the tilt integral is exact).
     xp : array namespace of the result (NumPy or CuPy).
     attenuation : optional :class:`~directpet.sim.phantoms.WaterCylinder` overriding the phantom's.
 
@@ -280,10 +290,15 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
       annihilation at the voxel centre.
     """
     scanner = _check_geometry(grid, viewset, scanner)
+    if phantom_info is not None and not isinstance(phantom_info, (PhantomInfo, AnalyticPhantom)):
+        raise TypeError(f"phantom_info: expected a PhantomInfo, an AnalyticPhantom or None, got "
+                        f"{type(phantom_info).__name__}")
+    if attenuation is not None:
+        expect_instance(attenuation, WaterCylinder, "attenuation")
     water = attenuation
     if water is None and phantom_info is not None:
         water = phantom_info.attenuation
-    n_quad = positive_int("n_quad", n_quad)
+    n_quad = sub_samples("n_quad", n_quad)
     require_stack_memory("grid", len(viewset), grid)
     x, y, z = _grid_coords(grid, xp)
     out = xp.zeros((len(viewset),) + grid.shape, dtype=xp.float32)
@@ -313,12 +328,11 @@ def randoms_from_delayeds(delayeds, grid: ImageGrid, viewset: ViewSet, *, smooth
     delayed window to the prompt window (1 for equal windows).
     """
     scale = real_number("scale", scale, nonnegative=True)
+    expect_instance(grid, ImageGrid, "grid")
+    fwhm = None if smooth_fwhm_mm is None else _smoothing_fwhm(smooth_fwhm_mm, grid)
     b = deposit(delayeds, grid, viewset, xp=xp)
     xp = array_module(b)
-    if smooth_fwhm_mm is not None:
-        fwhm = np.broadcast_to(np.asarray(smooth_fwhm_mm, dtype=float), (3,))
-        if not np.all(np.isfinite(fwhm)) or np.any(fwhm < 0):
-            raise ValueError(f"smooth_fwhm_mm: expected FWHM >= 0 in mm, got {smooth_fwhm_mm!r}")
+    if fwhm is not None:
         sigma = (0.0,) + tuple(fwhm / np.sqrt(8 * np.log(2)) / np.asarray(grid.voxel_size))
         if xp is np:
             from scipy.ndimage import gaussian_filter
@@ -329,8 +343,36 @@ def randoms_from_delayeds(delayeds, grid: ImageGrid, viewset: ViewSet, *, smooth
         after = b.sum(axis=(1, 2, 3), dtype=xp.float64)
         b *= xp.where(after > 0, before / xp.where(after > 0, after, 1.0), 0.0).astype(xp.float32)[:, None, None, None]
     if scale != 1.0:
+        peak = float(b.max()) if b.size else 0.0
+        if peak * scale > _FLOAT32_MAX:
+            raise ValueError(f"scale: {scale:g} x the largest estimated randoms value {peak:g} overflows float32 "
+                             "histo-images")
         b *= np.float32(scale)
     return b.astype(xp.float32, copy=False)
+
+
+#: The largest finite float32: histo-images hold float32 counts.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+#: A smoothing FWHM beyond this many times the grid's largest extent flattens the estimate along
+#: every axis already; larger ones only cost (the filter grows with the FWHM).
+_MAX_SMOOTHING_EXTENTS = 4.0
+
+
+def _smoothing_fwhm(smooth_fwhm_mm, grid: ImageGrid) -> np.ndarray:
+    """The (z, y, x) smoothing FWHM (mm) of a scalar or a 3-vector: real, finite, >= 0 and at most
+    a few times the grid's extent, else an error naming ``smooth_fwhm_mm``."""
+    a = real_values("smooth_fwhm_mm", smooth_fwhm_mm, np).astype(np.float64)
+    if a.shape not in ((), (1,), (3,)):
+        raise ValueError(f"smooth_fwhm_mm: expected one FWHM or three (z, y, x) in mm, got shape {a.shape}")
+    fwhm = np.broadcast_to(a, (3,))
+    if np.any(fwhm < 0):
+        raise ValueError(f"smooth_fwhm_mm: expected FWHM >= 0 in mm, got {smooth_fwhm_mm!r}")
+    bound = _MAX_SMOOTHING_EXTENTS * max(n * v for n, v in zip(grid.shape, grid.voxel_size))
+    if np.any(fwhm > bound):
+        raise ValueError(f"smooth_fwhm_mm: expected at most {bound:g} mm ({_MAX_SMOOTHING_EXTENTS:g} x the grid's "
+                         f"largest extent; the estimate is flat long before), got {smooth_fwhm_mm!r}")
+    return fwhm
 
 
 def randoms_background(grid: ImageGrid, viewset: ViewSet, scanner: Optional[CylindricalScanner] = None, *,
@@ -348,7 +390,9 @@ def randoms_background(grid: ImageGrid, viewset: ViewSet, scanner: Optional[Cyli
     """
     scanner = _check_geometry(grid, viewset, scanner)
     total = real_number("total", total, nonnegative=True)
-    n_quad = positive_int("n_quad", n_quad)
+    if total > _FLOAT32_MAX:
+        raise ValueError(f"total: expected at most {_FLOAT32_MAX:.4g} (float32 histo-images), got {total!r}")
+    n_quad = sub_samples("n_quad", n_quad)
     require_stack_memory("grid", len(viewset), grid)
     x, y, z = _grid_coords(grid, xp)
     rf = scanner.fov_radius_mm
@@ -362,8 +406,9 @@ def randoms_background(grid: ImageGrid, viewset: ViewSet, scanner: Optional[Cyli
     for v in range(len(viewset)):
         out[v] = _cell_integral(x, y, z, viewset, v, scanner, n_quad, xp, xp.tan, weight)
     s = float(out.sum(dtype=xp.float64))
-    if s > 0:
-        out *= np.float32(total / s)
+    if s > 0:                  # in two steps (values <= 1, then <= total): total / s may overflow float32
+        out /= np.float32(s)
+        out *= np.float32(total)
     return out
 
 
@@ -400,6 +445,9 @@ def simulate_histo_images(phantom_info, scanner: CylindricalScanner, grid: Image
     if kernel is not None:
         expect_instance(kernel, SRKernel, "kernel")
     randoms_fraction = check_randoms_fraction(randoms_fraction)
+    # checked before simulating: the corrections are computed after the (long) simulation
+    n_events, n_quad = event_count("n_events", n_events), sub_samples("n_quad", n_quad)
+    with_corrections, progress = flag("with_corrections", with_corrections), flag("progress", progress)
     why_not = _compiled_unsupported(mode, xp, event_kw)
     if engine == "compiled" and why_not:
         raise ValueError(f"engine: 'compiled' cannot run this simulation ({why_not}); use engine='python'")
@@ -452,7 +500,7 @@ def _simulate_compiled(phantom_info, scanner, grid, viewset, n_events, randoms_f
     from .events import simulate_randoms
     from .simulation import simulate_deposit
 
-    n_events = positive_int("n_events", n_events)
+    n_events = event_count("n_events", n_events)
     chunk_size = positive_int("chunk_size", chunk_size)
     randoms_fraction = check_randoms_fraction(randoms_fraction)
     seed = seed_from_rng(rng)
@@ -474,14 +522,15 @@ def _simulate_compiled(phantom_info, scanner, grid, viewset, n_events, randoms_f
     else:
         histos = xp.zeros(shape, dtype=xp.float32)
     gen = make_rng(np.random.default_rng([seed, 2]), xp)
-    done = 0
-    while done < n_randoms:                      # randoms in chunks, deposited into the same histos
-        m = min(chunk_size, n_randoms - done)
-        _, st = deposit(simulate_randoms(scanner, m, rng=gen, xp=xp), grid, viewset, out=histos, xp=xp,
-                        return_stats=True)
+
+    def randoms():                               # in chunks, deposited into the same histos
+        for done in range(0, n_randoms, chunk_size):
+            yield simulate_randoms(scanner, min(chunk_size, n_randoms - done), rng=gen, xp=xp)
+
+    if n_randoms:
+        _, st = deposit(randoms(), grid, viewset, out=histos, xp=xp, return_stats=True)
         st.n_events = 0                          # already counted as prompts
         stats.add(st)
-        done += m
     return histos, stats, seed
 
 

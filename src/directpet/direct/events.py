@@ -36,12 +36,13 @@ from typing import Iterator
 
 import numpy as np
 
-from .._checks import expect_instance, integer, positive_int, real_number, require_memory
+from .._checks import expect_instance, flag, integer, positive_int, real_number, require_memory
 from ..sim.lines import cylinder_interval
 from ..sim.phantoms import AnalyticPhantom, PhantomInfo
 from ..sim.random import make_rng
+from ._validate import check_weights, event_count
 from .kernels import C_MM_PER_PS
-from .scanner import CylindricalScanner, detector_exits
+from .scanner import CylindricalScanner, _exits
 
 #: Bytes of float64 temporaries per decay drawn in a chunk (measured: about 300).
 _BYTES_PER_DECAY = 300
@@ -69,24 +70,31 @@ class EventBatch:
     weights: object = None
 
     def __post_init__(self):
-        """Shapes and kinds only (no pass over the data: batches are made in hot loops); finite
-        values are checked where the events are used (:func:`~directpet.direct.deposit`)."""
-        if not hasattr(self.dt_ps, "shape") or len(self.dt_ps.shape) != 1:
-            raise TypeError(f"dt_ps: expected an (n,) array, got {type(self.dt_ps).__name__} "
-                            f"{getattr(self.dt_ps, 'shape', '')}")
-        n = int(self.dt_ps.shape[0])
-        for name, shape, kinds in (("p1", (n, 3), "fiu"), ("p2", (n, 3), "fiu"), ("dt_ps", (n,), "fiu"),
-                                   ("is_random", (n,), "b"), ("weights", (n,), "fiu")):
+        """Shapes, kinds and one length (no pass over the positions and times: batches are made in
+        hot loops; finite values are checked where the events are used, :func:`~directpet.direct.deposit`);
+        weights, when given, are checked finite and >= 0 here (and again by deposit: they may be set
+        after the batch was made)."""
+        n = None
+        for name, tail, kinds in (("p1", (3,), "fiu"), ("p2", (3,), "fiu"), ("dt_ps", (), "fiu"),
+                                  ("is_random", (), "b"), ("weights", (), "fiu")):
             a = getattr(self, name)
             if a is None and name in ("is_random", "weights"):
                 continue
+            want = "(n, 3)" if tail else "(n,)"
             if not hasattr(a, "shape") or not hasattr(a, "dtype"):
-                raise TypeError(f"{name}: expected an array of shape {shape}, got {type(a).__name__}")
-            if tuple(a.shape) != shape:
-                raise ValueError(f"{name}: expected shape {shape} (one row per event), got {tuple(a.shape)}")
+                raise TypeError(f"{name}: expected an {want} array, got {type(a).__name__}")
+            if len(a.shape) != 1 + len(tail) or tuple(a.shape[1:]) != tail:
+                raise ValueError(f"{name}: expected an {want} array (one row per event), got shape {tuple(a.shape)}")
             if np.dtype(a.dtype).kind not in kinds:
-                want = "booleans" if kinds == "b" else "real numbers"
-                raise TypeError(f"{name}: expected {want}, got dtype {a.dtype}")
+                raise TypeError(f"{name}: expected {'booleans' if kinds == 'b' else 'real numbers'}, "
+                                f"got dtype {a.dtype}")
+            if n is None:
+                n, first = int(a.shape[0]), name
+            elif int(a.shape[0]) != n:
+                raise ValueError(f"{name}: has {int(a.shape[0])} events but {first} has {n}; p1, p2, dt_ps (and "
+                                 "is_random, weights) must hold one row per event")
+        if self.weights is not None:
+            check_weights(self.weights, n, _xp_of(self.dt_ps))
         self.n_decays = integer("n_decays", self.n_decays, lo=0)
 
     def __len__(self) -> int:
@@ -112,7 +120,15 @@ class EventBatch:
 
     @classmethod
     def concatenate(cls, batches) -> "EventBatch":
+        """One batch of the events of a non-empty sequence of batches, in order."""
+        if isinstance(batches, (str, bytes, EventBatch)) or not hasattr(batches, "__iter__"):
+            raise TypeError(f"batches: expected a sequence of EventBatch, got {type(batches).__name__}")
         batches = list(batches)
+        if not batches:
+            raise ValueError("batches: expected at least one EventBatch, got none")
+        for b in batches:
+            if not isinstance(b, EventBatch):
+                raise TypeError(f"batches: expected EventBatch items, got {type(b).__name__}")
         xp = _xp_of(batches[0].dt_ps)
         flags = None
         if all(b.is_random is not None for b in batches):
@@ -155,7 +171,9 @@ def simulate_events(phantom, scanner: CylindricalScanner, n_events: int, *, coun
         raise TypeError(f"scanner: expected a CylindricalScanner, got {type(scanner).__name__}")
     if count not in ("prompts", "decays"):
         raise ValueError(f"count: expected 'prompts' or 'decays', got {count!r}")
-    n_events, chunk_size = positive_int("n_events", n_events), positive_int("chunk_size", chunk_size)
+    n_events, chunk_size = event_count("n_events", n_events), positive_int("chunk_size", chunk_size)
+    attenuation, blur, tof, progress = (flag(k, v) for k, v in (("attenuation", attenuation), ("blur", blur),
+                                                                ("tof", tof), ("progress", progress)))
     randoms_fraction = check_randoms_fraction(randoms_fraction)
     # a chunk draws up to about 4.4 x the prompts it still needs (first acceptance guess 25 %)
     largest = min(chunk_size, int(4.4 * n_events) + 1000)
@@ -205,7 +223,7 @@ def _simulate_trues(analytic, water, scanner, m, gen, xp, blur, tof) -> EventBat
     u = _band_directions(m, scanner.theta_max, gen, xp)
     ux, uy, uz = u[:, 0], u[:, 1], u[:, 2]
 
-    _, _, keep = detector_exits(x, y, z, ux, uy, uz, scanner, xp)
+    _, _, keep = _exits(x, y, z, ux, uy, uz, scanner, xp)
     if water is not None:
         keep &= gen.random(m) < water.survival(x, y, z, ux, uy, uz, xp)
     x, y, z, ux, uy, uz = (a[keep] for a in (x, y, z, ux, uy, uz))
@@ -220,7 +238,7 @@ def _simulate_trues(analytic, water, scanner, m, gen, xp, blur, tof) -> EventBat
         x = x + g[0] * e1x + g[1] * e2x
         y = y + g[0] * e1y + g[1] * e2y
         z = z + g[1] * e2z
-    t_plus, t_minus, ok = detector_exits(x, y, z, ux, uy, uz, scanner, xp)
+    t_plus, t_minus, ok = _exits(x, y, z, ux, uy, uz, scanner, xp)
     p1 = xp.stack([x + t_plus * ux, y + t_plus * uy, z + t_plus * uz], axis=1)
     p2 = xp.stack([x - t_minus * ux, y - t_minus * uy, z - t_minus * uz], axis=1)
     dt = (t_plus - t_minus) / C_MM_PER_PS        # t1 - t2: photon 1 travels t_plus, photon 2 t_minus

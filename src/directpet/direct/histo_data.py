@@ -14,7 +14,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import array_module, meta_dict, require_memory, to_numpy
+from .._checks import array_module, array_namespace, check_path, flag, meta_dict, require_memory, to_numpy
 from .._storage import check_format, json_object, read_npz
 from ..geometry import ImageGrid
 from ..recon.problem import check_nonnegative
@@ -89,6 +89,7 @@ class HistoImageData:
 
     def to(self, xp) -> "HistoImageData":
         """A copy with the arrays moved to namespace xp (numpy or cupy)."""
+        array_namespace(xp)
         conv = (lambda a: None if a is None else to_numpy(a)) if xp is np else \
                (lambda a: None if a is None else xp.asarray(a))
         return HistoImageData(conv(self.histos), self.grid, self.viewset, conv(self.sensitivity),
@@ -114,6 +115,8 @@ class HistoImageData:
         Kernels with callable parts (custom radial models / values) cannot be stored: their
         metadata entry is null with a ``note`` and :meth:`load` returns ``kernel=None``.
         """
+        path = check_path(path, "path", writing=True)
+        compress = flag("compress", compress)
         arrays = {"histos": to_numpy(self.histos), "metadata": np.array(self.metadata_json())}
         for name in ("sensitivity", "background"):
             a = getattr(self, name)
@@ -125,8 +128,7 @@ class HistoImageData:
     def load(cls, path, xp=np) -> "HistoImageData":
         """Read a file written by :meth:`save` (arrays moved to namespace xp). A missing, damaged or
         foreign file, or one of another format version, is a ValueError naming ``path``."""
-        if not hasattr(xp, "asarray") or not hasattr(xp, "float32"):
-            raise TypeError(f"xp: expected an array namespace (numpy or cupy), got {xp!r}")
+        array_namespace(xp)
 
         def parse(f):
             doc = json_object(f["metadata"])

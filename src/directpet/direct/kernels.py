@@ -13,7 +13,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
-from .._checks import flag, real_number
+from .._checks import flag, real_number, real_values
 from ..geometry import FWHM_PER_SIGMA
 
 #: Speed of light in mm/ps.
@@ -21,8 +21,9 @@ C_MM_PER_PS = 0.299792458
 
 
 def tof_fwhm_mm(tof_fwhm_ps: float) -> float:
-    """Spatial FWHM (mm) along the LOR of a coincidence-timing FWHM (ps): c * dt / 2."""
-    return C_MM_PER_PS * float(tof_fwhm_ps) / 2.0
+    """Spatial FWHM (mm) along the LOR of a coincidence-timing FWHM (ps): c * dt / 2 (a positive
+    finite number of ps, else an error naming ``tof_fwhm_ps``)."""
+    return C_MM_PER_PS * real_number("tof_fwhm_ps", tof_fwhm_ps, positive=True) / 2.0
 
 
 def sigma_from_fwhm(fwhm):
@@ -137,8 +138,10 @@ class SRKernel:
         return self.is_invariant and not self.asymmetric and self.values is None
 
     def radial_fwhm_at(self, s, s_max: float) -> np.ndarray:
-        """LOR-radial FWHM (mm) at signed LOR distances s (mm)."""
-        s = np.asarray(s, dtype=np.float64)
+        """LOR-radial FWHM (mm) at signed LOR distances s (mm, real and finite) for the model's
+        edge distance ``s_max`` (mm, positive)."""
+        s = real_values("s", s, np).astype(np.float64)
+        s_max = real_number("s_max", s_max, positive=True)
         r = self.radial_fwhm
         if isinstance(r, str):
             out = NAMED_RADIAL_MODELS[r](s, s_max)

@@ -33,7 +33,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import real_number, require_memory
+from .._checks import positive_int, real_number, require_memory
 from ..geometry import ImageGrid
 from .fft import ViewsLike, _ConvolutionProjector, layout_kernels
 from .kernels import SRKernel
@@ -132,21 +132,22 @@ class LowRankProjector(_ConvolutionProjector):
         tol = real_number("tol", tol)
         if not (0.0 < tol < 1.0):
             raise ValueError(f"tol: expected a relative error in (0, 1), got {tol!r}")
-        for name, val in (("rank", rank), ("max_rank", max_rank)):
-            if val is None and name == "rank":
-                continue
-            if isinstance(val, (bool, np.bool_)) or not isinstance(val, (int, np.integer)) or val < 1:
-                raise ValueError(f"{name}: expected a positive integer, got {val!r}")
-        self.tol, self.fixed_rank, self.max_rank = tol, (None if rank is None else int(rank)), int(max_rank)
+        rank = None if rank is None else positive_int("rank", rank)
+        self.tol, self.fixed_rank, self.max_rank = tol, rank, positive_int("max_rank", max_rank)
         self._factors = {}
         # The padded grid must hold every view's support: scan the LUTs once (values not kept; they
         # are rebuilt when a view is factored, which keeps memory at the factors' size).
         half = np.zeros(3, dtype=np.int64)
-        rank_bound = 1                               # no table has a rank above min(n_kernels, N)
+        bounds = []                                  # no table has a rank above min(n_kernels, N)
         for view in self.views:
             lut = build_lut(grid, view, self.kernel)
             half = np.maximum(half, lut.half_extent)
-            rank_bound = max(rank_bound, min(lut.n_kernels, lut.n_offsets))
+            bounds.append(min(lut.n_kernels, lut.n_offsets))
+        rank_bound = max(bounds)
+        if rank is not None and rank > min(bounds):
+            v = int(np.argmin(bounds))
+            raise ValueError(f"rank: {rank} exceeds the rank bound min(n_kernels, N) = {bounds[v]} of view {v}'s "
+                             "kernel table; give rank <= that or use tol")
         # at least one spectrum per view, and one view at the largest rank it can have (ranks are
         # known only once each view is factored)
         largest = min(self.fixed_rank or self.max_rank, rank_bound)

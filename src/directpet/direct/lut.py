@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import _core
-from .._checks import expect_instance, require_memory
+from .._checks import expect_instance, flag, integer, integer_array, real_values, require_memory
 from ..geometry import ImageGrid
 from .kernels import SRKernel, sigma_from_fwhm, tof_fwhm_mm
 from .views import View
@@ -72,9 +72,9 @@ class DirectLUT:
         return tuple(int(v) for v in np.abs(self.offsets).max(axis=0))
 
     def kernel_volume(self, identifier: int) -> np.ndarray:
-        """The kernel of one identifier laid out on a (2hz+1, 2hy+1, 2hx+1) lattice (float64)."""
-        if not 0 <= identifier < self.n_kernels:
-            raise ValueError(f"identifier: {identifier} outside [0, {self.n_kernels})")
+        """The kernel of one identifier (an integer in [0, n_kernels)) laid out on a
+        (2hz+1, 2hy+1, 2hx+1) lattice (float64)."""
+        identifier = integer("identifier", identifier, lo=0, hi=self.n_kernels - 1)
         h = self.half_extent
         k = np.zeros(tuple(2 * e + 1 for e in h))
         o = self.offsets
@@ -82,21 +82,13 @@ class DirectLUT:
         return k
 
     def with_values(self, values, normalize: bool = True) -> "DirectLUT":
-        """A copy with arbitrary kernel values (n_kernels, N); rows are normalised to unit sum by default."""
-        try:
-            v = np.array(values, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise TypeError(f"values: expected an array of numbers, got {type(values).__name__}") from None
+        """A copy with arbitrary kernel values (n_kernels, N): real, finite and >= 0 (the rule of
+        :func:`build_lut`'s custom values); rows are normalised to unit sum by default."""
+        normalize = flag("normalize", normalize)
+        v = real_values("values", values, np).astype(np.float64)
         if v.shape != self.values.shape:
             raise ValueError(f"values: expected shape {self.values.shape}, got {v.shape}")
-        if not np.all(np.isfinite(v)):
-            raise ValueError("values: must be finite")
-        if normalize:
-            sums = v.sum(axis=1, keepdims=True)
-            if np.any(sums == 0):
-                raise ValueError("values: a row sums to zero and cannot be normalised")
-            v = v / sums
-        return replace(self, values=np.ascontiguousarray(v, dtype=np.float32))
+        return replace(self, values=_kernel_table(v, "values", normalize))
 
 
 def build_lut(grid: ImageGrid, view: View, kernel: SRKernel) -> DirectLUT:
@@ -114,7 +106,8 @@ def build_lut(grid: ImageGrid, view: View, kernel: SRKernel) -> DirectLUT:
     n_kernels = int(lormap.max()) + 1
     s_centres = (np.arange(n_kernels) - a0 + 0.5) * eps
 
-    s_max = kernel.s_max if kernel.s_max is not None else grid.max_transaxial_radius
+    # the grid's largest LOR distance (half a voxel for a one-voxel transaxial grid, whose only centre is on the axis)
+    s_max = kernel.s_max if kernel.s_max is not None else max(grid.max_transaxial_radius, 0.5 * min(vs[1:]))
     e_t, e_r, e_a = view.direction, view.radial_axis, view.axial_axis
     var_t = sigma_from_fwhm(tof_fwhm_mm(kernel.tof_fwhm_ps)) ** 2 + kernel.box_variance(e_t, grid.voxel_size)
     var_a = sigma_from_fwhm(kernel.axial_fwhm) ** 2 + kernel.box_variance(e_a, grid.voxel_size)
@@ -194,7 +187,13 @@ def _check_support(grid: ImageGrid, view: View, kernel: SRKernel, semi) -> None:
 
 
 def local_coordinates(grid: ImageGrid, view: View, offsets: np.ndarray):
-    """Offsets (N, 3) (dz, dy, dx) in mm along the view's (TOF, radial, axial) axes: three (N,) arrays."""
+    """Offsets (N, 3) (dz, dy, dx) integer voxel steps in mm along the view's (TOF, radial, axial)
+    axes: three (N,) arrays."""
+    expect_instance(grid, ImageGrid, "grid")
+    expect_instance(view, View, "view")
+    offsets = integer_array("offsets", offsets)
+    if offsets.ndim != 2 or offsets.shape[1] != 3:
+        raise ValueError(f"offsets: expected an (N, 3) array of (dz, dy, dx) voxel steps, got shape {offsets.shape}")
     vz, vy, vx = grid.voxel_size
     d = np.stack([offsets[:, 2] * vx, offsets[:, 1] * vy, offsets[:, 0] * vz], axis=1).astype(np.float64)
     return d @ view.direction, d @ view.radial_axis, d @ view.axial_axis
@@ -208,9 +207,19 @@ def _custom_values(kernel, grid, view, offsets, s_centres):
     except (TypeError, ValueError) as err:
         raise ValueError(f"values: the kernel callable must return numbers broadcastable to (n_kernels, N) = "
                          f"{shape} ({type(err).__name__}: {err})") from None
-    if not np.all(np.isfinite(v)) or np.any(v < 0):
-        raise ValueError("values: the kernel callable returned negative or non-finite values")
-    sums = v.sum(axis=1, keepdims=True)
-    if np.any(sums == 0):
-        raise ValueError("values: the kernel callable returned an all-zero row")
-    return np.ascontiguousarray(v / sums, dtype=np.float32)
+    return _kernel_table(v, "values (returned by the kernel callable)", True)
+
+
+def _kernel_table(v: np.ndarray, what: str, normalize: bool) -> np.ndarray:
+    """A float64 kernel table (n_kernels, N) as mSRval: finite and >= 0 (a kernel is a density),
+    rows normalised to unit sum when ``normalize`` (an all-zero row cannot be); float32."""
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{what}: contains NaN or inf")
+    if np.any(v < 0):
+        raise ValueError(f"{what}: expected kernel values >= 0 (a kernel is a density), got min {v.min():g}")
+    if normalize:
+        sums = v.sum(axis=1, keepdims=True)
+        if np.any(sums == 0):
+            raise ValueError(f"{what}: a row sums to zero and cannot be normalised to unit sum")
+        v = v / sums
+    return np.ascontiguousarray(v, dtype=np.float32)

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._checks import expect_instance, positive_int
+from .._checks import expect_instance, real_values
 from ..geometry import ImageGrid
 from ..io.petsird import PetsirdScanner
 from .histo_data import require_stack_memory
 from .petsird import ring_shape
-from .scanner import CylindricalScanner, detector_exits
-from .views import ViewSet
+from .scanner import CylindricalScanner, _exits
+from .views import ViewSet, sub_samples
 
 
 def crystals_of_points(x, y, z, n_per_ring: int, n_rings: int, axial_length_mm: float, xp=np):
@@ -47,24 +47,23 @@ def crystals_of_points(x, y, z, n_per_ring: int, n_rings: int, axial_length_mm: 
     return k * n_rings + xp.clip(r, 0, n_rings - 1)
 
 
-def _pair_efficiency_function(efficiencies, header, n_crystals: int, xp):
+def _pair_efficiency_function(efficiencies, header, n_per_ring: int, n_rings: int, xp):
     """``f(i, j) -> e_ij`` on crystal indices in the namespace ``xp``."""
+    n_crystals = n_per_ring * n_rings
     if efficiencies is None:
         scanner = PetsirdScanner(header.scanner)
         n_energy = scanner.n_energy_bins[0]
         # PETSIRD's order within a module type: bin0 >= bin1 (evaluated where i, j live)
         return lambda i, j: scanner.pair_efficiency((0, 0), xp.maximum(i, j) * n_energy, xp.minimum(i, j) * n_energy)
-    e = xp.asarray(efficiencies, dtype=xp.float64)
-    if e.ndim == 2 and e.shape == (n_crystals, n_crystals):
-        if not bool(xp.isfinite(e).all()) or bool((e < 0).any()):
-            raise ValueError("efficiencies: pair efficiencies must be finite and >= 0")
+    e = real_values("efficiencies", efficiencies, xp).astype(xp.float64)
+    if tuple(e.shape) not in ((n_crystals, n_crystals), (n_per_ring, n_rings)):
+        raise ValueError(f"efficiencies: expected ({n_per_ring}, {n_rings}) crystal efficiencies (n_per_ring, n_rings) "
+                         f"or a ({n_crystals}, {n_crystals}) pair array, got shape {tuple(e.shape)}")
+    if bool((e < 0).any()):
+        raise ValueError("efficiencies: expected efficiencies >= 0")
+    if e.shape == (n_crystals, n_crystals):
         return lambda i, j: e[i, j]
     flat = e.reshape(-1)
-    if flat.size != n_crystals:
-        raise ValueError(f"efficiencies: expected {n_crystals} crystal efficiencies (n_per_ring, n_rings) or a "
-                         f"({n_crystals}, {n_crystals}) pair array, got shape {tuple(e.shape)}")
-    if not bool(xp.isfinite(flat).all()) or bool((flat < 0).any()):
-        raise ValueError("efficiencies: crystal efficiencies must be finite and >= 0")
     return lambda i, j: flat[i] * flat[j]
 
 
@@ -91,7 +90,7 @@ def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, effici
         efficiencies or ``(n_crystals, n_crystals)`` pair efficiencies.
     scanner : the :class:`CylindricalScanner` the header describes (its radius and axial length
         decide which LORs are accepted); default: the default scanner.
-    n_sub : directions per view-cell edge (``n_sub**2`` averaged).
+    n_sub : directions per view-cell edge, 1 to 1024 (``n_sub**2`` averaged).
     xp : array namespace of the result (NumPy or CuPy).
 
     Bins no accepted direction reaches get 1 (their geometric sensitivity is 0 anyway).
@@ -100,11 +99,11 @@ def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, effici
     expect_instance(scanner, CylindricalScanner, "scanner")
     expect_instance(grid, ImageGrid, "grid")
     expect_instance(viewset, ViewSet, "viewset")
-    n_sub = positive_int("n_sub", n_sub)
+    n_sub = sub_samples("n_sub", n_sub, dims=2)
     n_per_ring, n_rings = ring_shape(header)
     require_stack_memory("grid", len(viewset), grid)
     _check_scanner_matches(header, scanner, n_per_ring, n_rings)
-    efficiency = _pair_efficiency_function(efficiencies, header, n_per_ring * n_rings, xp)
+    efficiency = _pair_efficiency_function(efficiencies, header, n_per_ring, n_rings, xp)
     z, y, x = xp.meshgrid(*(xp.asarray(grid.centres(a), dtype=xp.float64) for a in range(3)), indexing="ij")
     out = xp.empty((len(viewset),) + grid.shape, dtype=xp.float32)
     for v in range(len(viewset)):
@@ -112,7 +111,7 @@ def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, effici
         count = xp.zeros(grid.shape, dtype=xp.float64)
         for view in viewset.cell_views(v, n_sub):
             u = [float(c) for c in view.direction]
-            t_plus, t_minus, ok = detector_exits(x, y, z, *u, scanner, xp)
+            t_plus, t_minus, ok = _exits(x, y, z, *u, scanner, xp)
             i = crystals_of_points(x + t_plus * u[0], y + t_plus * u[1], z + t_plus * u[2],
                                    n_per_ring, n_rings, scanner.axial_length_mm, xp)
             j = crystals_of_points(x - t_minus * u[0], y - t_minus * u[1], z - t_minus * u[2],

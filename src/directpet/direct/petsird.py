@@ -19,19 +19,19 @@ TOF in PETSIRD is ``(t1 - t2) c / 2`` in mm with ``t1`` at ``detection_bins[0]``
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Iterator, Optional
 
 import numpy as np
 
 from .._backend import resolve_backend
-from .._checks import array_module, expect_instance, integer, positive_int, real_number, require_memory
+from .._checks import array_module, expect_instance, flag, integer, positive_int, real_number, require_memory
 from .._device import wants_cupy
 from ..geometry import ImageGrid
 from ..io.petsird import (Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter, _petsird, nearest_elements,
                           single_type_header)
-from .deposition import DepositStats, deposit
+from .deposition import deposit
 from .events import EventBatch
-from .histo_data import require_stack_memory
 from .kernels import C_MM_PER_PS
 from .scanner import CylindricalScanner
 from .views import ViewSet
@@ -165,6 +165,7 @@ def write_events(path, header, prompts=None, delayeds=None, *, progress: bool = 
     one time block per batch, prompts first. Returns the event counts written per kind."""
     from tqdm.auto import tqdm
 
+    progress = flag("progress", progress)
     with PetsirdWriter(path, header) as writer:
         for kind, stream in (("prompts", prompts), ("delayeds", delayeds)):
             if stream is None:
@@ -193,18 +194,15 @@ def deposit_file(path, grid: ImageGrid, viewset: ViewSet, *, kind: str = "prompt
     """
     expect_instance(grid, ImageGrid, "grid")
     expect_instance(viewset, ViewSet, "viewset")
+    progress, return_stats = flag("progress", progress), flag("return_stats", return_stats)
     if xp is None:                   # the GPU when one is usable and CuPy is there
         if wants_cupy(None, resolve_backend("auto")):
             import cupy as xp  # importable: checked by wants_cupy
         else:
             xp = np
-    out, stats = None, DepositStats()
-    for batch in read_events(path, kind, xp=xp, progress=progress):
-        out, st = deposit(batch, grid, viewset, out=out, mode=mode, xp=xp, return_stats=True)
-        stats.add(st)
-    if out is None:
-        out = xp.zeros((len(viewset),) + grid.shape, dtype=xp.float32)
-    return (out, stats) if return_stats else out
+    # one deposit over the stream: the histo-images are allocated (or refused) before the file is read
+    return deposit(read_events(path, kind, xp=xp, progress=progress), grid, viewset, mode=mode, xp=xp,
+                   return_stats=return_stats)
 
 
 def lor_background(pscanner: PetsirdScanner, coincidences: Coincidences, values, grid: ImageGrid, viewset: ViewSet,
@@ -238,22 +236,20 @@ def lor_background(pscanner: PetsirdScanner, coincidences: Coincidences, values,
     # each LOR of a chunk becomes up to (FOV diameter / step) pseudo-events of ~100 bytes
     require_memory("step_mm", 100.0 * min(chunk, max(len(coincidences), 1)) * (2 * fov_radius_mm / step + 1),
                    f"the pseudo-events of {min(chunk, len(coincidences))} LORs in steps of {step:g} mm")
-    if out is None:
-        require_stack_memory("grid", len(viewset), grid)
-        out = xp.zeros((len(viewset),) + grid.shape, xp.float32)
     spread = pscanner.tof_edges_mm(0, 0).size <= 2
-    for start in range(0, len(coincidences), chunk):
-        s = slice(start, start + chunk)
-        part = Coincidences(coincidences.bin0[s], coincidences.bin1[s],
-                            np.zeros(len(coincidences.bin0[s]), np.uint32) if spread else coincidences.tof_idx[s])
-        w = vals[s]
-        if not spread:
-            batch = coincidences_to_events(pscanner, (0, 0), part, xp=xp)
-            batch.weights = xp.asarray(w, dtype=xp.float32)
-        else:
-            batch = _spread_along_fov(pscanner, part, w, fov_radius_mm, step, xp)
-        deposit(batch, grid, viewset, out=out, xp=xp)
-    return out
+
+    def batches():
+        for start in range(0, len(coincidences), chunk):
+            s = slice(start, start + chunk)
+            part = Coincidences(coincidences.bin0[s], coincidences.bin1[s],
+                                np.zeros(len(coincidences.bin0[s]), np.uint32) if spread else coincidences.tof_idx[s])
+            if spread:
+                yield _spread_along_fov(pscanner, part, vals[s], fov_radius_mm, step, xp)
+            else:
+                batch = coincidences_to_events(pscanner, (0, 0), part, xp=xp)
+                yield replace(batch, weights=xp.asarray(vals[s], dtype=xp.float32))
+
+    return deposit(batches(), grid, viewset, out=out, xp=xp)
 
 
 def _spread_along_fov(pscanner, part, w, fov_radius_mm, step, xp):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Optional
 
 from .. import _core
@@ -10,6 +11,7 @@ from ..geometry import ImageGrid
 from .base import ViewOperator, ViewProjector, ViewsLike
 from .kernels import SRKernel
 from .lut import DirectLUT, build_lut
+from .views import view_index
 
 __all__ = ["HistoImageProjector", "ViewOperator"]
 
@@ -47,9 +49,12 @@ class HistoImageProjector(ViewProjector):
             raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
         self.method = method
         self._luts = {}
+        if luts is not None and not isinstance(luts, Mapping):
+            raise TypeError(f"luts: expected a dict {{view index: DirectLUT}}, got {type(luts).__name__}")
         for v, lut in (luts or {}).items():
-            self._check_lut(self._view_index(v), lut)
-            self._luts[int(v)] = lut
+            v = view_index(v, self.n_views, "luts key (view index)")
+            self._check_lut(v, lut)
+            self._luts[v] = lut
         self._engine = CudaEngine(self, method) if self.backend == "cuda" else _CpuEngine(self)
 
     def lut(self, v: int) -> DirectLUT:

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .._checks import normalise_fields
+from .._checks import expect_instance, normalise_fields, real_values
 from ..sim.lines import cylinder_interval
 from .kernels import FWHM_PER_SIGMA, SRKernel, tof_fwhm_mm
 from .views import ViewSet
@@ -109,18 +109,47 @@ def detector_exits(x, y, z, ux, uy, uz, scanner: CylindricalScanner, xp=np):
 
     Returns ``(t_plus, t_minus, hit)``: the photon travelling along +u reaches the surface at
     ``r + t_plus u``, the one along -u at ``r - t_minus u``; ``hit`` is True where both reach it
-    within the axial extent. u must be a unit vector.
+    within the axial extent. Points (x, y, z) in mm and directions (ux, uy, uz) are broadcastable
+    arrays or numbers, real and finite; r must lie inside the detector cylinder (radially) and u
+    must be a unit vector: else an error naming the argument.
     """
+    return _exits(*_checked_lines(x, y, z, ux, uy, uz, scanner, xp), scanner, xp)
+
+
+def detector_hits(x, y, z, ux, uy, uz, scanner: CylindricalScanner, xp=np):
+    """True where the LOR through r with unit direction u is accepted: both ends on the detector
+    within its axial extent and |co-polar tilt| <= theta_max. Arguments as :func:`detector_exits`."""
+    return _hits(*_checked_lines(x, y, z, ux, uy, uz, scanner, xp), scanner, xp)
+
+
+def _checked_lines(x, y, z, ux, uy, uz, scanner, xp):
+    """The public helpers' arguments checked (the simulation and the correction images call the
+    unchecked :func:`_exits` / :func:`_hits` on arrays they built themselves)."""
+    expect_instance(scanner, CylindricalScanner, "scanner")
+    x, y, z, ux, uy, uz = (real_values(n, a, xp) for n, a in
+                           zip(("x", "y", "z", "ux", "uy", "uz"), (x, y, z, ux, uy, uz)))
+    norm = xp.sqrt(ux * ux + uy * uy + uz * uz)
+    if bool(xp.any(xp.abs(norm - 1.0) > 1e-5)):
+        raise ValueError(f"ux, uy, uz: expected unit directions u (|u| = 1), got |u| in "
+                         f"[{float(norm.min()):g}, {float(norm.max()):g}]")
+    rho = xp.sqrt(x * x + y * y)
+    if bool(xp.any(rho > scanner.radius_mm * (1 + 1e-9))):
+        raise ValueError(f"x, y: expected points inside the detector cylinder (radius {scanner.radius_mm:g} mm), "
+                         f"got one {float(rho.max()):g} mm from the axis")
+    return x, y, z, ux, uy, uz
+
+
+def _exits(x, y, z, ux, uy, uz, scanner: CylindricalScanner, xp=np):
+    """:func:`detector_exits` without the argument checks."""
     t0, t1 = cylinder_interval(x, y, z, ux, uy, uz, scanner.radius_mm, None, xp)
     h = scanner.half_length_mm
     hit = (xp.abs(z + t1 * uz) <= h) & (xp.abs(z + t0 * uz) <= h)
     return t1, -t0, hit
 
 
-def detector_hits(x, y, z, ux, uy, uz, scanner: CylindricalScanner, xp=np):
-    """True where the LOR through r with unit direction u is accepted: both ends on the detector
-    within its axial extent and |co-polar tilt| <= theta_max."""
-    _, _, hit = detector_exits(x, y, z, ux, uy, uz, scanner, xp)
+def _hits(x, y, z, ux, uy, uz, scanner: CylindricalScanner, xp=np):
+    """:func:`detector_hits` without the argument checks."""
+    _, _, hit = _exits(x, y, z, ux, uy, uz, scanner, xp)
     return hit & (xp.abs(uz) <= np.sin(scanner.theta_max) + 1e-12)
 
 

@@ -32,11 +32,12 @@ import numpy as np
 
 from .. import _core
 from .._backend import resolve_backend
-from .._checks import check_threads, check_volume, device_pointer, expect_instance, is_device_array, positive_int
+from .._checks import check_threads, check_volume, device_pointer, expect_instance, flag, is_device_array
 from .._progress import progress_callback
 from ..geometry import ImageGrid
 from ..sim.phantoms import AnalyticPhantom, CylinderSource, PhantomInfo, PointSource, SphereSource
 from ..sim.random import check_seed
+from ._validate import event_count
 from .histo_data import require_stack_memory
 from .scanner import CylindricalScanner
 from .views import ViewSet
@@ -64,7 +65,9 @@ def phantom_components(phantom) -> np.ndarray:
 
 def scanner_parameters(scanner: CylindricalScanner, phantom, *, attenuation: bool = True,
                        blur: bool = True, tof: bool = True) -> dict:
-    """The compiled scanner/physics parameters (a switched-off effect gets 0)."""
+    """The compiled scanner/physics parameters (a switched-off effect gets 0; the switches are
+    True or False)."""
+    attenuation, blur, tof = flag("attenuation", attenuation), flag("blur", blur), flag("tof", tof)
     water = _analytic(phantom).attenuation if attenuation else None
     return {
         "radius_mm": float(scanner.radius_mm),
@@ -118,16 +121,13 @@ def simulate_deposit(phantom_info, scanner: CylindricalScanner, grid: ImageGrid,
     if components.shape[0] > 64:
         raise ValueError(f"phantom_info: the compiled path takes at most 64 sources, got {components.shape[0]}")
     params = scanner_parameters(scanner, phantom_info, attenuation=attenuation, blur=blur, tof=tof)
-    n_events = positive_int("n_events", n_events)
-    if n_events >= 2**63:
-        raise ValueError(f"n_events: expected fewer than 2**63 events (the compiled counters are 64-bit), "
-                         f"got {n_events}")
+    n_events = event_count("n_events", n_events)
     seed = check_seed("seed", seed)
     nthreads = check_threads(threads)
     shape = (len(viewset),) + grid.shape
     backend = _backend_for(backend, out)
     if out is not None:
-        check_volume(out, "out", shape, check_finite=False)
+        _check_accumulator(out, shape)
     else:
         require_stack_memory("grid", len(viewset), grid)
     geometry = (list(grid.shape), list(grid.voxel_size), viewset.n_phi, viewset.n_theta,
@@ -189,6 +189,14 @@ def _backend_for(backend: str, out) -> str:
         raise TypeError(f"out: expected a numpy.ndarray or a CUDA array, got {type(out).__name__}")
     return chosen
 
+
+
+def _check_accumulator(out, shape) -> None:
+    """The caller's ``out``, which counts are added into: float32 of ``shape``, C-contiguous,
+    finite and >= 0 (a NaN or a negative count there would pass into the result)."""
+    check_volume(out, "out", shape)
+    if type(out).__module__.split(".")[0] in ("numpy", "cupy", "torch") and bool((out < 0).any()):
+        raise ValueError("out: contains negative values; it holds the counts (>= 0) that the events are added to")
 
 
 def _analytic(phantom) -> AnalyticPhantom:

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-from .._checks import array_module, expect_attributes, positive_int
+from .._checks import array_module, expect_attributes, positive_int, require_memory
 from ..geometry import ImageGrid
 from ..recon.problem import StoredSubsets, check_nonnegative, spread_order
 from .histo_data import HistoImageData
 from .views import ViewSet, same_views, same_viewset, view_index
+
+
+#: Bytes per view index held in a Python list (an int object and its list slot).
+_BYTES_PER_LISTED_VIEW = 40
 
 
 def make_blocks(n_views: int, n_subsets: int, viewset: Optional[ViewSet] = None) -> List[List[int]]:
@@ -35,8 +39,12 @@ def make_blocks(n_views: int, n_subsets: int, viewset: Optional[ViewSet] = None)
     n_views = positive_int("n_views", n_views)
     if viewset is not None and not isinstance(viewset, ViewSet):
         raise TypeError(f"viewset: expected a ViewSet or None, got {type(viewset).__name__}")
+    if viewset is not None and n_views != len(viewset):
+        raise ValueError(f"n_views: {n_views} views, but the viewset has {len(viewset)}; they must agree")
     if m_total > n_views:
         raise ValueError(f"n_subsets: {m_total} exceeds the {n_views} views")
+    # the blocks list every view once (a Python int and a list slot each, twice while they are ordered)
+    require_memory("n_views", 2.0 * _BYTES_PER_LISTED_VIEW * n_views, f"blocks of {n_views} view indices")
     if viewset is not None and m_total <= viewset.n_phi:
         groups = [[viewset.index(k, l) for k in range(m, viewset.n_phi, m_total)
                    for l in range(viewset.n_theta)] for m in range(m_total)]

@@ -12,11 +12,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import integer, positive_int, real_number, require_memory
+from .._checks import integer, positive_int, real_number, real_values, require_memory
 from ..recon.problem import spread_order
 
 #: Bytes a ViewSet holds per view (a View object and its two floats, measured), for the memory check.
 _BYTES_PER_VIEW = 160
+
+#: Most sub-samples per view-cell edge (``n_sub``, ``n_quad``): a cell of pi / n_phi radians sampled
+#: 1024 times per edge is already far finer than anything the acceptance or the map resolves.
+MAX_CELL_SAMPLES = 1024
+
+
+def sub_samples(name: str, value, *, dims: int = 1) -> int:
+    """A count of sub-samples per view-cell edge (``n_quad``, ``n_sub``): an integer in
+    ``[1, MAX_CELL_SAMPLES]``, else an error naming ``name``; ``value ** dims`` directions (2: the
+    ``n_sub x n_sub`` Views of :meth:`ViewSet.cell_views`) are held at once, estimated first."""
+    n = integer(name, value, lo=1, hi=MAX_CELL_SAMPLES)
+    require_memory(name, float(n) ** dims * _BYTES_PER_VIEW, f"{n ** dims} directions of one view cell")
+    return n
 
 
 @dataclass(frozen=True)
@@ -104,14 +117,19 @@ class ViewSet:
 
         Returns ``(view_index, flipped)``: flipped is True where u was negated so that its azimuth
         lies in [0, pi). Directions whose tilt is outside +-theta_max get view index -1.
-        See :func:`bin_canonical`.
+        See :func:`bin_canonical`. ``u`` must hold real, finite numbers (a NaN direction is corrupt
+        data, not a direction outside the views): else an error naming ``u``.
         """
-        return bin_canonical(np.asarray(u, dtype=np.float64), self, np)
+        u = real_values("u", u, np)
+        if u.ndim < 1 or u.shape[-1] != 3:
+            raise ValueError(f"u: expected directions of shape (..., 3) (x, y, z), got shape {u.shape}")
+        return bin_canonical(u.astype(np.float64), self, np)
 
     def cell_views(self, v: int, n_sub: int) -> list:
         """Directions sampling view v's (azimuth, tilt) cell: the view itself for ``n_sub = 1``, else
-        the ``n_sub x n_sub`` cell midpoints (azimuth-major) as :class:`View` objects."""
-        v, n_sub = self.check_index(v), positive_int("n_sub", n_sub)
+        the ``n_sub x n_sub`` cell midpoints (azimuth-major) as :class:`View` objects (``n_sub`` in
+        ``[1, MAX_CELL_SAMPLES]``)."""
+        v, n_sub = self.check_index(v), sub_samples("n_sub", n_sub, dims=2)
         if n_sub == 1:
             return [self[v]]
         k, l = divmod(v, self.n_theta)

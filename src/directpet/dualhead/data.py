@@ -93,7 +93,8 @@ def model_consistent_data(projector, image, *, seed, total_counts: Optional[floa
     Parameters
     ----------
     projector : a DualHeadProjector (its ``forward(image)`` gives the full (n_lors,) vector).
-    image : float32 image of ``scanner.grid.shape`` (NumPy or CuPy, matching the projector's backend).
+    image : float32 image of ``scanner.grid.shape`` (NumPy or CuPy, matching the projector's backend),
+        finite and >= 0 (an activity; checked before projecting).
     seed : seed or Generator of the Poisson draws (NumPy, or CuPy for CuPy images; None: fresh entropy).
     total_counts : scale ``f H x + b`` by one factor so that the expected total is ``total_counts``
         (image and background scaled together); ``meta['image_scale']`` records the factor.
@@ -105,6 +106,7 @@ def model_consistent_data(projector, image, *, seed, total_counts: Optional[floa
         total_counts = real_number("total_counts", total_counts, positive=True)
     noise = flag("noise", noise)
     xp = array_module(image)
+    check_nonnegative(image, "image", None, xp, scanner.grid.shape)
     for name, a in (("factors", factors), ("background", background)):
         if a is not None:
             check_nonnegative(a, name, None, xp, (scanner.n_lors,))

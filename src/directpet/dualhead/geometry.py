@@ -38,13 +38,16 @@ same arithmetic for the compiled code.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Tuple
 
 import numpy as np
 
-from .._checks import normalise_fields, require_memory
+from .._checks import dataclass_from_dict, integer, integer_array, normalise_fields, real_array, require_memory
 from ..geometry import ImageGrid
+
+#: the compiled code's voxel offsets and indices along y and z are int16
+INT16_MAX = 32767
 
 #: sign order within a class; repeats (a zero component) are skipped
 SIGNS = ((1, 1), (-1, 1), (1, -1), (-1, -1))
@@ -93,11 +96,17 @@ class DualHeadScanner:
         if self.n_planes * self.plane_mm > self.gap_mm + 1e-9:
             raise ValueError(f"n_planes: {self.n_planes} planes of {self.plane_mm:g} mm do not fit between "
                              f"heads {self.gap_mm:g} mm apart")
-        if self.voxels_per_crystal * max(self.n_y, self.n_z) > 32767:
-            raise ValueError("voxels_per_crystal: the voxel offsets must fit int16")
+        D = self.voxels_per_crystal
+        for name in ("n_y", "n_z"):
+            if getattr(self, name) * D > INT16_MAX:
+                raise ValueError(f"{name}, voxels_per_crystal: {getattr(self, name)} crystals of {D} voxels exceed "
+                                 f"the compiled code's int16 voxel indices (at most {INT16_MAX} voxels)")
+        if self.n_planes > INT16_MAX:
+            raise ValueError(f"n_planes: expected at most {INT16_MAX} (the compiled code's int16 planes), "
+                             f"got {self.n_planes}")
         # every use of the scanner (projections, data, the Monte Carlo) holds a float32 LOR vector and
         # an image: refuse sizes whose arrays cannot exist here, before anything is allocated
-        image = float(self.n_z * self.voxels_per_crystal) * self.n_y * self.voxels_per_crystal * self.n_planes
+        image = float(self.n_z * D) * self.n_y * D * self.n_planes
         require_memory("n_y, n_z, voxels_per_crystal, n_planes", 4.0 * (float(self.n_crystals) ** 2 + image),
                        f"a float32 LOR vector ({self.n_lors},) and image {self.grid.shape}")
 
@@ -136,24 +145,30 @@ class DualHeadScanner:
         return 0.5 * self.gap_mm
 
     # --- coordinates ----------------------------------------------------------------------------
+    # coordinate helpers: real (possibly fractional or out-of-range) indices, arrays allowed;
+    # None, strings and NaN are errors naming the argument
     def crystal_y_mm(self, c) -> np.ndarray:
-        return (np.asarray(c, dtype=float) - 0.5 * (self.n_y - 1)) * self.pitch_mm
+        """y (mm) of crystal column(s) c_y."""
+        return (real_array("c", c) - 0.5 * (self.n_y - 1)) * self.pitch_mm
 
     def crystal_z_mm(self, c) -> np.ndarray:
-        return (np.asarray(c, dtype=float) - 0.5 * (self.n_z - 1)) * self.pitch_mm
+        """z (mm) of crystal row(s) c_z."""
+        return (real_array("c", c) - 0.5 * (self.n_z - 1)) * self.pitch_mm
 
     def plane_x_mm(self, p) -> np.ndarray:
-        return (np.asarray(p, dtype=float) - 0.5 * (self.n_planes - 1)) * self.plane_mm
+        """x (mm) of image plane(s) p."""
+        return (real_array("p", p) - 0.5 * (self.n_planes - 1)) * self.plane_mm
 
     # --- classes and layout ---------------------------------------------------------------------
     def class_of(self, k) -> Tuple[np.ndarray, np.ndarray]:
-        """``(a_y, a_z)`` of class index k (arrays allowed)."""
-        k = np.asarray(k)
+        """``(a_y, a_z)`` (int64) of class index k in ``[0, n_classes)`` (arrays allowed)."""
+        k = self._indices("k", k, self.n_classes)
         return k // self.n_z, k % self.n_z
 
     def class_signs(self, k: int) -> Tuple[Tuple[int, int], ...]:
-        """The signed orientations ``(s_y, s_z)`` of class k, in layout order."""
-        ay, az = (int(v) for v in self.class_of(k))
+        """The signed orientations ``(s_y, s_z)`` of class k (an integer in ``[0, n_classes)``), in
+        layout order."""
+        ay, az = divmod(integer("k", k, 0, self.n_classes - 1), self.n_z)
         return tuple((sy, sz) for sy, sz in SIGNS if (sy > 0 or ay > 0) and (sz > 0 or az > 0))
 
     def class_lor_counts(self, classes=None) -> np.ndarray:
@@ -202,8 +217,10 @@ class DualHeadScanner:
         return out[0], out[1], out[2], out[3]
 
     def lor_index(self, c_uy, c_uz, c_ly, c_lz) -> np.ndarray:
-        """Index in the full (all classes) vector of the LORs ``(c_u, c_l)`` (int64 arrays)."""
-        c_uy, c_uz, c_ly, c_lz = (np.asarray(v, dtype=np.int64) for v in (c_uy, c_uz, c_ly, c_lz))
+        """Index in the full (all classes) vector of the LORs ``(c_u, c_l)`` (int64 arrays): crystal
+        indices ``c_*y`` in ``[0, n_y)``, ``c_*z`` in ``[0, n_z)`` (integer arrays, broadcast)."""
+        c_uy, c_ly = (self._indices(n, v, self.n_y) for n, v in (("c_uy", c_uy), ("c_ly", c_ly)))
+        c_uz, c_lz = (self._indices(n, v, self.n_z) for n, v in (("c_uz", c_uz), ("c_lz", c_lz)))
         dy, dz = c_ly - c_uy, c_lz - c_uz
         ay, az = np.abs(dy), np.abs(dz)
         k = ay * self.n_z + az
@@ -213,14 +230,22 @@ class DualHeadScanner:
         j = np.minimum(c_uz, c_lz)
         return self.class_offsets()[k] + (s * (self.n_y - ay) + i) * (self.n_z - az) + j
 
+    @staticmethod
+    def _indices(name: str, v, n: int) -> np.ndarray:
+        """v as int64 indices in ``[0, n)`` (any shape), else a TypeError / ValueError naming it."""
+        a = integer_array(name, v).reshape(np.shape(v))       # a scalar stays a 0-d array
+        if a.size and (int(a.min()) < 0 or int(a.max()) >= n):
+            raise ValueError(f"{name}: expected indices in [0, {n}), got values in [{int(a.min())}, {int(a.max())}]")
+        return a
+
     # --- (de)serialisation ----------------------------------------------------------------------
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> "DualHeadScanner":
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        """The scanner of a :meth:`to_dict` mapping (every field, nothing else)."""
+        return dataclass_from_dict(cls, d)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)

@@ -31,7 +31,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
-from .._checks import expect_instance, integer_array, meta_dict, read_only, real_array
+from .._checks import check_path, expect_instance, integer, integer_array, meta_dict, read_only, real_array
 from .._storage import check_format, json_object, read_npz
 from .geometry import DualHeadScanner
 
@@ -133,10 +133,12 @@ class PatchModel:
         return int(self.tap_start.nbytes + self.tap_dy.nbytes + self.tap_dz.nbytes + self.tap_w.nbytes)
 
     def row(self, k: int, p: int) -> int:
-        return int(k) * self.scanner.n_planes + int(p)
+        """CSR row ``k * n_planes + p`` of class k in ``[0, n_classes)`` at plane p in ``[0, n_planes)``."""
+        s = self.scanner
+        return integer("k", k, 0, s.n_classes - 1) * s.n_planes + integer("p", p, 0, s.n_planes - 1)
 
     def patch(self, k: int, p: int):
-        """``(dy, dz, w)`` of class k at plane p (views into the model's arrays)."""
+        """``(dy, dz, w)`` of class k at plane p (indices as :meth:`row`; views into the model's arrays)."""
         r = self.row(k, p)
         a, b = int(self.tap_start[r]), int(self.tap_start[r + 1])
         return self.tap_dy[a:b], self.tap_dz[a:b], self.tap_w[a:b]
@@ -153,6 +155,7 @@ class PatchModel:
     # --- files ----------------------------------------------------------------------------------
     def save(self, path) -> None:
         """Write the ``.npz`` layout documented in the module docstring."""
+        path = check_path(path, writing=True)
         np.savez_compressed(path, format=np.array(_FORMAT), version=np.array(_VERSION),
                             scanner=np.array(self.scanner.to_json()), tap_start=self.tap_start,
                             tap_dy=self.tap_dy, tap_dz=self.tap_dz, tap_w=self.tap_w,

@@ -13,7 +13,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from .._checks import array_module, positive_int
+from .._checks import array_module, integer_array, positive_int
 from ..recon.problem import StoredSubsets
 from .data import DualHeadData, _scanner_of
 from .geometry import DualHeadScanner
@@ -135,10 +135,10 @@ class DualHeadSubsets(StoredSubsets):
 
     def forward_units(self, x, units, out=None, data=None):
         skip = data if self.skip_zero_counts else None
-        return self.projector.forward(x, np.asarray(units, np.int32), out=out, skip_zero=skip)
+        return self.projector.forward(x, integer_array("units", units), out=out, skip_zero=skip)
 
     def adjoint_units(self, y, units, out=None):
-        return self.projector.adjoint(y, np.asarray(units, np.int32), out=out)
+        return self.projector.adjoint(y, integer_array("units", units), out=out)
 
     def totals(self):
         """(sum of the data, sum of the background, number of LORs): one reduction per whole array."""

@@ -24,7 +24,7 @@ from typing import Optional
 
 import numpy as np
 
-from .._checks import expect_instance, integer_array, meta_dict, read_only, real_array
+from .._checks import expect_instance, flag, integer_array, meta_dict, read_only, real_array
 from .geometry import DualHeadScanner
 from .model import PatchModel
 from .response import _int_array, lor_response, support_count, support_pairs
@@ -246,6 +246,7 @@ def storage_report(model: PatchModel, seeds: Optional[SeedDRF] = None, *, count_
     ``seeds`` is given, ``seed_entries`` / ``seed_bytes``.
     """
     model = expect_instance(model, PatchModel, "model")
+    count_seed_candidates = flag("count_seed_candidates", count_seed_candidates)
     s = model.scanner
     n_vox = int(np.prod(s.grid.shape))
     nnz = model.nonzeros()

@@ -62,7 +62,8 @@ def model_consistent_sinogram(projector, image, factors=None, background=None, c
     Parameters
     ----------
     projector : a SuperLORProjector.
-    image : (nz, n, n) float32 true image (NumPy or CuPy, matching the projector's backend).
+    image : (nz, n, n) float32 true image (NumPy or CuPy, matching the projector's backend), finite and
+        >= 0 (an activity; checked before projecting).
     factors, background : optional sinogram-shaped f and b.
     counts : scale ``f H x + b`` by one factor so that the expected total is ``counts`` (image and
         background scaled together); ``meta['image_scale']`` records it.
@@ -77,6 +78,7 @@ def model_consistent_sinogram(projector, image, factors=None, background=None, c
         counts = real_number("counts", counts, positive=True)
     noise = flag("noise", noise)
     xp = array_module(image)
+    check_nonnegative(image, "image", None, xp, projector.scanner.grid.shape)
     for name, a in (("factors", factors), ("background", background)):
         if a is not None:
             check_nonnegative(a, name, None, xp, projector.out_shape)

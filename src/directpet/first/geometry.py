@@ -59,12 +59,15 @@ voxel's square; axially the two slices around ``fz`` by linear interpolation; ze
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .._checks import normalise_fields, require_memory
+from .._checks import dataclass_from_dict, normalise_fields, real_array, require_memory
 from ..geometry import FWHM_PER_SIGMA, ImageGrid
+
+#: the largest count the compiled code's int arguments hold
+INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,10 @@ class RotatingScanner:
         normalise_fields(self, counts=("n_rows", "n_angles", "n_radial", "n_columns"),
                          positive=("pitch_mm", "crystal_mm", "depth_mm", "mu_per_mm", "head_distance_mm", "radial_bin_mm"),
                          nonnegative=("positron_range_fwhm_mm", "noncollinearity_fwhm_deg", "intrinsic_fwhm_mm"))
+        for name in ("n_rows", "n_angles", "n_radial", "n_columns"):     # the compiled code's int counts
+            if getattr(self, name) > INT32_MAX:
+                raise ValueError(f"{name}: expected at most 2**31 - 1 (an int of the compiled code), "
+                                 f"got {getattr(self, name)}")
         if self.crystal_mm > self.pitch_mm:
             raise ValueError(f"crystal_mm: {self.crystal_mm} mm crystals do not fit a {self.pitch_mm} mm pitch")
         half_fov = 0.5 * self.n_radial * self.radial_bin_mm
@@ -116,10 +123,12 @@ class RotatingScanner:
                              f"{self.head_distance_mm:g} mm apart")
         # every use of the scanner (projections, data, the Monte Carlo) holds a float32 sinogram and
         # an image: refuse sizes whose arrays cannot exist here, before anything is allocated
+        # (the image's shape is written out: self.grid would refuse it first, naming only its shape)
         sino = float(self.n_angles) * self.n_rows * self.n_rows * self.n_radial
         image = float(2 * self.n_rows - 1) * self.n_radial * self.n_radial
         require_memory("n_angles, n_rows, n_radial", 4.0 * (sino + image),
-                       f"a float32 sinogram {self.sinogram_shape} and image {self.grid.shape}")
+                       f"a float32 sinogram {self.sinogram_shape} and image "
+                       f"{(2 * self.n_rows - 1, self.n_radial, self.n_radial)}")
 
     # --- sizes ----------------------------------------------------------------------------------
     @property
@@ -155,15 +164,19 @@ class RotatingScanner:
     def angles_rad(self) -> np.ndarray:
         return np.arange(self.n_angles) * (np.pi / self.n_angles)
 
+    # coordinate helpers: real (possibly fractional or out-of-range) indices, arrays allowed;
+    # None, strings and NaN are errors naming the argument
     def row_z_mm(self, r) -> np.ndarray:
-        return (np.asarray(r, dtype=float) - 0.5 * (self.n_rows - 1)) * self.pitch_mm
+        """Axial position (mm) of crystal row(s) r."""
+        return (real_array("r", r) - 0.5 * (self.n_rows - 1)) * self.pitch_mm
 
     def radial_mm(self, rho) -> np.ndarray:
-        return (np.asarray(rho, dtype=float) - 0.5 * (self.n_radial - 1)) * self.radial_bin_mm
+        """Signed radial position (mm) of radial bin(s) rho."""
+        return (real_array("rho", rho) - 0.5 * (self.n_radial - 1)) * self.radial_bin_mm
 
     def along_mm(self, i) -> np.ndarray:
-        """Along-LOR position of tube sample i (the image's transaxial voxel centres)."""
-        return (np.asarray(i, dtype=float) - 0.5 * (self.n_radial - 1)) * self.radial_bin_mm
+        """Along-LOR position (mm) of tube sample i (the image's transaxial voxel centres)."""
+        return (real_array("i", i) - 0.5 * (self.n_radial - 1)) * self.radial_bin_mm
 
     # --- depth of interaction -------------------------------------------------------------------
     def depth_moments(self, tan_alpha) -> tuple:
@@ -173,7 +186,7 @@ class RotatingScanner:
         its depth is path * cos(alpha), exponential with rate ``mu / cos(alpha)``, truncated to
         the crystal ``[0, depth_mm]`` (photons that pass through are not detected).
         """
-        t = np.asarray(tan_alpha, dtype=float)
+        t = real_array("tan_alpha", tan_alpha)
         lam = self.mu_per_mm * np.sqrt(1.0 + t * t)     # mu / cos(alpha)
         L = self.depth_mm
         e = np.exp(-lam * L)
@@ -184,7 +197,7 @@ class RotatingScanner:
 
     def detection_probability(self, tan_alpha) -> np.ndarray:
         """Probability that a photon at angle alpha to the crystal axis interacts in the crystal."""
-        t = np.asarray(tan_alpha, dtype=float)
+        t = real_array("tan_alpha", tan_alpha)
         return 1.0 - np.exp(-self.mu_per_mm * self.depth_mm * np.sqrt(1.0 + t * t))
 
     @property
@@ -217,8 +230,8 @@ class RotatingScanner:
 
     @classmethod
     def from_dict(cls, d: dict) -> "RotatingScanner":
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        """The scanner of a :meth:`to_dict` mapping (every field, nothing else)."""
+        return dataclass_from_dict(cls, d)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True)

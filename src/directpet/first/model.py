@@ -64,7 +64,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import ndtr
 
-from .._checks import expect_instance, integer, meta_dict, read_only, real_array, real_number, require_memory
+from .._checks import (check_path, expect_instance, integer, meta_dict, read_only, real_array, real_number,
+                       require_memory)
 from .._storage import check_format, json_object, read_npz
 from .geometry import FWHM_PER_SIGMA, RotatingScanner
 
@@ -278,10 +279,10 @@ class SuperLORTable:
         return self.tan_alpha * (self.scanner.radial_bin_mm / self.scanner.slice_mm)
 
     def tube(self, delta: int) -> np.ndarray:
-        """The tube used for ring difference delta: (n_radial, 2J+1, 2K+1) float32 (flip applied)."""
-        d = int(delta) + self.scanner.n_rows - 1
-        if not 0 <= d < self.scanner.n_deltas:
-            raise ValueError(f"delta: {delta} outside +-{self.scanner.n_rows - 1}")
+        """The tube used for ring difference delta (an integer in ``+-(n_rows - 1)``):
+        (n_radial, 2J+1, 2K+1) float32 (flip applied)."""
+        n = self.scanner.n_rows - 1
+        d = integer("delta", delta, -n, n) + n
         t = self.values[self.super_of_delta[d]]
         return t[:, :, ::-1] if self.flip_k[d] else t
 
@@ -313,6 +314,7 @@ class SuperLORTable:
     # --- storage on disk ---------------------------------------------------------------------------
     def save(self, path) -> None:
         """Write the ``.npz`` layout documented in the module docstring."""
+        path = check_path(path, writing=True)
         np.savez_compressed(path, format=np.array(_FORMAT), version=np.array(_VERSION), values=self.values,
                             super_of_delta=self.super_of_delta, flip_k=self.flip_k, tan_alpha=self.tan_alpha,
                             quasi_error=self.quasi_error, scanner=np.array(self.scanner.to_json()),

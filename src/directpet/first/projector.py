@@ -117,12 +117,18 @@ class SuperLORProjector(LinearOperator):
 
     def back_with_sensitivity(self, sinogram, factors=None, angles: Optional[Sequence[int]] = None):
         """``(back(sinogram), back(factors))`` in one pass for 'faithful' (the paper's correction and
-        sensitivity images); two back projections otherwise. ``factors=None`` means ones."""
+        sensitivity images); two back projections otherwise. ``factors=None`` means ones; factors
+        (multiplicative corrections, like SinogramData's) must be >= 0."""
         a = self.angle_list(angles)
         shape = self.sinogram_shape(len(a))
         sinogram = check_volume(sinogram, "sinogram", shape, self.check_finite)
         if factors is not None:
             factors = check_volume(factors, "factors", shape, self.check_finite)
+            # NumPy, CuPy and torch arrays have min() (a bare __cuda_array_interface__ array is passed as is)
+            low = float(factors.min()) if hasattr(factors, "min") else 0.0
+            if low < 0:
+                raise ValueError(f"factors: contains negative values (min {low:.3g}); multiplicative factors "
+                                 "must be >= 0")
         if self.method != "faithful":
             ones = factors if factors is not None else _ones_like(sinogram, shape)
             return self.adjoint(sinogram, a), self.adjoint(ones, a)

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from .._checks import expect_instance, positive_int, require_memory
+from .._checks import expect_instance, integer_array, positive_int, require_memory
 from ..recon.problem import StoredSubsets, spread_order
 from .data import SinogramData
 from .projector import SuperLORProjector
@@ -73,10 +73,11 @@ class AngleSubsets(StoredSubsets):
         return [int(a) for a in self.angles[subset]]
 
     def forward_units(self, x, units, out=None, data=None):
-        return self.projector.forward(x, np.asarray(units, np.int32), out=out)
+        # integer_array: units are never truncated (0.5 is no angle); the projector checks the range
+        return self.projector.forward(x, integer_array("units", units), out=out)
 
     def adjoint_units(self, y, units, out=None):
-        return self.projector.adjoint(y, np.asarray(units, np.int32), out=out)
+        return self.projector.adjoint(y, integer_array("units", units), out=out)
 
 
 __all__ = ["AngleSubsets", "interleaved_angle_subsets"]

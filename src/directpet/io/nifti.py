@@ -17,14 +17,13 @@ nibabel is imported only when these functions are called (``pip install nibabel`
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
-from .._checks import real_number, to_numpy
+from .._checks import check_path, real_number, to_numpy
 from ..geometry import ImageGrid
 
 SCANNER_ANAT = 1     # NIfTI xform code: scanner-based anatomical coordinates
+EXTENSIONS = (".nii", ".nii.gz")     # what save_nifti writes (one file; nibabel infers the format from it)
 
 
 def _nibabel():
@@ -50,10 +49,13 @@ def nifti_affine(grid: ImageGrid) -> np.ndarray:
 def save_nifti(path, image, grid: ImageGrid, *, description: str = "directpet"):
     """Write ``image`` (``grid.shape`` = (nz, ny, nx), NumPy or CuPy, real, finite in float32: no
     value beyond float32's range) as a NIfTI-1 file (``.nii`` or ``.nii.gz``), float32, with
-    :func:`nifti_affine` as sform and qform (code scanner) and voxel sizes in mm. Returns ``path``."""
+    :func:`nifti_affine` as sform and qform (code scanner) and voxel sizes in mm. ``path`` must end
+    in ``.nii`` or ``.nii.gz`` and must not be a directory (errors name ``path``). Returns ``path``."""
     nib = _nibabel()
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path: expected a file name (str or os.PathLike), got {type(path).__name__}")
+    name = check_path(path, writing=True)
+    if not name.lower().endswith(EXTENSIONS):
+        raise ValueError(f"path: {name} does not end in .nii or .nii.gz; save_nifti writes single-file NIfTI-1 "
+                         f"images (.nii, or .nii.gz compressed)")
     affine = nifti_affine(grid)
     if not hasattr(image, "shape") or not hasattr(image, "dtype"):
         raise TypeError(f"image: expected a NumPy or CuPy array, got {type(image).__name__}")
@@ -75,7 +77,7 @@ def save_nifti(path, image, grid: ImageGrid, *, description: str = "directpet"):
     img.set_qform(affine, code=SCANNER_ANAT)
     img.header.set_xyzt_units(xyz="mm")
     img.header["descrip"] = str(description)[:79].encode("ascii", "replace")
-    nib.save(img, str(path))
+    nib.save(img, name)
     return path
 
 
@@ -90,8 +92,7 @@ def load_nifti(path, *, atol_mm: float = 1e-3):
     non-numeric voxels, and one whose values overflow float32.
     """
     nib = _nibabel()
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path: expected a file name (str or os.PathLike), got {type(path).__name__}")
+    path = check_path(path)
     atol_mm = real_number("atol_mm", atol_mm)
     if atol_mm < 0:
         raise ValueError(f"atol_mm: expected a tolerance >= 0 mm, got {atol_mm!r}")

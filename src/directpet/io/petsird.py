@@ -34,7 +34,7 @@ from typing import Dict, Iterator, Optional, Tuple
 
 import numpy as np
 
-from .._checks import array_module
+from .._checks import array_module, check_path, integer, to_numpy
 from .._core import decode_varints, encode_varints
 
 #: the PETSIRD release whose schema this module reads and writes
@@ -91,7 +91,13 @@ class Coincidences:
         return cls(z, z, z)
 
     def ordered(self, n_tof_bins: int) -> "Coincidences":
-        """The same events with ``bin0 >= bin1`` (swapped pairs get the mirrored TOF bin)."""
+        """The same events with ``bin0 >= bin1`` (swapped pairs get the mirrored TOF bin
+        ``n_tof_bins - 1 - tof_idx``). ``n_tof_bins``: the TOF bins of the events' module-type pair
+        (1 without TOF), an integer in [1, 2**32] above every ``tof_idx``."""
+        n_tof_bins = integer("n_tof_bins", n_tof_bins, lo=1, hi=2**32)
+        if len(self) and int(self.tof_idx.max()) >= n_tof_bins:
+            raise ValueError(f"n_tof_bins: {n_tof_bins} TOF bins cannot hold the events' tof_idx up to "
+                             f"{int(self.tof_idx.max())}")
         swap = self.bin0 < self.bin1
         if not swap.any():
             return self
@@ -254,6 +260,11 @@ class PetsirdScanner:
 
     def __init__(self, scanner_information):
         info = scanner_information
+        petsird = _petsird()
+        if not isinstance(info, petsird.ScannerInformation):
+            hint = " (pass header.scanner)" if isinstance(info, petsird.Header) else ""
+            raise TypeError(f"scanner_information: expected a petsird.ScannerInformation{hint}, got "
+                            f"{type(info).__name__}")
         self.info = info
         modules = info.scanner_geometry.replicated_modules
         self.n_types = len(modules)
@@ -278,7 +289,9 @@ class PetsirdScanner:
 
     # TOF ------------------------------------------------------------------------------------------
     def tof_edges_mm(self, t0: int, t1: int) -> np.ndarray:
-        """TOF bin edges (mm of ``(t1 - t2) c / 2``) of module types ``(t0, t1)``; empty if absent."""
+        """TOF bin edges (mm of ``(t1 - t2) c / 2``) of module types ``(t0, t1)`` (either order);
+        empty if absent."""
+        t0, t1 = self.module_type(t0, "t0"), self.module_type(t1, "t1")
         t0, t1 = max(t0, t1), min(t0, t1)
         table = self.info.tof_bin_edges
         if len(table) <= t0 or len(table[t0]) <= t1:
@@ -290,18 +303,48 @@ class PetsirdScanner:
         return self.tof_edges_mm(t0, t1).size > 2
 
     def tof_resolution_mm(self, t0: int, t1: int) -> float:
+        t0, t1 = self.module_type(t0, "t0"), self.module_type(t1, "t1")
         t0, t1 = max(t0, t1), min(t0, t1)
         table = self.info.tof_resolution
         return float(table[t0][t1]) if len(table) > t0 and len(table[t0]) > t1 else float("nan")
 
+    # indices ----------------------------------------------------------------------------------------
+    def module_type(self, t, name: str = "module_type") -> int:
+        """t as a module-type index in [0, n_types), else an error naming ``name``."""
+        return integer(name, t, lo=0, hi=self.n_types - 1)
+
+    def module_pair(self, pair, name: str = "pair") -> Tuple[int, int]:
+        """pair as two module-type indices ``(t0, t1)``, else an error naming ``name``."""
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise TypeError(f"{name}: expected two module-type indices (t0, t1), got {pair!r}")
+        return self.module_type(pair[0], name), self.module_type(pair[1], name)
+
+    def detection_bins(self, bins, module_type: int, name: str = "bins"):
+        """bins as int64 detection bins of ``module_type`` (NumPy or CuPy, kept where they live):
+        integers in [0, n_detection_bins), else an error naming ``name``."""
+        xp = array_module(bins)
+        b = xp.asarray(bins) if bins is not None and not isinstance(bins, (str, bytes)) else None
+        if b is None or b.dtype.kind not in "iu":
+            raise TypeError(f"{name}: expected integer detection bins, got {type(bins).__name__}"
+                            f"{'' if b is None else f' (dtype {b.dtype})'}")
+        n = self.n_detection_bins[module_type]
+        if b.size and (int(b.min()) < 0 or int(b.max()) >= n):
+            raise ValueError(f"{name}: expected detection bins in [0, {n}) (module type {module_type}), got "
+                             f"{int(b.min())}..{int(b.max())}")
+        return b.astype(xp.int64)
+
     # positions ------------------------------------------------------------------------------------
     def positions(self, module_type: int, bins: np.ndarray) -> np.ndarray:
         """(n, 3) float64 element centres (mm) of detection ``bins`` of ``module_type``."""
-        return self.element_centres[module_type][np.asarray(bins, np.int64) // self.n_energy_bins[module_type]]
+        module_type = self.module_type(module_type)
+        bins = to_numpy(self.detection_bins(bins, module_type))
+        return self.element_centres[module_type][bins // self.n_energy_bins[module_type]]
 
     def check(self, pair: Tuple[int, int], events: Coincidences, where: str = "events") -> None:
         """Raise ValueError when events name detection bins or TOF bins the scanner does not have."""
-        t0, t1 = pair
+        t0, t1 = self.module_pair(pair)
+        if not isinstance(events, Coincidences):
+            raise TypeError(f"events: expected Coincidences, got {type(events).__name__}")
         for name, bins, t in (("detection_bins[0]", events.bin0, t0), ("detection_bins[1]", events.bin1, t1)):
             if len(bins) and int(bins.max()) >= self.n_detection_bins[t]:
                 raise ValueError(f"{where}: {name} = {int(bins.max())} is outside the scanner (module type {t} "
@@ -319,8 +362,9 @@ class PetsirdScanner:
         module type the bins must be in PETSIRD's order, ``bin0 >= bin1``. Bins may be NumPy or CuPy
         arrays; the result lives with them (the header's tables are copied there once)."""
         xp = array_module(bin0)
-        b0, b1 = xp.asarray(bin0, dtype=xp.int64), xp.asarray(bin1, dtype=xp.int64)
-        factor, per_bin, module_pairs = self._efficiency_tables(tuple(pair), xp)
+        pair = self.module_pair(pair)
+        b0, b1 = self.detection_bins(bin0, pair[0], "bin0"), xp.asarray(self.detection_bins(bin1, pair[1], "bin1"))
+        factor, per_bin, module_pairs = self._efficiency_tables(pair, xp)
         out = xp.full(xp.broadcast(b0, b1).shape, factor if calibration else 1.0)
         if per_bin is not None:
             out *= per_bin[0][b0] * per_bin[1][b1]
@@ -453,7 +497,7 @@ class PetsirdReader:
     """
 
     def __init__(self, path):
-        self.path = os.fspath(path)
+        self.path = check_path(path, "path")
         if not os.path.isfile(self.path):
             raise FileNotFoundError(f"path: no such file {self.path!r}")
         self._file = open(self.path, "rb")
@@ -545,7 +589,7 @@ class PetsirdWriter:
             raise TypeError(f"header: expected a petsird.Header, got {type(header).__name__}")
         if not isinstance(block_ms, (int, np.integer)) or block_ms < 1:
             raise ValueError(f"block_ms: expected an integer >= 1, got {block_ms!r}")
-        self.path, self.block_ms, self.header = os.fspath(path), int(block_ms), header
+        self.path, self.block_ms, self.header = check_path(path, "path", writing=True), int(block_ms), header
         self.scanner = PetsirdScanner(header.scanner)
         self._writer = _codec()[1](self.path)
         try:

@@ -49,12 +49,14 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
-from .._checks import array_module, flag, integer, real_number
+from .._checks import array_module, flag, integer, real_number, require_memory
 from ._fused import ramla_update, subset_residual
 from .problem import SubsetProblem
 
 _EPS_Y_REL = 1e-9
 _EPS_S_REL = 1e-9
+#: n_iter of every algorithm is below this (2**31 passes: a count, never a running time anyone waits for).
+MAX_ITERATIONS = 2**31
 
 
 @dataclass
@@ -108,8 +110,8 @@ def _checked(problem: SubsetProblem):
 
 
 def _check_run(n_iter, callback, store_every, track_loglik, progress) -> int:
-    """The arguments every algorithm shares; returns n_iter as an int."""
-    n_iter = integer("n_iter", n_iter, lo=1)
+    """The arguments every algorithm shares; returns n_iter as an int in [1, MAX_ITERATIONS)."""
+    n_iter = integer("n_iter", n_iter, lo=1, hi=MAX_ITERATIONS - 1)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback: expected a callable callback(iteration, subiteration, x) or None, "
                         f"got {type(callback).__name__}")
@@ -362,13 +364,16 @@ class _Recorder:
 
 def sensitivity_image(problem: SubsetProblem, subsets: Optional[Sequence[int]] = None):
     """``S = sum_{s in subsets} A_s^T f_s`` (all subsets by default; f_s = 1 where the problem has
-    no factors), summed in the order given. Returns ``problem.image_shape`` float32 in the namespace
-    of the data."""
+    no factors), summed in the order given; ``subsets`` are distinct indices in ``[0, n_subsets)``.
+    Returns ``problem.image_shape`` float32 in the namespace of the data."""
     xp, _, _ = _checked(problem)
     n = problem.n_subsets
     subsets = range(n) if subsets is None else _index_list(subsets, n, "subsets")
     if not subsets:
         raise ValueError("subsets: empty; expected at least one subset index (None for all)")
+    if len(set(subsets)) != len(subsets):              # a repeat would count its subset twice
+        repeated = sorted({s for s in subsets if subsets.count(s) > 1})
+        raise ValueError(f"subsets: expected distinct subset indices, got {repeated} more than once")
     return _sensitivity(problem, xp, subsets)
 
 
@@ -391,7 +396,7 @@ def mlem(problem: SubsetProblem, n_iter: int, x0=None, *, callback: Optional[Cal
     ----------
     problem : a :class:`~directpet.recon.problem.SubsetProblem` (projector, data, factors,
         background), e.g. ``directpet.direct.ViewSubsets(projector, data)``.
-    n_iter : iterations, a positive integer.
+    n_iter : iterations, an integer in ``[1, 2**31)``.
     x0 : initial image (``problem.image_shape``), real, finite, >= 0 and not all zeros (voxels at 0
         stay 0), NumPy or CuPy like the data (copied as float32); default uniform with matching
         total counts.
@@ -540,23 +545,41 @@ def block_ramla(problem: SubsetProblem, n_iter: int, lambda0: float = 0.03, gamm
     step = {}
 
     def start_pass(it):
-        lam = lambdas[it - 1]
+        lam = lambdas(it)
         rec.res.lambdas.append(lam)
-        step["scale"] = xp.where(good, inv_Sbar * np.float32(lam), 0.0).astype(xp.float32)
+        with np.errstate(over="ignore"):       # a relaxation beyond float32 is reported by the first update
+            step["scale"] = xp.where(good, inv_Sbar * np.float32(lam), 0.0).astype(xp.float32)
+        step["first"] = True
 
     def update(it, s, x):
         _backproject_residual(problem, xp, x, (s,), eps_y, 1.0, work, grad)
-        return ramla_update(xp, x, step["scale"], grad, fl)       # a new array: x is left as it was
+        if not step.get("first"):
+            return ramla_update(xp, x, step["scale"], grad, fl)    # a new array: x is left as it was
+        del step["first"]
+        with np.errstate(over="ignore", invalid="ignore"):    # an overflow is the error raised just below
+            y = ramla_update(xp, x, step["scale"], grad, fl)
+        if not bool(xp.isfinite(y).all()):
+            name = "lambda0" if schedule is None else f"schedule: lambda_{it}"
+            raise ValueError(f"{name}: the relaxation {rec.res.lambdas[-1]!r} of pass {it} makes the first "
+                             f"update of the pass overflow (the image holds inf or NaN); block-RAMLA needs "
+                             f"lambda_n * max(A_s^T f_s / Sbar) <= 1 to stay positive: use a relaxation "
+                             f"of order 0.01 to 1 (the default lambda0 is 0.03)")
+        return y
 
     x = _run_passes(rec, xp, x, n_iter, "block-RAMLA", progress, order, update, callback, start_pass)
     return rec.finish(x)
 
 
-def _schedule(schedule, lambda0: float, gamma: float, n_iter: int) -> List[float]:
-    """lambda_1 .. lambda_{n_iter}, each checked (positive, finite); errors name ``schedule``."""
+def _schedule(schedule, lambda0: float, gamma: float, n_iter: int) -> Callable[[int], float]:
+    """``n -> lambda_n`` for n = 1 .. n_iter, every value checked (positive, finite) here, at entry;
+    errors name ``schedule`` (or ``lambda0`` for the default schedule)."""
     if schedule is None:
-        return [ramla_lambda(n, lambda0, gamma) for n in range(1, n_iter + 1)]
+        # computed pass by pass (n_iter may be large); lambda_n decreases, so the last could underflow
+        if not ramla_lambda(n_iter, lambda0, gamma) > 0:
+            raise ValueError(f"lambda0: {lambda0!r} with gamma={gamma!r} gives lambda_{n_iter} = 0 (underflow)")
+        return lambda n: ramla_lambda(n, lambda0, gamma)
     if callable(schedule):
+        require_memory("n_iter", 64.0 * n_iter, f"evaluating the schedule for n_iter={n_iter} passes")
         values = [schedule(n) for n in range(1, n_iter + 1)]
     elif isinstance(schedule, (str, bytes)) or not hasattr(schedule, "__iter__"):
         raise TypeError(f"schedule: expected a callable n -> lambda_n or a sequence of relaxations, "
@@ -567,7 +590,8 @@ def _schedule(schedule, lambda0: float, gamma: float, n_iter: int) -> List[float
             raise ValueError(f"schedule: {len(values)} relaxation(s) for n_iter={n_iter} passes; give at "
                              f"least n_iter values (or a callable)")
         values = values[:n_iter]
-    return [real_number(f"schedule: lambda_{n}", v, positive=True) for n, v in enumerate(values, start=1)]
+    values = [real_number(f"schedule: lambda_{n}", v, positive=True) for n, v in enumerate(values, start=1)]
+    return lambda n: values[n - 1]
 
 
 __all__ = ["ReconResult", "block_ramla", "mlem", "osem", "poisson_loglik", "ramla_lambda", "sensitivity_image"]

@@ -20,12 +20,62 @@ arrays of the expected shape, finite, non-negative; the error names the argument
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._checks import array_module
+from .._checks import array_module, array_namespace, integer, integer_array
+
+#: The most subsets :func:`spread_order` orders (2**20: far more than any family's views, angles or
+#: orientation classes; a larger n is a mistake that would take minutes and gigabytes to build).
+MAX_SPREAD_ORDER = 2**20
+
+
+def _count(n) -> int:
+    """A problem's ``n_subsets`` as a positive int, else an error naming ``n_subsets``."""
+    return integer("n_subsets", n, lo=1)
+
+
+def _positions(self, subset: int, positions) -> np.ndarray:
+    """take_units' positions as int64, each in [0, number of units of the subset)."""
+    p = integer_array("positions", positions)
+    n = len(self.subset_units(subset))
+    if p.size and (int(p.min()) < 0 or int(p.max()) >= n):
+        raise ValueError(f"positions: expected unit positions in [0, {n}) (subset {subset} has {n} units), "
+                         f"got values in [{int(p.min())}, {int(p.max())}]")
+    return p
+
+
+#: Methods whose subset index is checked (see SubsetProblem.__init_subclass__): the position of
+#: ``subset`` among the positional arguments after self.
+_SUBSET_ARGUMENT = {"forward": 1, "adjoint": 1, "data": 0, "factors": 0, "background": 0, "subset_shape": 0,
+                    "subset_units": 0, "take_units": 1}
+
+
+def _checking_subset(f, where: int):
+    """f with its ``subset`` argument (positional ``where`` or keyword) checked first, and for
+    ``take_units(a, subset, positions)`` its positions too."""
+    units = f.__name__ == "take_units"
+
+    @functools.wraps(f)
+    def checked(self, *args, **kwargs):
+        args = list(args)
+        if len(args) > where:
+            subset = args[where] = self._subset_index(args[where])
+        elif "subset" in kwargs:
+            subset = kwargs["subset"] = self._subset_index(kwargs["subset"])
+        else:
+            return f(self, *args, **kwargs)              # Python's own TypeError for the missing argument
+        if units and len(args) > where + 1:
+            args[where + 1] = _positions(self, subset, args[where + 1])
+        elif units and "positions" in kwargs:
+            kwargs["positions"] = _positions(self, subset, kwargs["positions"])
+        return f(self, *args, **kwargs)
+
+    checked._checks_subset = True
+    return checked
 
 
 class SubsetProblem(ABC):
@@ -34,10 +84,29 @@ class SubsetProblem(ABC):
     Subclasses set ``n_subsets`` and ``image_shape`` and implement :meth:`forward`,
     :meth:`adjoint` and :meth:`data`; :meth:`factors`, :meth:`background` and :meth:`order` have
     defaults (none, none, ``0 .. n_subsets-1``).
+
+    Every subset index a method of a subclass receives (``forward``, ``adjoint``, ``data``,
+    ``factors``, ``background``, ``subset_shape``, and the unit hooks ``subset_units`` and
+    ``take_units`` of :class:`StoredSubsets`) is checked before the subclass's code runs: an
+    integer in ``[0, n_subsets)``, else a TypeError / ValueError naming ``subset`` (a -1 would
+    otherwise silently take the last subset of a list, True subset 1). ``take_units`` also checks
+    its ``positions``. :meth:`__init_subclass__` wraps those methods once per class, so each
+    family's implementation needs no check of its own.
     """
 
     n_subsets: int
     image_shape: tuple
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name, where in _SUBSET_ARGUMENT.items():
+            f = cls.__dict__.get(name)
+            if callable(f) and not getattr(f, "_checks_subset", False):
+                setattr(cls, name, _checking_subset(f, where))
+
+    def _subset_index(self, subset) -> int:
+        """subset as an int in [0, n_subsets - 1], else an error naming ``subset``."""
+        return integer("subset", subset, lo=0, hi=_count(getattr(self, "n_subsets", None)) - 1)
 
     # --- what a family implements ---------------------------------------------------------------
     @abstractmethod
@@ -106,9 +175,7 @@ class SubsetProblem(ABC):
         wrong shape, NaN or inf, or negative values, and TypeError for a non-float32 array or an
         array that does not live where the data live.
         """
-        n = self.n_subsets
-        if isinstance(n, (bool, np.bool_)) or int(n) != n or n < 1:
-            raise ValueError(f"n_subsets: expected a positive integer, got {n!r}")
+        n = _count(self.n_subsets)
         xp = self.xp
         for s in range(n):
             d = self.data(s)
@@ -160,7 +227,8 @@ class StoredSubsets(SubsetProblem):
 
     def take_units(self, a, subset: int, positions: Sequence[int]):
         """The part of a subset array (data, factors or background) that belongs to the units at
-        ``positions`` of ``subset_units(subset)``. Default: rows of a stack over the units."""
+        ``positions`` of ``subset_units(subset)`` (integers in ``[0, len(subset_units(subset)))``,
+        checked before any family's override runs). Default: rows of a stack over the units."""
         xp = array_module(a)
         return xp.ascontiguousarray(a[xp.asarray(np.asarray(positions, dtype=np.int64))])
 
@@ -179,6 +247,8 @@ class StoredSubsets(SubsetProblem):
         if missing:
             raise TypeError(f"problem: {type(self).__name__} cannot be shared across processes (it has no "
                             f"{', '.join(missing)})")
+        if xp is not None:
+            array_namespace(xp)
         return SubsetShare(self, rank, n_ranks, xp)
 
 
@@ -235,31 +305,25 @@ def spread_order(n: int) -> List[int]:
 
     ``floor(vdc(i) * n)`` for i = 0, 1, ... with vdc the bit-reversed (van der Corput) sequence,
     duplicates skipped: 0, 20, 10, 30, 5, 25, ... for n = 40. With subsets that interleave angles
-    (or views), consecutive updates then use data from distant directions.
+    (or views), consecutive updates then use data from distant directions. ``n`` is an integer in
+    ``[1, MAX_SPREAD_ORDER]``.
     """
-    if isinstance(n, (bool, np.bool_)) or int(n) != n or n < 1:
-        raise ValueError(f"n: expected a positive integer, got {n!r}")
-    order, seen, i = [], set(), 0
-    while len(order) < n:
-        k = int(_van_der_corput(i) * n)
-        if k not in seen:
-            seen.add(k)
-            order.append(k)
-        i += 1
-    return order
-
-
-def _van_der_corput(k: int) -> float:
-    x, denom = 0.0, 1.0
-    while k:
-        denom *= 2
-        x += (k & 1) / denom
-        k >>= 1
-    return x
+    n = integer("n", n, lo=1, hi=MAX_SPREAD_ORDER)
+    # i < 2**bits gives vdc(i) = j / 2**bits for every j: a spacing <= 1 / n, so every k in 0..n-1
+    # occurs; the order is that of first occurrences (vectorised, exact: j / 2**bits is a float64).
+    bits = (n - 1).bit_length()
+    i = np.arange(2**bits, dtype=np.int64)
+    j = np.zeros_like(i)
+    for b in range(bits):                                 # bit reversal of i over `bits` bits
+        j |= ((i >> b) & 1) << (bits - 1 - b)
+    k = np.floor(j * 2.0**-bits * n).astype(np.int64)
+    _, first = np.unique(k, return_index=True)
+    return k[np.sort(first)].tolist()
 
 
 def check_nonnegative(a, name: str, subset: Optional[int], xp, shape: Optional[Sequence[int]]):
     """a must be a float32 array of namespace xp (and of ``shape``), finite and >= 0."""
+    array_namespace(xp)
     where = "" if subset is None else f" (subset {subset})"
     if array_module(a) is not xp or not hasattr(a, "dtype"):
         raise TypeError(f"{name}: expected a {xp.__name__} array{where}, got {type(a).__name__}")
@@ -270,9 +334,12 @@ def check_nonnegative(a, name: str, subset: Optional[int], xp, shape: Optional[S
     if not bool(xp.isfinite(a).all()):
         raise ValueError(f"{name}: contains NaN or inf{where}")
     if bool((a < 0).any()):
-        raise ValueError(f"{name}: contains negative values{where}; counts, factors and background "
-                         f"must be >= 0")
+        raise ValueError(f"{name}: contains negative values{where} (min {float(a.min()):g}); expected values >= 0")
     return a
 
 
-__all__ = ["StoredSubsets", "SubsetProblem", "SubsetShare", "check_nonnegative", "spread_order"]
+for _name in ("factors", "background", "subset_shape"):        # the base's own defaults, checked alike
+    setattr(SubsetProblem, _name, _checking_subset(getattr(SubsetProblem, _name), _SUBSET_ARGUMENT[_name]))
+
+
+__all__ = ["MAX_SPREAD_ORDER", "StoredSubsets", "SubsetProblem", "SubsetShare", "check_nonnegative", "spread_order"]

@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import expect_instance, integer
+from .._checks import expect_instance, integer, require_memory
 from ..sim.random import make_rng
 from ..dualhead.geometry import DualHeadScanner
 from ..dualhead.model import PatchModel
@@ -82,6 +82,8 @@ def random_model(scanner: DualHeadScanner, rng, taps=(0, 12)) -> PatchModel:
         raise ValueError(f"taps: expected min <= max, got {taps}")
     rng = make_rng(rng)
     n_rows = scanner.n_classes * scanner.n_planes
+    # up to n_rows * taps[1] taps, each a few int64 / float64 entries here and in PatchModel.from_taps
+    require_memory("taps", 160.0 * n_rows * taps[1], f"a random model of up to {taps[1]} taps per (class, plane)")
     counts = rng.integers(taps[0], taps[1] + 1, size=n_rows)
     row = np.repeat(np.arange(n_rows), counts)
     k, p = row // scanner.n_planes, row % scanner.n_planes

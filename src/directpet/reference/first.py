@@ -29,7 +29,7 @@ from typing import Optional, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import expect_instance, integer_array
+from .._checks import expect_instance, integer, integer_array, real_array, require_memory
 from ..first.geometry import RotatingScanner
 from ..first.model import SuperLORTable
 from ._arrays import real_input
@@ -88,8 +88,9 @@ def cell_voxel_overlap(dx, dy, phi) -> np.ndarray:
     square centred at 0 turned by ``phi`` (a lattice cell), float64, broadcast over the arguments.
 
     The cell is clipped by the voxel's four sides and its area taken by the shoelace formula.
+    Real, finite arguments (else a TypeError / ValueError naming the argument).
     """
-    dx, dy, phi = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (dx, dy, phi)))
+    dx, dy, phi = np.broadcast_arrays(*(real_array(n, v) for n, v in (("dx", dx), ("dy", dy), ("phi", phi))))
     shape = dx.shape
     dx, dy, phi = dx.ravel(), dy.ravel(), phi.ravel()
     u = np.array([0.5, 0.5, -0.5, -0.5])          # the cell's corners, counter-clockwise
@@ -111,10 +112,16 @@ def cell_voxel_overlap(dx, dy, phi) -> np.ndarray:
 def lattice_footprints(scanner: RotatingScanner, J: int, angle: int):
     """In-plane weights of one angle's lattice: every (lattice point, voxel) pair with a non-zero overlap.
 
+    ``J`` >= 0 is the tube's radial half-width, ``angle`` an angle index in ``[0, n_angles)``.
     Returns ``(i, row, ix, iy, w)`` flat arrays: along sample i in [0, n), radial lattice row in
     [-J, n + J), voxel (ix, iy) inside the grid, overlap area w (float64).
     """
+    expect_instance(scanner, RotatingScanner, "scanner")
+    J = integer("J", J, lo=0)
+    angle = integer("angle", angle, 0, scanner.n_angles - 1)
     n = scanner.n_radial
+    # 25 candidate voxels per lattice point, about 40 float64 / int64 temporaries each
+    require_memory("J", 8.0 * 40 * 25 * n * (n + 2.0 * J), f"the footprints of {n} x {n + 2 * J} lattice points")
     c = 0.5 * (n - 1)
     phi = angle * np.pi / scanner.n_angles
     cp, sn = np.cos(phi), np.sin(phi)

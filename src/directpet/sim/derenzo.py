@@ -59,10 +59,11 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._checks import expect_instance, integer, real_array, real_number
+from .._checks import expect_instance, integer, real_array, real_number, require_memory
 from ..geometry import ImageGrid
 from .phantoms import (AnalyticPhantom, _bounding_box, _check_positive, _check_voxelise, _disc_fraction,
-                       _interval_overlap, check_point, point_source_phantom)
+                       _float32_value, _interval_overlap, check_inside_grid, check_point,
+                       point_source_phantom)
 
 #: The in-plane axes ``(u, v)`` for each rod axis (right-handed with the axis).
 PLANE_AXES = {"x": ("y", "z"), "y": ("z", "x"), "z": ("x", "y")}
@@ -111,7 +112,8 @@ class RodSource:
 
     @property
     def volume(self) -> float:
-        return float(np.pi * self.radius_mm**2 * self.length_mm)
+        with np.errstate(over="ignore"):           # inf, not an OverflowError, for an absurd radius
+            return float(np.pi * np.float64(self.radius_mm) ** 2 * self.length_mm)
 
     @property
     def activity(self) -> float:
@@ -295,7 +297,10 @@ def derenzo_phantom(grid: ImageGrid, diameters_mm: Sequence[float] = MICRO_DEREN
     diam = real_array("diameters_mm", diameters_mm)
     if diam.shape != (6,) or np.any(diam <= 0):
         raise ValueError(f"diameters_mm: expected six positive finite diameters (mm), got {diameters_mm!r}")
+    if len(np.unique(diam)) != 6:              # the groups (and rod_profiles' results) are keyed by diameter
+        raise ValueError(f"diameters_mm: expected six distinct diameters (one per sector), got {diam.tolist()}")
     _check_positive(radius_mm=radius_mm, length_mm=length_mm, concentration=concentration)
+    _float32_value("concentration", concentration, "the rods' concentration")
     background = real_number("background", background)
     if not 0 <= background < concentration:
         raise ValueError(f"background: expected 0 <= background < concentration ({concentration!r}), "
@@ -304,6 +309,11 @@ def derenzo_phantom(grid: ImageGrid, diameters_mm: Sequence[float] = MICRO_DEREN
     centre = check_point("centre_mm", centre_mm)
     first_sector_deg = real_number("first_sector_deg", first_sector_deg)
 
+    # each sector's lattice has about (radius / spacing)**2 sites, every rod a source: bound them first
+    with np.errstate(over="ignore"):
+        sites = 6.0 * np.square(float(radius_mm) / (2.0 * float(diam.min())) / np.cos(np.pi / 6) + 2.0)
+    require_memory("radius_mm", 1000.0 * sites, f"a disc of radius {radius_mm!r} mm with rods of "
+                   f"{float(diam.min())} mm (about {sites:.3g} lattice sites)")
     u_name, v_name = PLANE_AXES[axis]
     centre_uv = np.array([centre[POINT_AXIS[u_name]], centre[POINT_AXIS[v_name]]])
     groups = []
@@ -387,11 +397,7 @@ def point_sources(grid: ImageGrid, positions_mm, activity=1.0):
     pts = np.atleast_2d(real_array("positions_mm", positions_mm))
     if pts.ndim != 2 or pts.shape[1] != 3 or pts.shape[0] == 0:
         raise ValueError(f"positions_mm: expected finite (n, 3) (x, y, z) mm, got shape {pts.shape}")
-    half = 0.5 * np.array(grid.shape, dtype=float)[::-1] * np.array(grid.voxel_size)[::-1]     # (x, y, z)
-    outside = np.any(np.abs(pts) >= half[None, :], axis=1)
-    if np.any(outside):
-        raise ValueError(f"positions_mm: points {pts[outside].tolist()} lie outside the image "
-                         f"(|x|, |y|, |z| < {half.tolist()} mm)")
+    check_inside_grid("positions_mm", grid, pts)
     acts = real_array("activity", activity)
     if acts.ndim > 1 or (acts.ndim == 1 and acts.shape[0] != pts.shape[0]) \
             or np.any(acts <= 0):
@@ -405,6 +411,7 @@ def radial_point_positions(max_radius_mm: float, n: int, z_mm: float = 0.0, *,
     direction ``angle_deg`` (from +x towards +y), all at ``z_mm``: the points of a FWHM-against-radius
     study (NEMA NU 4 style)."""
     n = integer("n", n, lo=2)
+    require_memory("n", 80.0 * n, f"{n} point positions")      # the (n, 3) result and its float64 temporaries
     max_radius_mm = real_number("max_radius_mm", max_radius_mm, positive=True)
     z_mm, angle_deg = real_number("z_mm", z_mm), real_number("angle_deg", angle_deg)
     r = np.linspace(0.0, max_radius_mm, n)

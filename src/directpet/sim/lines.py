@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._checks import real_number
+
 
 def cylinder_interval(x, y, z, ux, uy, uz, radius, half_length, xp=np):
     """Parameter interval ``[t0, t1]`` where ``r + t u`` lies inside a finite cylinder about z.
@@ -18,8 +20,13 @@ def cylinder_interval(x, y, z, ux, uy, uz, radius, half_length, xp=np):
     ``r = (x, y, z)`` (mm) and ``u = (ux, uy, uz)`` are broadcastable arrays or scalars; u need not
     be a unit vector (t is then in units of |u|), but must not be parallel to the axis. The cylinder
     has radius ``radius`` and spans ``|z| <= half_length`` (``half_length=None``: infinite).
-    Returns ``(t0, t1)``; the interval is empty where ``t1 <= t0``.
+    Returns ``(t0, t1)``; the interval is empty where ``t1 <= t0``. ``radius`` and ``half_length``
+    are finite numbers >= 0 (checked; errors name them). The point and direction arrays are not
+    checked (as in a NumPy ufunc, a NaN in gives a NaN out): this runs per event in the Monte Carlo.
     """
+    radius = real_number("radius", radius, nonnegative=True)
+    if half_length is not None:
+        half_length = real_number("half_length", half_length, nonnegative=True)
     a = ux * ux + uy * uy
     b = x * ux + y * uy                     # half of the usual b
     c = x * x + y * y - radius * radius

@@ -28,11 +28,14 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._checks import expect_instance, integer, real_array, real_number
+from .._checks import expect_instance, integer, real_array, real_number, require_memory
 from ..geometry import ImageGrid
 from .lines import chord_length
 
 MU_WATER_PER_MM = 0.0096
+#: The largest magnitude of a float32: voxel images and mu-maps are float32, so a concentration or
+#: attenuation coefficient beyond it would become inf.
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 # --- analytic components ---------------------------------------------------------------------------
@@ -51,7 +54,8 @@ class CylinderSource:
 
     @property
     def volume(self) -> float:
-        return float(np.pi * self.radius_mm**2 * self.length_mm)
+        with np.errstate(over="ignore"):           # inf, not an OverflowError, for an absurd radius
+            return float(np.pi * np.float64(self.radius_mm) ** 2 * self.length_mm)
 
     @property
     def activity(self) -> float:
@@ -92,7 +96,8 @@ class SphereSource:
 
     @property
     def volume(self) -> float:
-        return float(4.0 / 3.0 * np.pi * self.radius_mm**3)
+        with np.errstate(over="ignore"):           # inf, not an OverflowError, for an absurd radius
+            return float(4.0 / 3.0 * np.pi * np.float64(self.radius_mm) ** 3)
 
     @property
     def activity(self) -> float:
@@ -117,6 +122,8 @@ class SphereSource:
         box = _bounding_box(grid, (cz, cy, cx), self.radius_mm)
         if box is None:
             return out
+        n_sub = float(np.prod([b.stop - b.start for b in box])) * float(supersample) ** 3
+        require_memory("supersample", 24.0 * n_sub, f"a sphere sampled at {supersample}**3 points per voxel")
         (z, y, x), sl = _subsample_coords(grid, box, supersample)
         ins = ((x - cx) ** 2 + (y - cy) ** 2 + (z - cz) ** 2 <= self.radius_mm**2).astype(np.float64)
         out[sl] = _block_mean(ins, supersample)
@@ -172,6 +179,9 @@ class WaterCylinder:
 
     def mu_map(self, grid: ImageGrid, supersample: int = 4) -> np.ndarray:
         """Attenuation map (nz, ny, nx) float32 in 1/mm with partial-volume edges."""
+        if self.mu_per_mm > FLOAT32_MAX:
+            raise ValueError(f"mu_per_mm: {self.mu_per_mm!r} /mm is beyond float32's range (the mu-map is float32, "
+                             f"values <= {FLOAT32_MAX:.4g})")
         cyl = CylinderSource(self.radius_mm, self.length_mm, self.mu_per_mm)
         return cyl.voxelise(grid, supersample).astype(np.float32)
 
@@ -212,7 +222,12 @@ class AnalyticPhantom:
         out = np.zeros(grid.shape)
         for s in self.sources:
             out += s.voxelise(grid, supersample)
-        return np.maximum(out, 0.0).astype(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            image = np.maximum(out, 0.0).astype(np.float32)
+        if not np.isfinite(image).all():
+            raise ValueError(f"sources: their concentrations give voxel values beyond float32's range "
+                             f"(|values| <= {FLOAT32_MAX:.4g}; the image is float32)")
+        return image
 
     def sample(self, n: int, rng, xp=np):
         """n annihilation points (n, 3) float64 (x, y, z) mm, distributed as the activity.
@@ -225,6 +240,8 @@ class AnalyticPhantom:
         an integer >= 0.
         """
         n = integer("n", n, lo=0)
+        # the points (24 bytes), the draws and the sources' temporaries: about 128 bytes per point
+        require_memory("n", 128.0 * n, f"{n} annihilation points")
         if not callable(getattr(rng, "random", None)):
             raise TypeError(f"rng: expected a NumPy or CuPy Generator (directpet.sim.make_rng), got "
                             f"{type(rng).__name__}")
@@ -338,6 +355,15 @@ def sphere_phantom(grid: ImageGrid, cylinder_diameter_mm: float = 350.0, length_
     start_angle_deg = real_number("start_angle_deg", start_angle_deg)
     mu_per_mm = real_number("mu_per_mm", mu_per_mm, nonnegative=True)
     supersample = integer("supersample", supersample, lo=1)
+    _float32_value("background", background, "the background concentration")
+    _float32_value("contrast", contrast * background, "the sphere concentration contrast * background")
+    _float32_value("mu_per_mm", mu_per_mm, "the attenuation coefficient (/mm)")
+    _check_cylinder_activity("cylinder_diameter_mm", cylinder_diameter_mm, length_mm, background)
+    gap = 2.0 * sphere_radius_mm * np.sin(np.pi / max(n_spheres, 1))     # between neighbouring centres
+    if n_spheres > 1 and gap < sphere_diameter_mm * (1 - 1e-12):           # overlapping spheres would add up
+        raise ValueError(f"n_spheres: {n_spheres} spheres of {sphere_diameter_mm} mm on a circle of radius "
+                         f"{sphere_radius_mm} mm overlap (neighbouring centres {gap:.3g} mm apart); use fewer or "
+                         f"smaller spheres or a larger sphere_radius_mm")
     angles = np.deg2rad(start_angle_deg) + 2.0 * np.pi * np.arange(int(n_spheres)) / max(int(n_spheres), 1)
     centres = np.stack([sphere_radius_mm * np.cos(angles), sphere_radius_mm * np.sin(angles),
                         np.full(angles.shape, float(sphere_z_mm))], axis=1)
@@ -361,6 +387,8 @@ def uniform_cylinder(grid: ImageGrid, diameter_mm: float = 350.0, length_mm: flo
                      activity: float = 1.0, supersample: int = 4, *, mu_per_mm: float = MU_WATER_PER_MM):
     """A uniform water cylinder of concentration ``activity``. Returns ``(image, info)``."""
     _check_positive(diameter_mm=diameter_mm, activity=activity)        # named as here, not as below
+    _float32_value("activity", activity, "the concentration")
+    _check_cylinder_activity("diameter_mm", diameter_mm, length_mm, activity)
     return sphere_phantom(grid, diameter_mm, length_mm, n_spheres=0, contrast=1.0,
                           supersample=supersample, background=activity, mu_per_mm=mu_per_mm)
 
@@ -369,20 +397,23 @@ def point_source_phantom(grid: ImageGrid, points_mm, activity=1.0, *,
                          attenuation: Optional[WaterCylinder] = None):
     """Point sources at ``points_mm`` ((n, 3) or (3,), (x, y, z) mm) with activities ``activity``.
 
-    The image holds ``activity / voxel_volume`` in the voxel containing each point (points outside
-    the grid are still sampled as events but leave the image). ``attenuation`` optionally embeds
-    the points in a :class:`WaterCylinder`. Returns ``(image, info)``.
+    The image holds ``activity / voxel_volume`` in the voxel containing each point; every point
+    must lie inside the grid (else a ValueError naming ``points_mm``: its image would be all zero).
+    ``attenuation`` optionally embeds the points in a :class:`WaterCylinder`. Returns ``(image, info)``.
     """
     grid = expect_instance(grid, ImageGrid, "grid")
     pts = np.atleast_2d(real_array("points_mm", points_mm))
     if pts.ndim != 2 or pts.shape[1] != 3 or pts.shape[0] == 0:
         raise ValueError(f"points_mm: expected finite (n, 3) (x, y, z) mm with n >= 1, got shape {pts.shape}")
+    check_inside_grid("points_mm", grid, pts)
     acts = real_array("activity", activity)
     if acts.ndim > 1 or (acts.ndim == 1 and acts.shape[0] != pts.shape[0]):
         raise ValueError(f"activity: expected a scalar or {pts.shape[0]} values (one per point), got shape "
                          f"{acts.shape}")
     if np.any(acts < 0):
         raise ValueError(f"activity: expected finite values >= 0, got {activity!r}")
+    _float32_value("activity", float(np.max(acts)) / float(np.prod(grid.voxel_size)),
+                   "the image value activity / voxel volume")
     acts = np.broadcast_to(acts, (pts.shape[0],))
     if attenuation is not None:
         expect_instance(attenuation, WaterCylinder, "attenuation")
@@ -400,6 +431,8 @@ def _mu_map(water, grid, supersample):
 def _disc_fraction(grid: ImageGrid, cx: float, cy: float, radius: float, supersample: int) -> np.ndarray:
     """Fraction (ny, nx) of each pixel inside a disc, by supersample^2 sub-pixels."""
     ss = int(supersample)
+    require_memory("supersample", 24.0 * grid.ny * grid.nx * float(ss) ** 2,
+                   f"a disc sampled at {ss} x {ss} points per pixel")
     vy, vx = grid.voxel_size[1], grid.voxel_size[2]
     sub = (np.arange(ss) + 0.5) / ss - 0.5
     y = (grid.centres(1)[:, None] + sub[None, :] * vy).ravel()
@@ -444,6 +477,32 @@ def _subsample_coords(grid: ImageGrid, box, supersample: int):
 def _block_mean(a: np.ndarray, ss: int) -> np.ndarray:
     nz, ny, nx = (n // ss for n in a.shape)
     return a.reshape(nz, ss, ny, ss, nx, ss).mean(axis=(1, 3, 5))
+
+
+def _check_cylinder_activity(name: str, diameter_mm, length_mm, concentration) -> None:
+    """ValueError naming the diameter ``name`` when the cylinder's total activity overflows float64."""
+    _check_positive(**{name: diameter_mm}, length_mm=length_mm)
+    with np.errstate(over="ignore"):
+        activity = np.prod(np.array([np.pi / 4, diameter_mm, diameter_mm, length_mm, concentration]))
+    if not np.isfinite(activity):
+        raise ValueError(f"{name}: a cylinder of {diameter_mm!r} mm x length_mm={length_mm!r} mm at concentration "
+                         f"{concentration!r} holds an activity beyond float64's range")
+
+
+def _float32_value(name: str, value: float, what: str) -> None:
+    """ValueError naming ``name`` when ``value`` (a voxel value of a float32 image) exceeds float32."""
+    if not abs(value) <= FLOAT32_MAX:
+        raise ValueError(f"{name}: {what} {value!r} is beyond float32's range (|values| <= {FLOAT32_MAX:.4g}; "
+                         "phantom images are float32)")
+
+
+def check_inside_grid(name: str, grid: ImageGrid, pts: np.ndarray) -> None:
+    """ValueError naming ``name`` unless every point of ``pts`` ((n, 3) (x, y, z) mm) lies inside the grid."""
+    half = 0.5 * np.array(grid.shape, dtype=float)[::-1] * np.array(grid.voxel_size)[::-1]     # (x, y, z)
+    outside = np.any(np.abs(pts) >= half[None, :], axis=1)
+    if np.any(outside):
+        raise ValueError(f"{name}: points {pts[outside].tolist()} lie outside the image "
+                         f"(|x|, |y|, |z| < {half.tolist()} mm)")
 
 
 def _check_positive(**kw):

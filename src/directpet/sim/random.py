@@ -18,6 +18,8 @@ def make_rng(rng=None, xp=np):
     A NumPy Generator passed for CuPy seeds a new CuPy Generator from it (reproducible). Anything
     ``numpy.random.default_rng`` refuses (a negative seed, a string, a float) is an error naming ``rng``.
     """
+    if xp is not np and not callable(getattr(getattr(xp, "random", None), "default_rng", None)):
+        raise TypeError(f"xp: expected the array module numpy or cupy, got {type(xp).__name__} {xp!r}")
     if rng is not None and _is_cupy(rng):
         if xp is np:
             raise TypeError("rng: a CuPy Generator draws CuPy arrays; pass a NumPy Generator or a seed for NumPy data")
@@ -35,6 +37,10 @@ def make_rng(rng=None, xp=np):
     if isinstance(rng, np.random.Generator):
         rng = int(rng.integers(2**63 - 1))
     return xp.random.default_rng(rng)
+
+
+#: The largest mean NumPy's (and CuPy's) Poisson sampler takes (int64 counts).
+MAX_POISSON_MEAN = 9.2e18
 
 
 def draw_counts(expected, *, counts=None, background=None, rng=None, noise=True, counts_name="counts"):
@@ -60,6 +66,10 @@ def draw_counts(expected, *, counts=None, background=None, rng=None, noise=True,
         raise ValueError(f"{counts_name}: {counts!r} gives the scale {alpha!r} of the expected data; expected "
                          "a positive finite scale")
     ybar = (expected * np.float32(alpha)).astype(xp.float32, copy=False)
+    peak = float(ybar.max())
+    if not np.isfinite(peak) or (noise and peak > MAX_POISSON_MEAN):
+        raise ValueError(f"{counts_name}: {counts!r} makes the largest expected count {peak:.3g}, beyond what a "
+                         f"Poisson draw takes ({MAX_POISSON_MEAN:.3g}: NumPy's limit) or float32 holds")
     data = make_rng(rng, xp).poisson(ybar).astype(xp.float32) if noise else ybar
     bg = None if background is None else (background * np.float32(alpha)).astype(xp.float32)
     return data, bg, alpha, total
