@@ -38,3 +38,19 @@ def test_seed_from_rng(rng):
 def test_check_seed_names_the_argument(bad):
     with pytest.raises(ValueError, match="my_seed"):
         check_seed("my_seed", bad)
+
+
+def test_draw_counts_takes_round_off_below_zero_but_not_negative_data(rng):
+    """An FFT projector's float32 round-off leaves values ~1e-7 of the maximum below zero: they are
+    zeros (drawn as 0); values clearly below zero (a kernel with negative weights) are refused."""
+    from directpet.sim.random import NEGATIVE_ROUNDOFF, draw_counts
+
+    expected = rng.uniform(0.5, 2.0, 1000).astype(np.float32)
+    expected[:10] = -0.1 * NEGATIVE_ROUNDOFF * expected.max()
+    data, _, alpha, _ = draw_counts(expected, counts=1e4, rng=rng)
+    assert np.all(data[:10] == 0) and data.sum() > 0 and alpha > 0
+    expected[0] = -10 * NEGATIVE_ROUNDOFF * expected.max()
+    with pytest.raises(ValueError, match="^projector: the expected data have negative values"):
+        draw_counts(expected, rng=rng)
+    with pytest.raises(ValueError, match="^counts:"):
+        draw_counts(np.abs(expected), counts=1e30, rng=rng)
