@@ -98,6 +98,8 @@ def _byte_range(x):
     """``(first, end)`` byte addresses spanned by an array's elements (None when x has no buffer we know)."""
     if isinstance(x, np.ndarray) or _is_cupy(x):
         ptr = x.__array_interface__["data"][0] if isinstance(x, np.ndarray) else int(x.data.ptr)
+        if x.flags.c_contiguous:                 # the projectors' arrays (checked): one span, quickly
+            return (ptr, ptr + x.nbytes)
         shape, strides, itemsize = x.shape, x.strides, x.itemsize
     elif _is_torch_cuda(x):
         ptr, shape, itemsize = int(x.data_ptr()), tuple(x.shape), x.element_size()
@@ -189,6 +191,8 @@ def integer(name: str, value, lo=None, hi=None) -> int:
     """value as an int (a Python or NumPy integer, not a bool, float or string) in ``[lo, hi]``
     (either bound may be None; NumPy 0-d integer arrays accepted), else a TypeError / ValueError
     naming it."""
+    if type(value) is int and (lo is None or value >= lo) and (hi is None or value <= hi):
+        return value                             # the common case, first (this runs per projection call)
     if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):      # NumPy 0-d arrays
         value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):

@@ -61,6 +61,8 @@ def _checking_subset(f, where: int):
 
     @functools.wraps(f)
     def checked(self, *args, **kwargs):
+        if not units and len(args) > where and type(args[where]) is int and 0 <= args[where] < self.n_subsets:
+            return f(self, *args, **kwargs)          # the common case, first (this runs per projection call)
         args = list(args)
         if len(args) > where:
             subset = args[where] = self._subset_index(args[where])
