@@ -1972,7 +1972,11 @@ def write_report(rows, path, seconds):
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines[:4]))
     print(f"report: {path}")
+    problems = sum(n for o, n in total.items() if o not in ("ok", "clear") and not o.endswith("-but-fine"))
+    if problems:
+        print(f"{problems} call(s) neither clear nor judged fine: see the report")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
