@@ -35,6 +35,9 @@ void register_cuda_memory(py::module_& m) {
             py::gil_scoped_release release;
             b.download(p, n);
         }, py::arg("array"), "Copy the start of the buffer into a C-contiguous NumPy array (synchronous).");
+    m.def("cuda_current_device", &cuda::current_device, "The current CUDA device (cudaGetDevice), checked.");
+    m.def("cuda_pointer_device", &cuda::pointer_device, py::arg("ptr"),
+          "The CUDA device a pointer's memory lives on (-1: host or unknown memory), checked.");
     m.def("cuda_synchronize", [] {
         py::gil_scoped_release release;
         cuda::synchronize();

@@ -52,4 +52,21 @@ void DeviceBuffer::download(void* host, size_t bytes) const {
 
 void synchronize() { DP_CUDA_CHECK(cudaDeviceSynchronize()); }
 
+int current_device() {
+    int dev = 0;
+    DP_CUDA_CHECK(cudaGetDevice(&dev));
+    return dev;
+}
+
+int pointer_device(uintptr_t ptr) {
+    cudaPointerAttributes attr{};
+    const cudaError_t err = cudaPointerGetAttributes(&attr, reinterpret_cast<const void*>(ptr));
+    if (err == cudaErrorInvalidValue) {   // not a pointer CUDA knows (older runtimes): host memory
+        cudaGetLastError();
+        return -1;
+    }
+    DP_CUDA_CHECK(err);
+    return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged ? attr.device : -1;
+}
+
 }  // namespace dp::cuda

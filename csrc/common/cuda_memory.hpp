@@ -32,5 +32,9 @@ private:
 };
 
 void synchronize();
+// The current CUDA device, and the device a pointer's memory lives on (-1: host memory, or memory
+// CUDA does not know).
+int current_device();
+int pointer_device(uintptr_t ptr);
 
 }  // namespace dp::cuda

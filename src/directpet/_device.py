@@ -13,10 +13,27 @@ from ._checks import _is_cupy, _is_torch_cuda, check_volume, device_pointer, is_
 
 
 class Staging:
-    """Reusable device buffers for NumPy round trips, keyed by role."""
+    """Reusable device buffers for NumPy round trips, keyed by role, and the GPU of the engine that
+    owns them (the current device when the engine, and its resident model, were made)."""
 
     def __init__(self):
         self._buffers = {}
+        self.device = _core.cuda_current_device()
+
+    def check_device(self, arrays) -> None:
+        """Every CUDA array of ``arrays`` (None and NumPy skipped) must live on this engine's GPU, and
+        that GPU must be the current one: the kernels run on the current device and read the
+        resident model there (another GPU's pointer is a silent wrong answer or a fault)."""
+        current = _core.cuda_current_device()
+        if current != self.device:
+            raise RuntimeError(f"device: this projector's model lives on GPU {self.device}, but GPU {current} is "
+                               f"current; call it inside that GPU's context (e.g. cupy.cuda.Device({self.device}))")
+        for a in arrays:
+            if a is not None and is_device_array(a):
+                d = array_device(a)
+                if d != self.device:
+                    raise ValueError(f"device: an array lives on GPU {d}, this projector's model on GPU "
+                                     f"{self.device}; move the array or make a projector on GPU {d}")
 
     def buffer(self, role: str, nbytes: int):
         b = self._buffers.get(role)
@@ -44,6 +61,15 @@ def stream_of(x) -> int:
     return 0
 
 
+def array_device(x) -> int:
+    """The GPU a CUDA array (CuPy, PyTorch, __cuda_array_interface__) lives on."""
+    if _is_cupy(x):
+        return int(x.device.id)
+    if _is_torch_cuda(x):
+        return int(x.device.index)
+    return int(_core.cuda_pointer_device(device_pointer(x)))
+
+
 def run_on_device(kernel, src, out, staging: Staging):
     """Call ``kernel(src_ptr, out_ptr, stream)`` with src/out on the device.
 
@@ -53,11 +79,14 @@ def run_on_device(kernel, src, out, staging: Staging):
     if _is_cupy(src) and _is_cupy(out):  # the common GPU case, kept short: it runs once per view
         import cupy  # optional dependency, present because src is a CuPy array
 
+        if not src.device.id == out.device.id == cupy.cuda.runtime.getDevice() == staging.device:
+            staging.check_device([src, out])
         kernel(src.data.ptr, out.data.ptr, cupy.cuda.get_current_stream().ptr)
         return out
     src_dev, out_dev = is_device_array(src), is_device_array(out)
     if src_dev != out_dev:
         raise TypeError("out: must live where the input lives (both NumPy or both CUDA arrays)")
+    staging.check_device([src, out])
     if src_dev:
         kernel(device_pointer(src), device_pointer(out), stream_of(src))
         return out
@@ -79,6 +108,7 @@ def run_on_device_arrays(kernel, inputs, outputs, staging: Staging):
     on_device = {is_device_array(a) for a in arrays}
     if len(on_device) != 1:
         raise TypeError("out: must live where the inputs live (all NumPy or all CUDA arrays)")
+    staging.check_device(arrays)
     if on_device.pop():
         ptrs = [0 if a is None else device_pointer(a) for a in list(inputs) + list(outputs)]
         kernel(*ptrs, stream_of(arrays[0]))
