@@ -43,8 +43,9 @@ def main():
         for threads in sorted({1, n_threads}):
             op = HistoImageProjector(grid, [view], kernel, backend="cpu", threads=threads, check_finite=False)
             lut = op.lut(0)
-            out = np.empty_like(x)
-            for name, fn in (("fp", lambda: op.forward(x, 0, out=out)), ("bp", lambda: op.adjoint(x, 0, out=out))):
+            stack, image = np.empty((1,) + grid.shape, np.float32), np.empty_like(x)   # one view's histo-image
+            for name, fn in (("fp", lambda: op.forward(x, 0, out=stack)),
+                             ("bp", lambda: op.adjoint(x[None], 0, out=image))):
                 ms = time_host(fn, repeat=repeat, warmup=1)
                 flops = 2.0 * lut.n_offsets * grid.n_voxels
                 records.append(stamp(dict(case=case, method="cpu", op=name, threads=threads, ms=ms,
@@ -55,7 +56,7 @@ def main():
         op_s = HistoImageProjector(small, [view], kernel, backend="cpu", threads=1, check_finite=False)
         lut_s = op_s.lut(0)
         for name, fast, slow in (("fp", lambda: op_s.forward(xs, 0), lambda: ref.forward(xs, lut_s)),
-                                 ("bp", lambda: op_s.adjoint(xs, 0), lambda: ref.back(xs, lut_s))):
+                                 ("bp", lambda: op_s.adjoint(xs[None], 0), lambda: ref.back(xs, lut_s))):
             t_ref = time_host(slow, repeat=1, warmup=0)
             t_fast = time_host(fast, repeat=3, warmup=1)
             records.append(stamp(dict(case=case, method="reference_f64", op=name, threads=1, ms=t_ref,

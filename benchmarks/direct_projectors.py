@@ -81,7 +81,8 @@ class Bench:
         exact = HistoImageProjector(grid, [VIEW], kernel, backend="cuda", check_finite=False)
         lut = exact.lut(0)
         n = lut.n_offsets
-        y_exact = {"fp": exact.forward(xs[0], 0), "bp": exact.adjoint(xs[0], 0)}
+        src = {"fp": xs[0], "bp": xs[0][None]}    # an image; a one-view histo-image stack (1, nz, ny, nx)
+        y_exact = {"fp": exact.forward(src["fp"], 0), "bp": exact.adjoint(src["bp"], 0)}
         for method in methods:
             try:
                 ops = self.make(method, grid, kernel, exact)
@@ -96,11 +97,11 @@ class Bench:
                 if on_gpu:
                     ms = self.gpu_op(ops_obj.launcher(opname == "fp", 0), grid, xs_dev)
                 else:
-                    out = np.empty(grid.shape, np.float32)
-                    ms = time_host(lambda: fn(xs[0], 0, out=out), repeat=1 if case == "stress" else 3)
+                    out = np.empty(y_exact[opname].shape, np.float32)
+                    ms = time_host(lambda: fn(src[opname], 0, out=out), repeat=1 if case == "stress" else 3)
                 err = None
                 if method in ("lowrank", "cufft", "fftw1", "fftw_all", "tlp", "ilp", "cpu"):
-                    y = fn(xs[0], 0)
+                    y = fn(src[opname], 0)
                     y = self.cp.asnumpy(y) if on_gpu and not isinstance(y, np.ndarray) else y
                     err = rel_err(y, y_exact[opname])
                 rec = dict(case=case, method=method, op=opname, ms=ms, rel_err=err, n_offsets=n,

@@ -45,7 +45,7 @@ def iteration_ms(op, data, n=3):
 def projection_ms(op, data, xp, sync, n=3):
     """The 120 forward and 120 back projections of one iteration alone (median over n passes)."""
     x = xp.ones(op.grid.shape, dtype=xp.float32)
-    y = xp.empty(op.grid.shape, dtype=xp.float32)
+    y = xp.empty((1,) + op.grid.shape, dtype=xp.float32)     # one view's histo-image stack
     b = xp.empty(op.grid.shape, dtype=xp.float32)
     ts = []
     for _ in range(n + 1):
@@ -53,7 +53,7 @@ def projection_ms(op, data, xp, sync, n=3):
         t0 = time.perf_counter()
         for v in range(op.n_views):
             op.forward(x, v, out=y)
-            op.adjoint(data.histos[v], v, out=b)
+            op.adjoint(data.histos[v:v + 1], v, out=b)
         sync()
         ts.append((time.perf_counter() - t0) * 1e3)
     return float(np.median(ts[1:]))

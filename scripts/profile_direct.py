@@ -20,5 +20,5 @@ for name, kernel in (("stress", SRKernel.stress()), ("clinical", SRKernel.clinic
     for m in methods:
         op = HistoImageProjector(grid, [view], kernel, backend="cuda", method=m, luts={0: base.lut(0)})
         op.forward(x, 0)
-        op.adjoint(x, 0)
+        op.adjoint(x[None], 0)
 dp._core.cuda_synchronize()

@@ -16,21 +16,21 @@ def run():
     grid = dp.ImageGrid((7, 13, 11), 4.0)
     views = [View.from_degrees(31.5, 6.67), View.from_degrees(100.0, -6.67)]
     x = np.random.default_rng(1).random(grid.shape, dtype=np.float32)
+    y = x[None]                                   # a one-view stack (1, nz, ny, nx)
     for kernel in (SRKernel.clinical(), SRKernel.stress(),
                    SRKernel(tof_fwhm_ps=600, radial_fwhm=("linear", 10, 40), asymmetric=True)):
         for method in ("default", "slab_table", "columns", "tlp", "ilp"):
             op = HistoImageProjector(grid, views, kernel, backend="cuda", method=method)
             for v in range(len(views)):
                 op.forward(x, v)
-                op.adjoint(x, v)
+                op.adjoint(y, v)
     inv = SRKernel.invariant()
     for mode in ("spatial-exact", "spectral"):
         op = FFTProjector(grid, views, inv, mode=mode, backend="cuda")
         op.forward(x, 0)
-        op.adjoint(x, 1)
+        op.adjoint(y, 1)
     op = LowRankProjector(grid, views, SRKernel.clinical(), tol=1e-4, backend="cuda")
-    op.forward(x, 0)
-    op.adjoint(x, 1)
+    op.adjoint(op.forward(x))                     # all views: the stack and the summed adjoint
     dp._core.cuda_synchronize()
 
 

@@ -24,8 +24,8 @@ def local_model(s: DualHeadScanner, rng, lo: int, hi: int) -> PatchModel:
     D = s.D
     f = (0.5 * s.gap_mm - s.plane_x_mm(p)) / s.gap_mm          # 0 at the upper head, 1 at the lower
     half = np.sqrt(counts[row]) / 2 + 1
-    dy = np.clip(np.floor(D / 2 + f * a_y * D + rng.uniform(-half, half)), 0, D * (a_y + 1) - 1)
-    dz = np.clip(np.floor(D / 2 + f * a_z * D + rng.uniform(-half, half)), 0, D * (a_z + 1) - 1)
+    dy = np.clip(np.floor(D / 2 + f * a_y * D + rng.uniform(-half, half)), 0, D * (a_y + 1) - 1).astype(np.int64)
+    dz = np.clip(np.floor(D / 2 + f * a_z * D + rng.uniform(-half, half)), 0, D * (a_z + 1) - 1).astype(np.int64)
     return PatchModel.from_taps(s, k, p, dy, dz, rng.uniform(0.1, 1.0, row.size), meta={"kind": "synthetic"})
 
 

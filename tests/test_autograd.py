@@ -24,8 +24,9 @@ def _direct(backend="cpu"):
     grid = ImageGrid((3, 10, 10), 8.0)
     P = HistoImageProjector(grid, ViewSet(4, 3), SRKernel.clinical(), backend=backend)
     lut = P.lut(5)
-    ref = TorchOperator.from_numpy(lambda x: reference.direct.forward(x, lut), lambda y: reference.direct.back(y, lut),
-                                   grid.shape, name="direct reference")
+    # view 5 as a subset of one: (nz, ny, nx) -> (1, nz, ny, nx)
+    ref = TorchOperator.from_numpy(lambda x: reference.direct.forward(x, lut)[None],
+                                   lambda y: reference.direct.back(y[0], lut), grid.shape, name="direct reference")
     return P, 5, ref
 
 
@@ -68,7 +69,7 @@ def test_gradcheck_in_float64_through_the_references(family, rng):
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_compiled_projectors_give_the_references_values_and_gradients(family, rng):
     P, sel, ref = FAMILIES[family]()
-    op = TorchOperator.from_projector(P, sel)
+    op = TorchOperator.from_operator(P, sel)
     assert op.in_shape == ref.in_shape and op.out_shape == ref.out_shape
     x = torch.tensor(rng.uniform(0.1, 1.0, op.in_shape), dtype=torch.float32, requires_grad=True)
     w = rng.uniform(0.5, 1.5, op.out_shape)
@@ -85,7 +86,7 @@ def test_unrolled_osem_learns_the_background_level(rng):
     the image error: it moves from its wrong start towards the level the data were made with, and
     the image error falls."""
     P, _, _ = _direct()
-    ops = [TorchOperator.from_projector(P, v) for v in range(4)]
+    ops = [TorchOperator.from_operator(P, v) for v in range(4)]
     truth = torch.tensor(rng.uniform(0.5, 2.0, ops[0].in_shape), dtype=torch.float32)
     b_true = 0.3 * float(ops[0](truth).mean())
     torch.manual_seed(int(rng.integers(1 << 30)))
@@ -111,15 +112,37 @@ def test_unrolled_osem_learns_the_background_level(rng):
 
 def test_bad_inputs_are_named(rng):
     P, v, _ = _direct()
-    op = TorchOperator.from_projector(P, v)
+    op = TorchOperator.from_operator(P, v)
     with pytest.raises(TypeError, match="x: expected a torch.Tensor"):
         op(np.zeros(op.in_shape, np.float32))
     with pytest.raises(ValueError, match="x: expected shape"):
         op(torch.zeros(2, 2))
     with pytest.raises(TypeError, match="forward, adjoint"):
         TorchOperator(None, None, (1,), (1,))
-    with pytest.raises(TypeError, match="projector"):
-        TorchOperator.from_projector(object(), 0)
+    with pytest.raises(TypeError, match="op: expected a directpet LinearOperator"):
+        TorchOperator.from_operator(object(), 0)
+    with pytest.raises(ValueError, match=r"subset: view indices must lie in \[0, 12\)"):
+        TorchOperator.from_operator(P, [3, 12])
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_any_operator_of_the_algebra_is_differentiable(family, rng):
+    """The whole projector, and A^T of a subset made with the algebra (A.subset(s).H), through the
+    same Function: values and gradients are the projector's forward and adjoint."""
+    P, sel, _ = FAMILIES[family]()
+    whole, back = TorchOperator.from_operator(P), TorchOperator.from_operator(P.subset(sel).H)
+    assert whole.in_shape == P.in_shape and whole.out_shape == P.out_shape
+    assert back.in_shape == P.output_shape(sel) and back.out_shape == P.in_shape
+    x = torch.tensor(rng.uniform(0.1, 1.0, whole.in_shape), dtype=torch.float32, requires_grad=True)
+    y = torch.tensor(rng.uniform(0.1, 1.0, back.in_shape), dtype=torch.float32, requires_grad=True)
+    w = rng.uniform(0.5, 1.5, whole.out_shape).astype(np.float32)
+    (whole(x) * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(whole(x.detach()).numpy(), P.forward(x.detach().numpy()))
+    np.testing.assert_array_equal(x.grad.numpy(), P.adjoint(w))
+    v = rng.uniform(0.5, 1.5, back.out_shape).astype(np.float32)
+    (back(y) * torch.tensor(v)).sum().backward()
+    np.testing.assert_array_equal(back(y.detach()).numpy(), P.adjoint(y.detach().numpy(), sel))
+    np.testing.assert_array_equal(y.grad.numpy(), P.forward(v, sel))
 
 
 @pytest.mark.gpu
@@ -128,7 +151,7 @@ def test_cuda_tensors_go_to_the_compiled_projectors_in_place(family, rng):
     if directpet.cuda_device_count() == 0 or not torch.cuda.is_available():
         pytest.skip("needs a CUDA device visible to directpet and PyTorch")
     P, sel, ref = FAMILIES[family]("cuda")
-    op = TorchOperator.from_projector(P, sel)
+    op = TorchOperator.from_operator(P, sel)
     x = torch.tensor(rng.uniform(0.1, 1.0, op.in_shape), dtype=torch.float32, device="cuda", requires_grad=True)
     w = torch.tensor(rng.uniform(0.5, 1.5, op.out_shape), dtype=torch.float32, device="cuda")
     y = op(x)

@@ -152,9 +152,9 @@ def test_direct_out_overlapping_the_input(rng):
     x, out = _overlapping(rng, GRID.shape, (2,) + GRID.shape, 5)
     with pytest.raises(ValueError, match="out: overlaps"):
         op.forward(x, out=out)                               # multi-view forward
-    x, out = _overlapping(rng, GRID.shape, GRID.shape, 7)
+    x, out = _overlapping(rng, GRID.shape, (1,) + GRID.shape, 7)
     with pytest.raises(ValueError, match="out: overlaps"):
-        op.forward(x, 1, out=out)
+        op.forward(x, 1, out=out)                            # one view: a subset of one
     h, out = _overlapping(rng, (2,) + GRID.shape, GRID.shape, 11)
     with pytest.raises(ValueError, match="out: overlaps"):
         op.adjoint(h, out=out)
@@ -171,7 +171,7 @@ def test_first_out_overlapping_the_input(rng, first_projector):
     y, out = _overlapping(rng, sino_shape, FIRST.grid.shape, 100)
     with pytest.raises(ValueError, match="out: overlaps"):
         P.adjoint(y, out=out)
-    y, out = _overlapping(rng, P.sinogram_shape(2), FIRST.grid.shape, 1)
+    y, out = _overlapping(rng, P.output_shape([0, 5]), FIRST.grid.shape, 1)
     with pytest.raises(ValueError, match="out: overlaps"):
         P.adjoint(y, [0, 5], out=out)
     x, out = _overlapping(rng, FIRST.grid.shape, sino_shape, x.size)
@@ -190,6 +190,13 @@ def test_dualhead_out_overlapping_the_input_or_skip_zero(rng, dual_model):
     skip, out = _overlapping(rng, (n,), (n,), 4)
     with pytest.raises(ValueError, match="out: overlaps"):
         P.forward(rng.uniform(0.1, 1, DUAL.grid.shape).astype(np.float32), out=out, skip_zero=skip)
+
+
+def test_first_subset_of_impossible_size_names_subset(first_projector, tiny_memory):
+    """Repeated angles can ask for more than the full sinogram: refused before allocating."""
+    x = np.ones(FIRST.grid.shape, np.float32)
+    with pytest.raises(ValueError, match="^subset: a sinogram of 10000 angles would need"):
+        first_projector.forward(x, [0] * 10**4)
 
 
 # --- first.geometry / first.model / first.normalisation / first.subsets: sizes and raw errors ----------
@@ -284,7 +291,7 @@ def test_dualhead_impossible_sizes_name_the_argument(dual_model, tiny_memory):
     with pytest.raises(ValueError, match="scanner: the patch model"):
         build_patch_model(DUAL, backend="cpu")
     P = DualHeadProjector(dual_model, backend="cpu")
-    with pytest.raises(ValueError, match="classes"):
+    with pytest.raises(ValueError, match="^subset: a float32 LOR vector"):
         P.forward(np.ones(DUAL.grid.shape, np.float32), [0] * 10**4)
     with pytest.raises(ValueError, match="classes"):
         DUAL.lor_crystals()

@@ -136,11 +136,11 @@ def test_events_without_a_direction_are_counted_not_nan(rng):
     lambda op, x, d: op.forward(x, 1.0),
     lambda op, x, d: op.forward(x, np.float64(2.7)),
     lambda op, x, d: ViewSubsets(op, d, subsets=[[0.0], [1.0]]),
-    lambda op, x, d: op.forward_views(x, [0, 0.5]),
+    lambda op, x, d: op.forward(x, [0, 0.5]),
     lambda op, x, d: VIEWS.index(1.5, 0),
-], ids=["forward_1.0", "forward_2.7", "subsets_of_floats", "forward_views", "viewset_index"])
+], ids=["forward_1.0", "forward_2.7", "subsets_of_floats", "forward_subset", "viewset_index"])
 def test_fractional_view_indices_are_type_errors(op, volume, counts, call):
-    with pytest.raises(TypeError, match="view|subsets|\\bk\\b"):
+    with pytest.raises(TypeError, match="view|subset|\\bk\\b"):
         call(op, volume(GRID.shape), counts)
 
 
@@ -284,13 +284,13 @@ def test_huge_normalisation_sub_samples_are_refused():
     (lambda: build_lut(GRID, View(0.3), SRKernel()).kernel_volume(0.5), TypeError, "identifier"),
     (lambda: make_blocks(4, 2, VIEWS), ValueError, "n_views"),                       # the viewset has 2
     (lambda: make_blocks(2**62, 2), ValueError, "n_views"),
-    (lambda: HistoImageProjector(ImageGrid((64, 96, 96), 4.0), VIEWS, backend="cpu").forward_views(
-        np.ones((64, 96, 96), np.float32), [0] * 10**7), ValueError, "views"),            # 22 TiB of output
+    (lambda: HistoImageProjector(ImageGrid((64, 96, 96), 4.0), VIEWS, backend="cpu").forward(
+        np.ones((64, 96, 96), np.float32), [0] * 10**7), ValueError, "subset"),           # 22 TiB of output
     (lambda: attenuation_histo_images(_MU, GRID, GRID, VIEWS, step_mm=1e-12), ValueError, "step_mm"),
     (lambda: next(simulate_events(_PHANTOM, CylindricalScanner(), 2**63, progress=False)), ValueError,
      "n_events"),
     (lambda: LowRankProjector(GRID, VIEWS, rank=10**9, backend="cpu", planner="estimate"), ValueError, "rank"),
-], ids=["kernel_volume", "blocks_of_another_viewset", "blocks_huge", "forward_views", "step_mm",
+], ids=["kernel_volume", "blocks_of_another_viewset", "blocks_huge", "forward_subset", "step_mm",
         "simulate_events", "lowrank_rank"])
 def test_index_and_size_arguments(call, error, name):
     with pytest.raises(error, match=rf"^{name}:"):

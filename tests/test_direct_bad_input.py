@@ -23,12 +23,12 @@ def op():
 # --- arrays ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float64, np.int32, np.float16, np.complex64])
 def test_wrong_dtype_is_type_error(op, dtype, volume):
-    """Only float32 is accepted; no silent casts. The message names the argument."""
+    """Only float32 is accepted; no silent casts. The message names the argument and the operator."""
     x = volume(GRID.shape).astype(dtype)
-    with pytest.raises(TypeError, match=r"\bimage\b.*float32"):
+    with pytest.raises(TypeError, match=r"^image\b.*float32.*\[HistoImageProjector\.forward\]"):
         op.forward(x, 0)
-    with pytest.raises(TypeError, match=r"histo_image\b.*float32"):
-        op.adjoint(x, 0)
+    with pytest.raises(TypeError, match=r"^histo_images\b.*float32.*\[HistoImageProjector\.adjoint\]"):
+        op.adjoint(x[None], 0)
     with pytest.raises(TypeError, match="image"):
         op.forward(x)
 
@@ -40,12 +40,16 @@ def test_non_array_is_type_error(op):
 
 @pytest.mark.parametrize("shape", [(16, 15), (1, 9, 16, 15), (9, 15, 16), (9, 16, 14), (10, 16, 15)])
 def test_wrong_shape_is_value_error(op, shape, volume):
-    """Wrong rank or extent: ValueError naming the argument and the expected shape."""
+    """Wrong rank or extent: ValueError naming the argument and the expected shape (a one-view
+    subset's histo-images are a (1, nz, ny, nx) stack)."""
     x = volume(shape)
     with pytest.raises(ValueError, match=r"image: expected shape \(9, 16, 15\)"):
         op.forward(x, 0)
-    with pytest.raises(ValueError, match=r"histo_image: expected shape"):
-        op.adjoint(x, 0)
+    if shape != (1, 9, 16, 15):
+        with pytest.raises(ValueError, match=r"histo_images: expected shape \(1, 9, 16, 15\)"):
+            op.adjoint(x, 0)
+    with pytest.raises(ValueError, match=r"histo_images: expected shape \(2, 9, 16, 15\)"):
+        op.adjoint(x, [0, 3])
 
 
 def test_wrong_stack_shape_is_value_error(op, volume):
@@ -64,8 +68,10 @@ def test_non_contiguous_is_value_error(op, volume):
         assert x.shape == GRID.shape and not x.flags.c_contiguous
         with pytest.raises(ValueError, match="image.*contiguous"):
             op.forward(x, 0)
-        with pytest.raises(ValueError, match="histo_image.*contiguous"):
-            op.adjoint(x, 0)
+        with pytest.raises(ValueError, match="histo_images.*contiguous"):
+            op.adjoint(x[None], 0)
+    with pytest.raises(ValueError, match="histo_images.*contiguous"):
+        op.adjoint(volume((6,) + GRID.shape)[[0, 2]][:, :, ::-1], [0, 2])
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
@@ -75,50 +81,61 @@ def test_non_finite_values_are_value_error(op, bad, volume):
     x[4, 7, 3] = bad
     with pytest.raises(ValueError, match="image: contains NaN or inf"):
         op.forward(x, 0)
-    with pytest.raises(ValueError, match="histo_image: contains NaN or inf"):
-        op.adjoint(x, 0)
+    with pytest.raises(ValueError, match="histo_images: contains NaN or inf"):
+        op.adjoint(x[None], 0)
 
 
 def test_bad_out_arguments(op, volume):
     """out must be float32, the right shape, writable and not the input itself."""
     x = volume(GRID.shape)
+    one = (1,) + GRID.shape
     with pytest.raises(TypeError, match="out"):
-        op.forward(x, 0, out=np.empty(GRID.shape, dtype=np.float64))
+        op.forward(x, 0, out=np.empty(one, dtype=np.float64))
     with pytest.raises(ValueError, match="out"):
-        op.forward(x, 0, out=np.empty((9, 16, 14), dtype=np.float32))
+        op.forward(x, 0, out=np.empty(GRID.shape, dtype=np.float32))  # one view is a (1, nz, ny, nx) stack
     with pytest.raises(ValueError, match="out"):
         op.forward(x, out=np.empty(GRID.shape, dtype=np.float32))  # all views need a stack
     with pytest.raises(ValueError, match="out.*(overlap|alias)"):
-        op.forward(x, 0, out=x)
-    ro = np.empty(GRID.shape, dtype=np.float32)
+        op.forward(x, 0, out=x[None])
+    with pytest.raises(ValueError, match="out.*(overlap|alias)"):
+        op.adjoint(x[None], 0, out=x)
+    ro = np.empty(one, dtype=np.float32)
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         op.forward(x, 0, out=ro)
     with pytest.raises(ValueError, match="read-only"):
-        op.adjoint(x, 0, out=ro)
+        op.adjoint(x[None], 0, out=ro[0])
 
 
 # --- views ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("v", [6, 100, -1])
+@pytest.mark.parametrize("v", [6, 100, -1, [0, 6], [-1, 2]])
 def test_view_index_out_of_range(op, v, volume):
-    """Valid indices are 0..n_views-1; negative indices are not wrapped around."""
-    with pytest.raises(ValueError, match=r"view: expected an integer in \[0, 5\]"):
+    """Valid view indices are 0..n_views-1; negative indices are not wrapped around."""
+    with pytest.raises(ValueError, match=r"^subset: view indices must lie in \[0, 6\)"):
         op.forward(volume(GRID.shape), v)
-    with pytest.raises(ValueError, match="view"):
-        op.adjoint(volume(GRID.shape), v)
-    with pytest.raises(ValueError, match="view"):
-        op.view_operator(v)
-    with pytest.raises(ValueError, match="view"):
-        op.lut(v)
+    with pytest.raises(ValueError, match="subset: view indices"):
+        op.adjoint(volume((len(np.atleast_1d(v)),) + GRID.shape), v)
+    with pytest.raises(ValueError, match="subset: view indices"):
+        op.subset(v)
+    if np.ndim(v) == 0:
+        with pytest.raises(ValueError, match="view"):
+            op.lut(v)
 
 
-@pytest.mark.parametrize("v", [1.0, "1", True, np.float64(2.0), [0]])
+@pytest.mark.parametrize("v", [1.0, "1", True, np.float64(2.0), [0.5], [True, False]])
 def test_view_index_not_an_int(op, v, volume):
-    """Floats, strings and bools are not view indices."""
-    with pytest.raises(TypeError, match="view"):
+    """Floats, strings and bools are not view indices (a float is never truncated)."""
+    with pytest.raises(TypeError, match="^subset: expected an integer"):
         op.forward(volume(GRID.shape), v)
-    with pytest.raises(TypeError, match="view"):
-        ViewSet(2, 3)[v]
+    if np.ndim(v) == 0:
+        with pytest.raises(TypeError, match="view"):
+            ViewSet(2, 3)[v]
+
+
+@pytest.mark.parametrize("subset", [[], [[0, 1]], np.zeros((0,), np.int64)])
+def test_empty_or_nested_subsets_are_value_errors(op, subset, volume):
+    with pytest.raises(ValueError, match="^subset: expected a non-empty sequence of view indices"):
+        op.forward(volume(GRID.shape), subset)
 
 
 @pytest.mark.parametrize("phi", [np.pi, -0.01, 4.0, np.nan, np.inf])
@@ -230,7 +247,7 @@ def test_corrupted_lormap_is_value_error(where, volume):
     with pytest.raises(ValueError, match="lormap"):
         op.forward(x, 0)
     with pytest.raises(ValueError, match="lormap"):
-        op.adjoint(x, 0)
+        op.adjoint(x[None], 0)
 
 
 @pytest.mark.parametrize("how", ["identity", "out_of_range", "negative", "off_by_one"])

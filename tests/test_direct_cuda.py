@@ -45,7 +45,7 @@ def test_gpu_matches_cpu(method, kname, shape, rng):
     x = rng.random(shape, dtype=np.float32) + 0.05
     for v in range(len(VIEWS)):
         assert rel(gpu.forward(x, v), cpu.forward(x, v)) < 1e-5
-        assert rel(gpu.adjoint(x, v), cpu.adjoint(x, v)) < 1e-5
+        assert rel(gpu.adjoint(x[None], v), cpu.adjoint(x[None], v)) < 1e-5
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -56,7 +56,7 @@ def test_gpu_stress_kernel_larger_than_volume(method, rng):
     x = rng.random(grid.shape, dtype=np.float32) + 0.05
     for v in range(2):
         assert rel(gpu.forward(x, v), cpu.forward(x, v)) < 1e-5
-        assert rel(gpu.adjoint(x, v), cpu.adjoint(x, v)) < 1e-5
+        assert rel(gpu.adjoint(x[None], v), cpu.adjoint(x[None], v)) < 1e-5
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -84,7 +84,7 @@ def test_gpu_slab_configurations(method, case, rng):
     x = rng.random(grid.shape, dtype=np.float32) + 0.05
     for v in range(2):
         assert rel(gpu.forward(x, v), cpu.forward(x, v)) < 1e-5
-        assert rel(gpu.adjoint(x, v), cpu.adjoint(x, v)) < 1e-5
+        assert rel(gpu.adjoint(x[None], v), cpu.adjoint(x[None], v)) < 1e-5
 
 
 @pytest.mark.parametrize("kname", ["variant1", "stress"])
@@ -97,7 +97,7 @@ def test_gpu_full_size_view(kname, rng):
     cpu, gpu = pair(grid, kernel, "default", [View.from_degrees(31.5, 6.67)])
     x = rng.random(grid.shape, dtype=np.float32) + 0.05
     assert rel(gpu.forward(x, 0), cpu.forward(x, 0)) < 1e-5
-    assert rel(gpu.adjoint(x, 0), cpu.adjoint(x, 0)) < 1e-5
+    assert rel(gpu.adjoint(x[None], 0), cpu.adjoint(x[None], 0)) < 1e-5
 
 
 @pytest.mark.parametrize("method", ["default", "slab_table", "columns"])
@@ -112,7 +112,7 @@ def test_gpu_arbitrary_kernel_values(method, rng):
     x = rng.random(grid.shape, dtype=np.float32)
     for v in range(len(VIEWS)):
         assert rel(gpu.forward(x, v), cpu.forward(x, v)) < 1e-5
-        assert rel(gpu.adjoint(x, v), cpu.adjoint(x, v)) < 1e-5
+        assert rel(gpu.adjoint(x[None], v), cpu.adjoint(x[None], v)) < 1e-5
     assert gpu._engine.device_lut(0).factored == (False, False)
     assert HistoImageProjector(grid, VIEWS, KERNELS["asymmetric"], backend="cuda")._engine.device_lut(0).factored == (True, True)
 
@@ -131,22 +131,25 @@ def test_cupy_and_torch_inputs_identical(rng):
     grid = dp.ImageGrid((16, 20, 22), 4.0)
     op = HistoImageProjector(grid, VIEWS, KERNELS["asymmetric"], backend="cuda")
     x = rng.random(grid.shape, dtype=np.float32)
-    ref_f, ref_b = op.forward(x, 1), op.adjoint(x, 1)
+    y = rng.random((2,) + grid.shape, dtype=np.float32)        # histo-images of the views [2, 0]
+    ref_f, ref_b, ref_sum = op.forward(x, 1), op.adjoint(x[None], 1), op.adjoint(y, [2, 0])
     cupy = pytest.importorskip("cupy", reason="CuPy not installed")
-    xc = cupy.asarray(x)
-    yf, yb = op.forward(xc, 1), op.adjoint(xc, 1)
-    assert isinstance(yf, cupy.ndarray)
+    xc, yc = cupy.asarray(x), cupy.asarray(y)
+    yf, yb = op.forward(xc, 1), op.adjoint(xc[None], 1)
+    assert isinstance(yf, cupy.ndarray) and yf.shape == (1,) + grid.shape
     np.testing.assert_array_equal(cupy.asnumpy(yf), ref_f)
     np.testing.assert_array_equal(cupy.asnumpy(yb), ref_b)
-    torch = pytest.importorskip("torch", reason="PyTorch not installed")
-    xt = torch.from_numpy(x).cuda()
-    tf, tb = op.forward(xt, 1), op.adjoint(xt, 1)
-    assert tf.is_cuda
-    np.testing.assert_array_equal(tf.cpu().numpy(), ref_f)
-    np.testing.assert_array_equal(tb.cpu().numpy(), ref_b)
+    np.testing.assert_array_equal(cupy.asnumpy(op.adjoint(yc, [2, 0])), ref_sum)
     yall = op.forward(xc)
     assert yall.shape == (len(VIEWS),) + grid.shape
-    np.testing.assert_array_equal(cupy.asnumpy(yall[1]), ref_f)
+    np.testing.assert_array_equal(cupy.asnumpy(yall[1:2]), ref_f)
+    torch = pytest.importorskip("torch", reason="PyTorch not installed")
+    xt, yt = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
+    tf, tb = op.forward(xt, 1), op.adjoint(xt[None], 1)
+    assert tf.is_cuda and tb.is_cuda
+    np.testing.assert_array_equal(tf.cpu().numpy(), ref_f)
+    np.testing.assert_array_equal(tb.cpu().numpy(), ref_b)
+    np.testing.assert_array_equal(op.adjoint(yt, [2, 0]).cpu().numpy(), ref_sum)
 
 
 def test_device_array_errors(rng):
@@ -164,7 +167,7 @@ def test_device_array_errors(rng):
     with pytest.raises(ValueError, match="contiguous"):
         op.forward(cupy.ones((8, 10, 24), dtype=cupy.float32)[:, :, ::2], 0)
     with pytest.raises(TypeError, match="out"):
-        op.forward(cupy.ones(grid.shape, dtype=cupy.float32), 0, out=np.empty(grid.shape, np.float32))
+        op.forward(cupy.ones(grid.shape, dtype=cupy.float32), 0, out=np.empty((1,) + grid.shape, np.float32))
 
 
 def test_out_of_memory_is_memory_error():

@@ -22,7 +22,7 @@ def test_expected_data_is_the_model(projector):
     b = rng.uniform(0.0, 0.1, (len(VS),) + GRID.shape).astype(np.float32)
     y = expected_data(projector, x, s, b)
     for v in (0, 7, 17):
-        np.testing.assert_allclose(y[v], s[v] * projector.forward(x, v) + b[v], rtol=1e-6)
+        np.testing.assert_allclose(y[v], s[v] * projector.forward(x, v)[0] + b[v], rtol=1e-6)
     d = model_consistent_data(projector, x, s, b, noise=False, viewset=VS)
     np.testing.assert_array_equal(d.histos, y)
     assert d.meta["image_scale"] == 1.0 and d.viewset is VS

@@ -1,5 +1,9 @@
 """DIRECT CPU projectors (science.md 1.7) against the float64 NumPy reference, adjointness,
-batching, threading and the operator interface.
+subsets of views, threading and the operator interface.
+
+A projector's units are its views: ``forward(x, v)`` is the one-view stack ``(1, nz, ny, nx)`` and
+``adjoint(y, v)`` takes one, so the per-view comparisons with the reference (one histo-image
+``(nz, ny, nx)``) take ``[0]`` of the forward result and give the adjoint ``g[None]``.
 
 The reference (``directpet.reference.direct``) writes the forward projection literally as a
 scatter and the back projection as a gather, and never reads the flip table, so agreement checks
@@ -13,7 +17,7 @@ import pytest
 
 import directpet
 from directpet import ImageGrid, LinearOperator
-from directpet.direct import HistoImageProjector, SRKernel, View, ViewOperator, ViewSet
+from directpet.direct import HistoImageProjector, SRKernel, View, ViewSet
 from directpet.reference import direct as ref
 
 #: float32 accumulation over a few hundred to tens of thousands of positive terms: relative error
@@ -70,8 +74,8 @@ def test_cpu_matches_reference(grid_name, kernel_name, volume):
     for v in range(len(VIEWS)):
         x, g = volume(grid.shape), volume(grid.shape)
         lut = op.lut(v)
-        assert rel_err(op.forward(x, v), ref.forward(x, lut)) < RTOL
-        assert rel_err(op.adjoint(g, v), ref.back(g, lut)) < RTOL
+        assert rel_err(op.forward(x, v)[0], ref.forward(x, lut)) < RTOL
+        assert rel_err(op.adjoint(g[None], v), ref.back(g, lut)) < RTOL
 
 
 def test_cpu_matches_reference_random_values(rng, volume):
@@ -80,10 +84,10 @@ def test_cpu_matches_reference_random_values(rng, volume):
     op = random_lut_projector(grid, VIEWS[3:4], rng)
     lut = op.lut(0)
     x, g = volume(grid.shape), volume(grid.shape)
-    fx, bg = op.forward(x, 0), op.adjoint(g, 0)
+    fx, bg = op.forward(x, 0)[0], op.adjoint(g[None], 0)
     assert rel_err(fx, ref.forward(x, lut)) < RTOL
     assert rel_err(bg, ref.back(g, lut)) < RTOL
-    assert rel_err(op.adjoint(x, 0), fx) > 1e-3  # not symmetric: forward and back differ
+    assert rel_err(op.adjoint(x[None], 0), fx) > 1e-3  # not symmetric: forward and back differ
 
 
 @pytest.mark.parametrize("asymmetric", [False, True])
@@ -97,8 +101,8 @@ def test_kernel_larger_than_volume(asymmetric, volume):
         lut = op.lut(v)
         assert lut.half_extent[1] >= grid.ny and lut.half_extent[2] >= grid.nx
         x, g = volume(grid.shape), volume(grid.shape)
-        assert rel_err(op.forward(x, v), ref.forward(x, lut)) < RTOL
-        assert rel_err(op.adjoint(g, v), ref.back(g, lut)) < RTOL
+        assert rel_err(op.forward(x, v)[0], ref.forward(x, lut)) < RTOL
+        assert rel_err(op.adjoint(g[None], v), ref.back(g, lut)) < RTOL
 
 
 def test_long_z_axis_uses_several_z_blocks(volume):
@@ -107,15 +111,15 @@ def test_long_z_axis_uses_several_z_blocks(volume):
     op = HistoImageProjector(grid, [View.from_degrees(60.0, 20 / 3)], SRKernel.clinical("variant3"),
                              backend="cpu")
     x, g = volume(grid.shape), volume(grid.shape)
-    assert rel_err(op.forward(x, 0), ref.forward(x, op.lut(0))) < RTOL
-    assert rel_err(op.adjoint(g, 0), ref.back(g, op.lut(0))) < RTOL
+    assert rel_err(op.forward(x, 0)[0], ref.forward(x, op.lut(0))) < RTOL
+    assert rel_err(op.adjoint(g[None], 0), ref.back(g, op.lut(0))) < RTOL
 
 
 # --- adjointness -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("kernel_name", list(KERNELS) + ["random_values", "stress"])
 def test_adjointness_float32(kernel_name, rng):
     """<y, H x> = <H^T y, x> to 1e-5 (design.md) through the operator's own adjointness_test():
-    the all-views operator (forward stack / summed adjoint) and every single-view operator."""
+    the all-views operator (forward stack / summed adjoint) and every one-view subset operator."""
     grid = GRIDS["even"] if kernel_name != "stress" else ImageGrid((7, 12, 10), 4.0)
     if kernel_name == "random_values":
         op = random_lut_projector(grid, VIEWS, rng)
@@ -124,7 +128,7 @@ def test_adjointness_float32(kernel_name, rng):
         op = HistoImageProjector(grid, VIEWS, k, backend="cpu")
     assert op.adjointness_test(rng) < 1e-5
     for v in range(op.n_views):
-        assert op.view_operator(v).adjointness_test(rng) < 1e-5
+        assert op.subset(v).adjointness_test(rng) < 1e-5
 
 
 @pytest.mark.parametrize("kernel_name", list(KERNELS) + ["random_values"])
@@ -143,7 +147,7 @@ def test_reference_pair_is_exactly_adjoint(kernel_name, rng, volume):
     assert abs(lhs - rhs) / abs(lhs) < 1e-12
 
 
-# --- batching, threads, out= ---------------------------------------------------------------------
+# --- subsets of views, threads, out= ---------------------------------------------------------------
 def _small_viewset_projector(kernel=None, **kw):
     grid = ImageGrid((9, 16, 15), 4.0)
     return HistoImageProjector(grid, ViewSet(n_phi=4, n_theta=3), kernel or SRKernel.clinical("variant1"),
@@ -151,40 +155,43 @@ def _small_viewset_projector(kernel=None, **kw):
 
 
 def test_batched_forward_equals_per_view(volume):
-    """forward(x) (all views) and forward_views(x, subset) stack the per-view results exactly
-    (same code per view, so bitwise)."""
+    """forward(x) (all views) and forward(x, subset) stack the per-view results exactly, in the
+    listed order, repeats included (same code per view, so bitwise)."""
     op = _small_viewset_projector(SRKernel.clinical("variant2", asymmetric=True))
     x = volume(op.in_shape)
     stack = op.forward(x)
     assert stack.shape == op.out_shape == (12,) + op.in_shape
+    assert op.n_units == op.n_views == 12 and op.output_shape([7, 2]) == (2,) + op.in_shape
     for v in range(op.n_views):
-        np.testing.assert_array_equal(stack[v], op.forward(x, v))
-    sub = op.forward_views(x, [7, 2, 11])
-    np.testing.assert_array_equal(sub, stack[[7, 2, 11]])
+        one = op.forward(x, v)
+        assert one.shape == op.output_shape(v) == (1,) + op.in_shape
+        np.testing.assert_array_equal(stack[v:v + 1], one)
+    for subset in ([7, 2, 11], np.array([7, 7, 0], np.int64), (3,)):
+        np.testing.assert_array_equal(op.forward(x, subset), stack[np.asarray(subset)])
 
 
 def test_adjoint_all_views_is_sum_over_views(volume):
-    """adjoint(y) with view=None is sum_v H_v^T y[v]; float32 accumulation in a different order,
-    so 1e-6 relative. adjoint_views on a subset likewise; back(y) is the alias."""
+    """adjoint(y) with subset=None is sum_v H_v^T y[v]; float32 accumulation in a different order,
+    so 1e-6 relative. adjoint(y, subset) on a subset likewise; back(y) is the alias."""
     op = _small_viewset_projector(SRKernel.clinical("variant2", asymmetric=True))
     y = volume(op.out_shape)
     total = op.adjoint(y)
     assert total.shape == op.in_shape
-    want = sum(op.adjoint(np.ascontiguousarray(y[v]), v).astype(np.float64) for v in range(op.n_views))
+    want = sum(op.adjoint(y[v:v + 1], v).astype(np.float64) for v in range(op.n_views))
     assert rel_err(total, want) < 1e-6
     np.testing.assert_array_equal(op.back(y), total)
-    sub = op.adjoint_views(np.ascontiguousarray(y[[3, 9]]), [3, 9])
-    want = op.adjoint(np.ascontiguousarray(y[3]), 3).astype(np.float64) + op.adjoint(
-        np.ascontiguousarray(y[9]), 9)
+    sub = op.adjoint(np.ascontiguousarray(y[[3, 9]]), [3, 9])
+    want = op.adjoint(y[3:4], 3).astype(np.float64) + op.adjoint(y[9:10], [9])
     assert rel_err(sub, want) < 1e-6
 
 
-def test_back_alias_accepts_a_view(volume):
-    """design.md: every operator has ``adjoint`` with the alias ``back``. For the projector the
-    per-view call is adjoint(histo, view), so back(histo, view) must give the same result."""
+def test_back_alias_accepts_a_subset(volume):
+    """design.md: every operator has ``adjoint`` with the alias ``back``, with the same subset
+    argument: back(histos, views) gives adjoint(histos, views)."""
     op = _small_viewset_projector()
-    g = volume(op.in_shape)
+    g = volume((1,) + op.in_shape)
     np.testing.assert_array_equal(op.back(g, 4), op.adjoint(g, 4))
+    np.testing.assert_array_equal(op.back(g, subset=[4]), op.adjoint(g, [4]))
 
 
 def test_threads_give_identical_results(volume):
@@ -201,16 +208,20 @@ def test_threads_give_identical_results(volume):
 
 def test_out_argument_is_filled_and_returned(volume):
     """out= receives the result (overwriting whatever it held) and is the returned object, for
-    single views, the all-views stack and the summed adjoint."""
+    single views, subsets, the all-views stack and the summed adjoint."""
     op = _small_viewset_projector()
     x = volume(op.in_shape)
-    out = volume(op.in_shape, 5.0, 6.0)
+    out = volume((1,) + op.in_shape, 5.0, 6.0)
     res = op.forward(x, 5, out=out)
     assert res is out
     np.testing.assert_array_equal(out, op.forward(x, 5))
     out = volume(op.in_shape, 5.0, 6.0)
-    assert op.adjoint(x, 5, out=out) is out
-    np.testing.assert_array_equal(out, op.adjoint(x, 5))
+    assert op.adjoint(x[None], 5, out=out) is out
+    np.testing.assert_array_equal(out, op.adjoint(x[None], 5))
+    pair = volume((2,) + op.in_shape)
+    out = volume(op.in_shape, 5.0, 6.0)
+    assert op.adjoint(pair, [1, 6], out=out) is out
+    np.testing.assert_array_equal(out, op.adjoint(pair, [1, 6]))
     stack = volume(op.out_shape, 5.0, 6.0)
     assert op.forward(x, out=stack) is stack
     np.testing.assert_array_equal(stack, op.forward(x))
@@ -225,23 +236,29 @@ def test_inputs_are_not_modified(volume):
     x = volume(op.in_shape)
     x0 = x.copy()
     op.forward(x, 1)
-    op.adjoint(x, 1)
+    op.adjoint(x[None], 1)
+    op.adjoint(np.stack([x, x]), [1, 2])
     op.forward(x)
     np.testing.assert_array_equal(x, x0)
 
 
-def test_view_operator(volume):
-    """projector.view_operator(v) is a LinearOperator H_v of one view, sharing the parent's LUT."""
+def test_subset_operator(volume):
+    """projector.subset(views) is a LinearOperator of those views (image -> their stack), sharing
+    the parent's LUTs: one view is H_v as a (1, nz, ny, nx) stack."""
     op = _small_viewset_projector(SRKernel.clinical("variant2", asymmetric=True))
-    vop = op.view_operator(7)
-    assert isinstance(vop, ViewOperator) and isinstance(vop, LinearOperator)
-    assert vop.in_shape == vop.out_shape == op.in_shape
+    vop = op.subset(7)
+    assert isinstance(vop, LinearOperator)
+    assert vop.in_shape == op.in_shape and vop.out_shape == (1,) + op.in_shape
     x = volume(op.in_shape)
     np.testing.assert_array_equal(vop.forward(x), op.forward(x, 7))
     np.testing.assert_array_equal(vop(x), op.forward(x, 7))
-    np.testing.assert_array_equal(vop.adjoint(x), op.adjoint(x, 7))
-    np.testing.assert_array_equal(vop.back(x), op.adjoint(x, 7))
-    assert rel_err(vop.forward(x), ref.forward(x, op.lut(7))) < RTOL
+    np.testing.assert_array_equal(vop.adjoint(x[None]), op.adjoint(x[None], 7))
+    np.testing.assert_array_equal(vop.back(x[None]), op.adjoint(x[None], 7))
+    assert rel_err(vop.forward(x)[0], ref.forward(x, op.lut(7))) < RTOL
+    pair = op.subset([7, 2])
+    assert pair.out_shape == (2,) + op.in_shape
+    np.testing.assert_array_equal(pair.forward(x), op.forward(x, [7, 2]))
+    assert pair.adjointness_test() < 1e-5
 
 
 def test_single_view_and_view_list_constructors(volume):
@@ -273,7 +290,7 @@ def test_auto_backend_picks_cpu_without_gpu(volume):
     op = HistoImageProjector(grid, View(0.3), backend="auto")
     assert op.backend == "cpu"
     x = volume(grid.shape)
-    assert rel_err(op.forward(x, 0), ref.forward(x, op.lut(0))) < RTOL
+    assert rel_err(op.forward(x, 0)[0], ref.forward(x, op.lut(0))) < RTOL
 
 
 def test_default_backend_is_auto():

@@ -3,9 +3,10 @@
 Every method must compute the CPU operator (y[lor] = sum_p sum_taps w image[voxel], its exact transpose)
 to float rounding, for random patch models (taps anywhere in the crystal cells between the two
 crystals, which exercises windows, mirrored offsets and tap chunks far beyond physical patches, and
-compact physical-like blobs), non-square heads, D = 1..5, more than 128 planes, class lists in any order with repeats and the
-zero-count skip. The default kernels' global-memory fallback (windows larger than the shared memory
-allowed) and the plane-group launches are forced through the engine's knobs.
+compact physical-like blobs), non-square heads, D = 1..5, more than 128 planes, subsets (lists of
+classes in any order with repeats, one class) and the zero-count skip. The default kernels'
+global-memory fallback (windows larger than the shared memory allowed) and the plane-group launches
+are forced through the engine's knobs.
 """
 
 from __future__ import annotations
@@ -58,11 +59,11 @@ def rel(a, b):
 
 
 def class_lists(scanner, rng):
-    """All classes (None), and a shuffled subset with repeats."""
+    """Subsets: all classes (None), a shuffled list with repeats, and one class (an integer)."""
     sub = rng.choice(scanner.n_classes, size=min(9, scanner.n_classes), replace=False)
     sub = np.concatenate([sub, sub[:3]])
     rng.shuffle(sub)
-    return [None, sub.astype(np.int32)]
+    return [None, sub.astype(np.int32), int(sub[0])]
 
 
 CASES = {
@@ -255,6 +256,13 @@ def test_gpu_cupy_arrays_in_place(models, rng):
     np.testing.assert_allclose(cp.asnumpy(img), gpu.adjoint(y, classes), rtol=1e-6, atol=1e-7)
     with pytest.raises(TypeError):
         gpu.forward(cp.asarray(x), classes, out=np.empty(n, np.float32))
+    # the subset operator runs on the device too; skip_zero may not overlap out
+    A = gpu.subset(classes)
+    out2 = cp.empty(n, cp.float32)
+    assert A.forward(cp.asarray(x), out=out2, skip_zero=cp.asarray(counts)) is out2
+    np.testing.assert_allclose(cp.asnumpy(out2), cp.asnumpy(out), rtol=1e-6, atol=0)
+    with pytest.raises(ValueError, match="out: overlaps skip_zero"):
+        gpu.forward(cp.asarray(x), classes, out=out2, skip_zero=out2)
 
 
 def test_gpu_device_model_bytes_and_bad_input(models):

@@ -590,20 +590,20 @@ class FakeProjector:
         self.calls = []
         self.method = "fake"
 
-    def forward(self, x, classes=None, out=None, skip_zero=None):
-        self.calls.append(("forward", classes, out, skip_zero))
+    def forward(self, x, subset=None, out=None, skip_zero=None):
+        self.calls.append(("forward", subset, out, skip_zero))
         y = (self.A @ np.asarray(x, np.float64).ravel()).astype(np.float32)
-        if classes is not None:
-            y = y[_lor_indices(self.scanner.class_offsets(), self.scanner.class_list(classes))]
+        if subset is not None:
+            y = y[_lor_indices(self.scanner.class_offsets(), self.scanner.class_list(subset))]
         if skip_zero is not None:
             y = np.where(skip_zero != 0, y, np.float32(0))
         return y
 
-    def adjoint(self, y, classes=None, out=None):
-        self.calls.append(("adjoint", classes, out))
+    def adjoint(self, y, subset=None, out=None):
+        self.calls.append(("adjoint", subset, out))
         full = np.zeros(self.scanner.n_lors)
-        idx = slice(None) if classes is None else _lor_indices(self.scanner.class_offsets(),
-                                                               self.scanner.class_list(classes))
+        idx = slice(None) if subset is None else _lor_indices(self.scanner.class_offsets(),
+                                                              self.scanner.class_list(subset))
         full[idx] = y
         return (self.A.T @ full).reshape(self.scanner.grid.shape).astype(np.float32)
 

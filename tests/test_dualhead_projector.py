@@ -1,6 +1,6 @@
 """Dual-head patch projectors (CPU) against the float64 scipy.sparse reference, against an independent
-ray trace of each LOR's straight line, adjointness, class lists, the zero-count skip, determinism over
-thread counts, bad input, and a model read back from .npz.
+ray trace of each LOR's straight line, adjointness, subsets (lists of classes, the projector's units),
+the zero-count skip, determinism over thread counts, bad input, and a model read back from .npz.
 
 Tolerances: float32 sums of a few hundred taps against the float64 matrix land near 1e-7 relative
 (L2); 1e-5 leaves room for rounding. Where one code path computes the same sums in the same order
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from directpet import _core
-from directpet.dualhead import ClassOperator, DualHeadProjector, DualHeadScanner, PatchModel
+from directpet.dualhead import DualHeadProjector, DualHeadScanner, PatchModel
+from directpet.operators import SubsetOperator
 from directpet.reference import dualhead as ref
 
 CONFIGS = {
@@ -66,7 +67,7 @@ def test_reference_rows_follow_the_patch_rule(problems):
         assert np.array_equal(H[lor].toarray().ravel(), row.ravel())
 
 
-# --- class lists -----------------------------------------------------------------------------------
+# --- subsets: lists of classes ----------------------------------------------------------------------
 def test_class_lists_are_slices_of_the_full_projection(problems, volume, rng):
     model, H = problems["small-D2"]
     s = model.scanner
@@ -87,6 +88,10 @@ def test_class_lists_are_slices_of_the_full_projection(problems, volume, rng):
     y3 = (y[-2 * n3:-n3].astype(np.float64) + y[-n3:]).astype(np.float32)
     both = P.adjoint(y[-2 * n3:], [3, 3])
     assert _rel(both, P.adjoint(y3, [3]).astype(np.float64)) < 1e-6
+    # one integer is a subset of one class; the reference takes the same subsets
+    assert np.array_equal(P.forward(x, 3), full[offsets[3]:offsets[4]]) and P.output_shape(3) == (n3,)
+    assert _rel(P.forward(x, classes), ref.forward(model, x, classes)) < 1e-5
+    assert _rel(P.adjoint(y, classes), ref.adjoint(model, y, classes)) < 1e-5
 
 
 def test_subset_operator(problems, volume, rng):
@@ -95,16 +100,18 @@ def test_subset_operator(problems, volume, rng):
     P = DualHeadProjector(model, backend="cpu")
     classes = rng.permutation(s.n_classes)[:5]
     A = P.subset(classes)
-    assert isinstance(A, ClassOperator)
-    assert A.in_shape == s.grid.shape and A.out_shape == (s.lor_count(classes),)
+    assert isinstance(A, SubsetOperator)
+    assert (P.n_units, P.unit_name) == (s.n_classes, "class")
+    assert A.in_shape == s.grid.shape and A.out_shape == (s.lor_count(classes),) == (P.lor_count(classes),)
     x = volume(s.grid.shape)
     assert np.array_equal(A.forward(x), P.forward(x, classes))
     assert np.array_equal(A(x), P.forward(x, classes))
+    counts = (np.arange(A.out_shape[0]) % 3).astype(np.float32)       # skip_zero passes through
+    assert np.array_equal(A.forward(x, skip_zero=counts), P.forward(x, classes, skip_zero=counts))
     y = volume(A.out_shape)
     assert np.array_equal(A.adjoint(y), P.adjoint(y, classes))
     assert A.adjointness_test(rng=2) < 1e-5
-    assert np.array_equal(P.class_list(classes), classes.astype(np.int32))
-    assert np.array_equal(P.class_list(), np.arange(s.n_classes))
+    assert np.array_equal(P.units(classes), classes.astype(np.int32)) and P.units() is None
 
 
 def test_out_arrays_are_filled_in_place(problems, volume):
@@ -289,14 +296,16 @@ def test_bad_input_names_the_argument(problems, volume):
     bad_y[0] = np.inf
     with pytest.raises(ValueError, match="^y:"):
         P.adjoint(bad_y, [1, 2])
-    with pytest.raises(ValueError, match="^classes:"):
+    with pytest.raises(ValueError, match="^subset:"):
         P.forward(x, [0, s.n_classes])
-    with pytest.raises(ValueError, match="^classes:"):
+    with pytest.raises(ValueError, match="^subset:"):
         P.adjoint(volume((n2,)), [-1, 2])
-    with pytest.raises(TypeError, match="^classes:"):
+    with pytest.raises(TypeError, match="^subset:"):
         P.forward(x, [0.5, 1.0])
-    with pytest.raises(TypeError, match="^classes:"):
+    with pytest.raises(ValueError, match="^subset:"):
         P.forward(x, [])
+    with pytest.raises(TypeError, match="skip_zero"):            # not a keyword of the adjoint
+        P.adjoint(volume((n2,)), [1, 2], skip_zero=volume((n2,)))
     with pytest.raises(ValueError, match="^skip_zero:"):
         P.forward(x, [1, 2], skip_zero=volume((n2 - 1,)))
     with pytest.raises(TypeError, match="^skip_zero:"):

@@ -32,10 +32,10 @@ def test_sensitivity_image_is_sum_of_backprojections(setup):
     data = HistoImageData(rng.random((len(vs),) + GRID.shape, dtype=np.float32), GRID, vs, s)
     problem = ViewSubsets(proj, data)
     S = sensitivity_image(problem)
-    ref = sum(proj.adjoint(s[v], v).astype(np.float64) for v in range(len(vs)))
+    ref = sum(proj.adjoint(s[v:v + 1], v).astype(np.float64) for v in range(len(vs)))
     np.testing.assert_allclose(S, ref, rtol=1e-5)
     S_part = sensitivity_image(problem, subsets=[0, 5])         # one view per subset: subset v = view v
-    np.testing.assert_allclose(S_part, proj.adjoint(s[0], 0) + proj.adjoint(s[5], 5), rtol=1e-6)
+    np.testing.assert_allclose(S_part, proj.adjoint(s[[0, 5]], [0, 5]), rtol=1e-6)
 
 
 def test_mlem_loglik_never_decreases(setup):

@@ -1,12 +1,14 @@
 """Differentiable projectors for PyTorch: any linear operator as a ``torch.autograd.Function``.
 
-``op = TorchOperator.from_projector(P, selection)`` wraps a projector of any family (DIRECT
-``HistoImageProjector`` / ``FFTProjector`` / ``LowRankProjector`` with a view index, FIRST
-``SuperLORProjector`` with angles, dual-head ``DualHeadProjector`` with classes; or a reconstruction
-subset through :meth:`TorchOperator.from_subset`): ``y = op(x)`` is ``A x`` and back-propagates
-``A^T dL/dy`` into ``x``; ``op.T`` is the adjoint, differentiable the same way (so second
-derivatives work too). CUDA tensors go to the compiled projectors without a copy (their output
-is a tensor on the same device); CPU tensors are handed over as NumPy views.
+``op = TorchOperator.from_operator(A, subset)`` wraps any :class:`~directpet.operators.LinearOperator`
+-- a projector of any family (DIRECT ``HistoImageProjector`` / ``FFTProjector`` / ``LowRankProjector``,
+FIRST ``SuperLORProjector``, dual-head ``DualHeadProjector``), restricted to some of its units
+(``subset``: views, angles, classes; ``A.forward(x, subset)``'s stack), or made with the operator algebra
+(``A.H``, ``A @ B``, ...); :meth:`TorchOperator.from_subset` wraps a reconstruction subset.
+``y = op(x)`` is ``A x`` and back-propagates ``A^T dL/dy`` into ``x``; ``op.T`` is the adjoint,
+differentiable the same way (so second derivatives work too). CUDA tensors go to the compiled
+projectors without a copy (their output is a tensor on the same device); CPU tensors are handed
+over as NumPy views.
 
 The compiled projectors are float32. For ``torch.autograd.gradcheck`` (float64) wrap the float64
 references instead with :meth:`TorchOperator.from_numpy` (e.g. ``directpet.reference.first``'s
@@ -77,12 +79,18 @@ class TorchOperator:
 
     # --- construction ------------------------------------------------------------------------------
     @classmethod
-    def from_projector(cls, projector, selection, *, name: Optional[str] = None) -> "TorchOperator":
-        """``A = projector.forward(., selection)``: a DIRECT view, FIRST angles or dual-head classes.
-        Shapes are taken from one forward projection of a zero image."""
-        fwd = lambda x: projector.forward(x, selection)  # noqa: E731
-        adj = lambda y: projector.adjoint(y, selection)  # noqa: E731
-        return cls._probed(fwd, adj, _image_shape(projector), True, name or f"{type(projector).__name__}[{selection}]")
+    def from_operator(cls, op, subset=None, *, name: Optional[str] = None) -> "TorchOperator":
+        """``A = op`` restricted to ``subset`` (None: all units): ``A x = op.forward(x, subset)``, of
+        shape ``op.output_shape(subset)`` (a one-unit subset keeps its unit axis, e.g. a DIRECT view
+        gives ``(1, nz, ny, nx)``). CUDA tensors go to op in place."""
+        from .operators import LinearOperator
+
+        if not isinstance(op, LinearOperator):
+            raise TypeError(f"op: expected a directpet LinearOperator (a projector, A.H, A @ B, ...), "
+                            f"got {type(op).__name__}")
+        A = op if subset is None else op.subset(subset)
+        return cls(A.forward, A.adjoint, A.in_shape, A.out_shape, cuda_tensors=True,
+                   name=name or (op._name() if subset is None else f"{op._name()}[{subset}]"))
 
     @classmethod
     def from_subset(cls, problem, subset: int) -> "TorchOperator":
@@ -135,15 +143,6 @@ class TorchOperator:
 
     def __repr__(self):
         return f"TorchOperator({self.name}: {self.in_shape} -> {self.out_shape})"
-
-
-def _image_shape(projector) -> tuple:
-    for owner in (projector, getattr(projector, "scanner", None), getattr(getattr(projector, "model", None),
-                                                                             "scanner", None)):
-        grid = getattr(owner, "grid", None)
-        if grid is not None:
-            return tuple(grid.shape)
-    raise TypeError(f"projector: expected a directpet projector (with a grid), got {type(projector).__name__}")
 
 
 __all__ = ["TorchOperator"]

@@ -92,8 +92,10 @@ def _points(args) -> int:
     fig, axes = plt.subplots(2, 2, figsize=(9, 9))
     for col, (name, k) in enumerate(kernels.items()):
         op = HistoImageProjector(grid, [view], k, backend=args.backend)
-        for row, (what, fn) in enumerate((("forward", op.forward), ("back", op.adjoint))):
-            out = np.asarray(fn(img, 0))[2]
+        # the one view's forward projection (a (1, nz, ny, nx) stack), and the sources back projected
+        # as that view's histo-image
+        for row, (what, res) in enumerate((("forward", op.forward(img)[0]), ("back", op.adjoint(img[None])))):
+            out = np.asarray(res)[2]
             ax = axes[row, col]
             ax.imshow(out, origin="lower", cmap="magma", extent=[-288, 288, -288, 288])
             ax.set_title(f"{what}: {name}", fontsize=9)

@@ -14,14 +14,14 @@ from .lowrank import LowRankProjector
 from .lut import DirectLUT, build_lut, local_coordinates
 from .model_data import expected_data, model_consistent_data
 from .normalisation import normalisation_histo_images
-from .projector import HistoImageProjector, ViewOperator
+from .projector import HistoImageProjector
 from .scanner import CylindricalScanner, detector_exits, detector_hits
 from .simulation import simulate_deposit
 from .subsets import ViewSubsets, make_blocks
 from .views import View, ViewSet
 
 __all__ = ["randoms_from_delayeds", "attenuation_histo_images", "C_MM_PER_PS", "CylindricalScanner", "DepositStats", "DirectLUT", "EventBatch", "FFTProjector",
-           "HistoImageData", "HistoImageProjector", "LowRankProjector", "SRKernel", "View", "ViewOperator",
+           "HistoImageData", "HistoImageProjector", "LowRankProjector", "SRKernel", "View",
            "ViewSet", "ViewSubsets", "bin_views", "build_lut", "deposit", "detector_exits", "detector_hits",
            "expected_data", "local_coordinates", "make_blocks", "model_consistent_data", "normalisation_histo_images", "randoms_background",
            "sensitivity_attenuation", "simulate_deposit", "simulate_events", "simulate_histo_images",

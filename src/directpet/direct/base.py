@@ -1,9 +1,12 @@
-"""What every DIRECT projector shares: views, input checks, per-view and batched forward/adjoint.
+"""What every DIRECT projector shares: the views as the operator's units, and the stacks over them.
 
-A projector maps an image ``(nz, ny, nx)`` to one histo-image per view. Subclasses implement
-``_project(forward, src, out, v)`` for one view on their backend; this class gives them
-``forward`` / ``adjoint`` (one view, or all views with ``view=None``), ``forward_views`` /
-``adjoint_views`` (batches), ``view_operator`` (H_v as a LinearOperator) and the argument checks.
+A projector maps an image ``(nz, ny, nx)`` to one histo-image per view, ``(n_views, nz, ny, nx)``.
+It is a :class:`~directpet.operators.LinearOperator` whose units are the views:
+``forward(image, subset=None, out=None)`` gives the stack of ``H_v image`` over the listed views
+(all views for None; one view index gives a ``(1, nz, ny, nx)`` stack) and
+``adjoint(histo_images, subset=None, out=None)`` the image ``sum_k H_{v_k}^T histo_images[k]``. The
+base class checks the arrays and the view indices; subclasses implement ``_project(forward, src,
+out, v)`` for one view on their backend.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Optional, Sequence, Union
 
-from .._checks import check_volume, expect_instance, like, output_array
+from .._checks import expect_instance, like
 from ..geometry import ImageGrid
 from ..operators import LinearOperator
 from .histo_data import require_stack_memory
@@ -27,8 +30,12 @@ class ViewProjector(LinearOperator):
     Attributes: ``grid``, ``views`` (list of View), ``viewset`` (the ViewSet the views came from, or
     None when they were given as Views), ``kernel``, ``backend`` ('cpu' or 'cuda', the
     one actually used), ``threads`` (CPU threads, 0 = OpenMP/FFTW default), ``check_finite``,
-    ``in_shape = grid.shape`` and ``out_shape = (n_views,) + grid.shape``.
+    ``in_shape = grid.shape``, ``out_shape = (n_views,) + grid.shape`` and ``n_units = n_views``.
     """
+
+    in_name = "image"
+    out_name = "histo_images"
+    unit_name = "view"
 
     def __init__(self, grid: ImageGrid, views: ViewsLike, kernel: Optional[SRKernel], *, backend: str,
                  threads: Optional[int], check_finite: bool):
@@ -37,93 +44,48 @@ class ViewProjector(LinearOperator):
         self.viewset = views if isinstance(views, ViewSet) else None
         self.kernel = SRKernel.invariant() if kernel is None else expect_instance(kernel, SRKernel, "kernel")
         self._set_runtime(backend, threads, check_finite)
+        self.n_units = len(self.views)
         self.in_shape = grid.shape
-        self.out_shape = (len(self.views),) + grid.shape
+        self.out_shape = (self.n_units,) + grid.shape
 
     @property
     def n_views(self) -> int:
-        return len(self.views)
+        return self.n_units
 
     @abstractmethod
     def _project(self, forward: bool, src, out, v: int):
-        """out = H_v src (forward) or H_v^T src for one view; src/out already checked. Returns out."""
+        """out = H_v src (forward) or H_v^T src for one view; src, out (nz, ny, nx) checked. Returns out."""
 
-    # --- single view ---------------------------------------------------------------------------
-    def forward(self, image, view: Optional[int] = None, out=None):
-        """H_v image for one view (``(nz, ny, nx)``) or, with ``view=None``, all views stacked."""
-        if view is None:
-            return self.forward_views(image, range(self.n_views), out=out)
-        v = self._view_index(view)
-        image = check_volume(image, "image", self.grid.shape, self.check_finite)
-        out = output_array(image, out, self.grid.shape)
-        return self._project(True, image, out, v)
+    # --- the LinearOperator hooks: stacks over the listed views -------------------------------------
+    def _subset_shape(self, units) -> tuple:
+        if len(units) > 1:     # views may repeat: size the stack before anything allocates it
+            require_stack_memory("subset", len(units), self.grid)
+        return (len(units),) + tuple(self.grid.shape)
 
-    def adjoint(self, histo, view: Optional[int] = None, out=None):
-        """H_v^T histo for one view or, with ``view=None``, sum_v H_v^T histo[v] over all views."""
-        if view is None:
-            return self.adjoint_views(histo, range(self.n_views), out=out)
-        v = self._view_index(view)
-        histo = check_volume(histo, "histo_image", self.grid.shape, self.check_finite)
-        out = output_array(histo, out, self.grid.shape)
-        return self._project(False, histo, out, v)
-
-    # --- batches of views ----------------------------------------------------------------------
-    def forward_views(self, image, views: Sequence[int], out=None):
-        """Stack of H_v image for v in views: (len(views), nz, ny, nx)."""
-        vs = self._view_list(views, stack=out is None)
-        image = check_volume(image, "image", self.grid.shape, self.check_finite)
-        out = output_array(image, out, (len(vs),) + self.grid.shape)
-        for k, v in enumerate(vs):
-            self._project(True, image, out[k], v)
+    def _forward(self, x, units, out):
+        for k, v in enumerate(self._listed(units)):
+            self._project(True, x, out[k], v)
         return out
 
-    def adjoint_views(self, histos, views: Sequence[int], out=None):
-        """sum_k H_{views[k]}^T histos[k]: histos is (len(views), nz, ny, nx)."""
-        vs = self._view_list(views)
-        histos = check_volume(histos, "histo_images", (len(vs),) + self.grid.shape, self.check_finite)
-        out = output_array(histos, out, self.grid.shape)
-        out[...] = 0
-        part = like(histos, self.grid.shape)
-        for k, v in enumerate(vs):
-            out += self._project(False, histos[k], part, v)
+    def _adjoint(self, y, units, out):
+        views = self._listed(units)
+        self._project(False, y[0], out, views[0])     # the first view straight into out, the rest summed
+        if len(views) > 1:
+            part = like(y, self.grid.shape)
+            for k in range(1, len(views)):
+                out += self._project(False, y[k], part, views[k])
         return out
 
-    def view_operator(self, view: int) -> "ViewOperator":
-        """The single-view operator H_v as a LinearOperator (image -> one histo-image)."""
-        return ViewOperator(self, self._view_index(view))
+    def _listed(self, units) -> list:
+        return list(range(self.n_units)) if units is None else units.tolist()
 
     # --- helpers --------------------------------------------------------------------------------
     def _view_index(self, v) -> int:
-        return view_index(v, len(self.views))
-
-    def _view_list(self, views, stack: bool = False) -> list:
-        """Checked view indices of a batch (an iterable of integers); ``stack``: a stack of one
-        histo-image per entry is about to be allocated, so its size is estimated first."""
-        try:
-            items = list(views)
-        except TypeError:
-            raise TypeError(f"views: expected a sequence of integer view indices, got {type(views).__name__}") from None
-        if stack:
-            require_stack_memory("views", len(items), self.grid)
-        return [self._view_index(v) for v in items]
+        return view_index(v, self.n_units)
 
     def _require_cuda(self, what: str):
         if self.backend != "cuda":
             raise RuntimeError(f"{what} needs the CUDA backend; this projector runs on {self.backend!r}")
-
-
-class ViewOperator(LinearOperator):
-    """H_v of one view, derived from a projector (shares its LUTs / spectra and backend)."""
-
-    def __init__(self, parent: ViewProjector, view: int):
-        self.parent, self.view = parent, view
-        self.in_shape = self.out_shape = parent.grid.shape
-
-    def forward(self, x):
-        return self.parent.forward(x, self.view)
-
-    def adjoint(self, y):
-        return self.parent.adjoint(y, self.view)
 
 
 def as_view_list(views) -> list:

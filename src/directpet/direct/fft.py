@@ -229,9 +229,9 @@ class _ConvolutionProjector(ViewProjector):
 class FFTProjector(_ConvolutionProjector):
     """DIRECT forward / back projector for invariant kernels by FFT (science.md 1.8).
 
-    Same interface as :class:`~directpet.direct.HistoImageProjector`: ``forward(image, v)``,
-    ``adjoint(histo, v)``, ``forward_views``, ``adjoint_views``, ``n_views``, ``in_shape``,
-    ``out_shape``, ``backend``, ``adjointness_test()``.
+    Same interface as :class:`~directpet.direct.HistoImageProjector`: ``forward(image, subset=None,
+    out=None)``, ``adjoint(histo_images, subset=None, out=None)`` over the views, ``n_views``,
+    ``in_shape``, ``out_shape``, ``backend``, ``adjointness_test()``, ``launcher(forward, view)``.
 
     Parameters
     ----------

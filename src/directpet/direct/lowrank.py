@@ -105,8 +105,8 @@ def factorize(values, *, tol: float = 1e-3, rank: Optional[int] = None, max_rank
 class LowRankProjector(_ConvolutionProjector):
     """FFT projector for spatially variant / asymmetric DIRECT kernels via a per-view low-rank SVD.
 
-    Interface as :class:`~directpet.direct.HistoImageProjector` (``forward(image, v)``,
-    ``adjoint(histo, v)``, ``forward_views``, ``adjoint_views``, ``adjointness_test()``, ...), plus
+    Interface as :class:`~directpet.direct.HistoImageProjector` (``forward(image, subset=None,
+    out=None)``, ``adjoint(histo_images, subset=None, out=None)``, ``adjointness_test()``, ...), plus
     ``rank(v)``, ``kernel_error(v)``, ``factors(v)`` and ``operator_error_bound(v)``.
 
     Parameters

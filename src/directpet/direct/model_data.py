@@ -14,7 +14,7 @@ from .kernels import SRKernel
 from .subsets import check_projector, check_views_match
 from .views import ViewSet
 
-#: what the model needs of a projector: H_v x one view at a time, the number of views, the grid
+#: what the model needs of a projector: the stack of H_v x over all views, the number of views, the grid
 _MODEL_API = ("forward", "n_views", "grid")
 
 
@@ -36,15 +36,12 @@ def expected_data(projector, image, sensitivity=None, background=None):
         check_nonnegative(sensitivity, "sensitivity (factors)", None, xp, shape)
     if background is not None:
         check_nonnegative(background, "background", None, xp, shape)
-    require_stack_memory("projector", projector.n_views, grid, copies=2)
-    out = xp.empty(shape, dtype=xp.float32)
-    for v in range(projector.n_views):
-        y = projector.forward(image, v)
-        if sensitivity is not None:
-            y = y * sensitivity[v]
-        if background is not None:
-            y = y + background[v]
-        out[v] = y
+    require_stack_memory("projector", projector.n_views, grid)
+    out = projector.forward(image)                # (n_views, nz, ny, nx), then s and b in place
+    if sensitivity is not None:
+        out *= sensitivity
+    if background is not None:
+        out += background
     return out
 
 
@@ -55,7 +52,8 @@ def model_consistent_data(projector, image, sensitivity=None, background=None,
 
     Parameters
     ----------
-    projector : anything with ``forward(x, v)``, ``n_views`` and ``grid`` (e.g. HistoImageProjector).
+    projector : anything with ``forward(x)`` (the stack over all views), ``n_views`` and ``grid``
+        (e.g. HistoImageProjector).
     image : (nz, ny, nx) float32 true image x (NumPy or CuPy), finite and >= 0.
     sensitivity : (n_views, nz, ny, nx) s_v (the multiplicative factors), finite and >= 0, or None (ones).
     background : (n_views, nz, ny, nx) b_v, finite and >= 0, or None (zeros).

@@ -8,22 +8,22 @@ from typing import Optional
 from .. import _core
 from .._checks import require_host_arrays
 from ..geometry import ImageGrid
-from .base import ViewOperator, ViewProjector, ViewsLike
+from .base import ViewProjector, ViewsLike
 from .kernels import SRKernel
 from .lut import DirectLUT, build_lut
 from .views import view_index
 
-__all__ = ["HistoImageProjector", "ViewOperator"]
+__all__ = ["HistoImageProjector"]
 
 
 class HistoImageProjector(ViewProjector):
     """DIRECT forward / back projector with spatially variant and asymmetric SR kernels.
 
-    ``forward(image, v)`` is the scatter of every source voxel with its own kernel (computed as a
-    gather with the neighbour's identifier and the flipped offset); ``adjoint(histo, v)`` the gather
-    with the voxel's own identifier. Without ``view`` both act on all views at once:
-    ``forward: (nz, ny, nx) -> (n_views, nz, ny, nx)`` and ``adjoint`` the sum of the per-view
-    back projections.
+    ``forward(image, subset=None, out=None)``: ``(nz, ny, nx) -> (len(subset), nz, ny, nx)``, per
+    view the scatter of every source voxel with its own kernel (computed as a gather with the
+    neighbour's identifier and the flipped offset); ``adjoint(histo_images, subset=None, out=None)``
+    the sum over the listed views of the gather with the voxel's own identifier. ``subset``: view
+    indices (one index: a one-view stack ``(1, nz, ny, nx)``; None: all views).
 
     Parameters
     ----------

@@ -63,8 +63,8 @@ class ViewSubsets(StoredSubsets):
     Parameters
     ----------
     projector : a DIRECT projector (:class:`HistoImageProjector`, :class:`FFTProjector`,
-        :class:`LowRankProjector`, or anything with ``forward(x, v, out)``, ``adjoint(y, v, out)``,
-        ``forward_views``, ``adjoint_views``, ``n_views`` and ``grid``).
+        :class:`LowRankProjector`, or anything with ``forward(x, views, out)`` giving the stack
+        ``(len(views), nz, ny, nx)``, ``adjoint(y, views, out)``, ``n_views`` and ``grid``).
     data : a :class:`HistoImageData` (histo-images d_v, optional sensitivity s_v and background
         b_v) or an ``(n_views, nz, ny, nx)`` float32 array of counts (no corrections, no views).
         It must be the projector's: the same grid (shape and voxel size), the same number of
@@ -76,9 +76,9 @@ class ViewSubsets(StoredSubsets):
         Without ``subsets`` and ``n_subsets``: one view per subset, visited in
         ``data.viewset.geometric_order()`` (0 .. n_views-1 when the data carry no ViewSet).
 
-    A one-view subset's data, factors, background and projections are ``(nz, ny, nx)`` arrays
-    (the data are views into ``data``, no copy); a multi-view subset's are
-    ``(len(views), nz, ny, nx)`` stacks (its data copied contiguous once, here).
+    A subset's data, factors, background and projections are ``(len(views), nz, ny, nx)`` stacks,
+    also for one view (``(1, nz, ny, nx)``, a view into ``data``, no copy); a multi-view subset's
+    data are copied contiguous once, here.
 
     Attributes: ``projector``, ``histo_data`` (the HistoImageData), ``subsets`` (the view indices
     of each subset), ``n_subsets``, ``image_shape`` (the grid's ``(nz, ny, nx)``).
@@ -101,6 +101,9 @@ class ViewSubsets(StoredSubsets):
         else:
             self.subsets = [[v] for v in range(n_views)]
             order = viewset.geometric_order() if viewset is not None else range(n_views)
+        # what forward / adjoint hand the projector: a one-view subset as its index, the operator's
+        # fast path (block-RAMLA makes two such calls per view and iteration)
+        self._units = [views[0] if len(views) == 1 else views for views in self.subsets]
         self.image_shape = tuple(projector.grid.shape)
         d = self.histo_data
         self.store(*([None if stack is None else _subset_part(stack, views) for views in self.subsets]
@@ -108,33 +111,23 @@ class ViewSubsets(StoredSubsets):
 
     # --- the SubsetProblem interface --------------------------------------------------------------
     def forward(self, x, subset: int, out=None):
-        """H_v x for a one-view subset ``(nz, ny, nx)``; the stack over its views otherwise."""
-        views = self.subsets[subset]
-        if len(views) == 1:
-            return self.projector.forward(x, views[0], out=out)
-        return self.projector.forward_views(x, views, out=out)
+        """The stack ``(len(views), nz, ny, nx)`` of H_v x over the subset's views."""
+        return self.projector.forward(x, self._units[subset], out=out)
 
     def adjoint(self, y, subset: int, out=None):
         """sum_{v in subset} H_v^T y_v: an image ``(nz, ny, nx)``; y has the shape of ``data(subset)``."""
-        views = self.subsets[subset]
-        if len(views) == 1:
-            return self.projector.adjoint(y, views[0], out=out)
-        return self.projector.adjoint_views(y, views, out=out)
+        return self.projector.adjoint(y, self._units[subset], out=out)
 
     # --- unit hooks: the views of a subset (StoredSubsets.share splits them across processes) -----
     def subset_units(self, subset: int) -> list:
         return list(self.subsets[subset])
 
-    def take_units(self, a, subset: int, positions):
-        """Rows of a multi-view subset's stack; a one-view subset's array as a 1-view stack."""
-        return super().take_units(a[None] if len(self.subsets[subset]) == 1 else a, subset, positions)
-
     def forward_units(self, x, units, out=None, data=None):
         """The stack ``(len(units), nz, ny, nx)`` of H_v x over the views in ``units``."""
-        return self.projector.forward_views(x, units, out=out)
+        return self.projector.forward(x, units, out=out)
 
     def adjoint_units(self, y, units, out=None):
-        return self.projector.adjoint_views(y, units, out=out)
+        return self.projector.adjoint(y, units, out=out)
 
     @property
     def xp(self):
@@ -160,13 +153,13 @@ class ViewSubsets(StoredSubsets):
         return float(d.histos.sum(dtype=xp.float64)), b_sum, int(d.histos.size)
 
 
-_PROJECTOR_API = ("forward", "adjoint", "forward_views", "adjoint_views", "n_views", "grid")
+_PROJECTOR_API = ("forward", "adjoint", "n_views", "grid")
 
 
 def check_projector(projector, name: str = "projector", needs=_PROJECTOR_API):
     """A DIRECT projector: anything with the attributes ``needs`` (by default ``forward``,
-    ``adjoint``, ``forward_views``, ``adjoint_views``, ``n_views`` and ``grid``) and an ImageGrid
-    ``grid``; else a TypeError naming ``name``."""
+    ``adjoint``, ``n_views`` and ``grid``) and an ImageGrid ``grid``; else a TypeError naming
+    ``name``."""
     what = (f"a DIRECT projector (HistoImageProjector, FFTProjector, LowRankProjector, or anything with "
             f"{', '.join(needs)})")
     expect_attributes(projector, needs, name, what)
@@ -227,9 +220,9 @@ def _check_subsets(subsets, n_views: int) -> List[List[int]]:
 
 
 def _subset_part(stack, views: List[int]):
-    """stack[v] for one view (a view of the array, no copy); a contiguous copy for several."""
+    """stack[v:v+1] for one view (a view of the array, no copy); a contiguous copy for several."""
     if len(views) == 1:
-        return stack[views[0]]
+        return stack[views[0]:views[0] + 1]
     return array_module(stack).ascontiguousarray(stack[views])
 
 

@@ -185,17 +185,17 @@ class DualHeadScanner:
     def lor_count(self, classes=None) -> int:
         return int(self.class_lor_counts(classes).sum())
 
-    def class_list(self, classes=None) -> np.ndarray:
-        """Validated int32 class indices (all classes, in index order, for None)."""
+    def class_list(self, classes=None, name: str = "classes") -> np.ndarray:
+        """Validated int32 class indices (all classes, in index order, for None); errors name ``name``."""
         if classes is None:
             return np.arange(self.n_classes, dtype=np.int32)
         a = np.asarray(classes)
         if a.ndim == 0:
             a = a[None]
         if a.ndim != 1 or a.size == 0 or not (np.issubdtype(a.dtype, np.integer)):
-            raise TypeError(f"classes: expected a non-empty sequence of integer class indices, got {classes!r}")
+            raise TypeError(f"{name}: expected a non-empty sequence of integer class indices, got {classes!r}")
         if a.min() < 0 or a.max() >= self.n_classes:
-            raise ValueError(f"classes: indices must lie in [0, {self.n_classes}), got {a.min()}..{a.max()}")
+            raise ValueError(f"{name}: indices must lie in [0, {self.n_classes}), got {a.min()}..{a.max()}")
         return np.ascontiguousarray(a, dtype=np.int32)
 
     def lor_crystals(self, classes=None):

@@ -1,11 +1,12 @@
-"""Dual-head patch projectors: image ``(n_z D, n_y D, n_planes)`` <-> LOR vector of a class list.
+"""Dual-head patch projectors: image ``(n_z D, n_y D, n_planes)`` <-> LOR vector of a list of classes.
 
 The operator is ``H`` of the patch model (:mod:`directpet.dualhead.model`): LOR ``(c_u, c_l)`` of
 orientation class ``k`` sums, over the planes ``p`` and the taps ``(dy, dz, w)`` of class ``k`` at ``p``,
 ``w * image[v_z, v_y, p]`` at the tap's voxel moved by ``D c_u`` and mirrored for the LOR's signs.
-The adjoint is the exact transpose. A call with a list of classes maps to (or from) the concatenation
-of those classes' LOR blocks in the listed order (``scanner.class_offsets(classes)``); a class may
-appear more than once.
+The adjoint is the exact transpose. The units of this :class:`~directpet.operators.LinearOperator` are
+the orientation classes: ``forward(image, subset)`` with a list of classes maps to (or from) the
+concatenation of those classes' LOR blocks in the listed order (``scanner.class_offsets(subset)``); a
+class may appear more than once.
 
 Methods (all the same matrix):
 
@@ -16,7 +17,7 @@ Methods (all the same matrix):
              bits for any number of threads.
 ``alg1``, ``alg2``, ``alg3``  the paper's GPU algorithms 1-3 (science.md 3.6), CUDA only (baselines).
 
-``forward(image, classes, skip_zero=counts)`` leaves out the LORs whose entry of ``skip_zero`` is 0
+``forward(image, subset, skip_zero=counts)`` leaves out the LORs whose entry of ``skip_zero`` is 0
 (they get 0): exact where the projection is only used divided into the counts (the OSEM numerator).
 
 Arrays: float32, C-contiguous; NumPy on the CPU backend; on the CUDA backend NumPy (copied) or CuPy /
@@ -25,12 +26,12 @@ PyTorch CUDA arrays (used in place, output on the same device).
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
 from .. import _core
-from .._checks import check_volume, expect_instance, output_array, require_host_arrays, require_memory
+from .._checks import expect_instance, require_host_arrays, require_memory, shares_memory
 from ..operators import LinearOperator
 from .model import PatchModel
 
@@ -52,10 +53,13 @@ class DualHeadProjector(LinearOperator):
     check_finite : reject NaN / inf inputs (one extra pass over each input).
 
     ``in_shape = scanner.grid.shape`` (``(n_z D, n_y D, n_planes)``, voxels of pitch/D x pitch/D x
-    plane_mm), ``out_shape = (scanner.n_lors,)`` (all classes). ``forward(image, classes)`` returns
-    the ``lor_count(classes)`` LOR values (detection probabilities times voxel activity, summed) of
-    the listed classes; ``adjoint(y, classes)`` back projects such a vector.
+    plane_mm), ``out_shape = (scanner.n_lors,)`` (all classes); the units are the ``n_units =
+    scanner.n_classes`` orientation classes. ``forward(image, subset)`` returns the
+    ``lor_count(subset)`` LOR values (detection probabilities times voxel activity, summed) of the
+    listed classes; ``adjoint(y, subset)`` back projects such a vector.
     """
+
+    in_name, out_name, unit_name = "image", "y", "class"
 
     def __init__(self, model: PatchModel, method: str = "default", *, backend: str = "auto",
                  threads: Optional[int] = None, check_finite: bool = True):
@@ -71,6 +75,9 @@ class DualHeadProjector(LinearOperator):
                              f"(this projector runs on {self.backend!r}); use method='default' on the CPU")
         self.in_shape = self.grid.shape
         self.out_shape = (self.scanner.n_lors,)
+        self.n_units = self.scanner.n_classes
+        self._all_classes = np.arange(self.n_units, dtype=np.int32)
+        self._class_lors = self.scanner.class_lor_counts()          # LORs per class (int64)
         self._model = model.host_model
         if self.backend == "cuda":
             from .cuda_engine import CudaEngine
@@ -79,56 +86,35 @@ class DualHeadProjector(LinearOperator):
         else:
             self._engine = _CpuEngine(self)
 
-    # --- projections ----------------------------------------------------------------------------
-    def forward(self, image, classes: Optional[Sequence[int]] = None, out=None, skip_zero=None):
-        """LOR values ``(lor_count(classes),)`` of ``image`` (n_z D, n_y D, n_planes) for the classes
-        (all by default); where ``skip_zero`` (same shape as the result, or None) is 0 the LOR is not
-        projected and gets 0."""
-        k = self.class_list(classes)
-        shape = (self.lor_count(k),)
-        if out is None:   # a long class list (classes may repeat) can ask for an impossible LOR vector
-            require_memory("classes", 4.0 * shape[0], f"a float32 LOR vector of {shape[0]} LORs")
-        image = check_volume(image, "image", self.grid.shape, self.check_finite)
+    # --- the LinearOperator hooks (arrays and units checked by the base) ------------------------
+    def _subset_shape(self, units: np.ndarray) -> tuple:
+        n = self.lor_count(units)
+        # a long class list (classes may repeat) can ask for an impossible LOR vector: refuse it
+        # before anything of that size is allocated
+        require_memory("subset", 4.0 * n, f"a float32 LOR vector of {n} LORs")
+        return (n,)
+
+    def _forward(self, image, units, out, skip_zero=None):
+        """out = H image; where ``skip_zero`` (the shape of out, or None) is 0 the LOR is not projected
+        and gets 0."""
         if skip_zero is not None:
-            skip_zero = check_volume(skip_zero, "skip_zero", shape, self.check_finite)
-        out = output_array(image, out, shape, inputs=(skip_zero,))
-        return self._engine.forward(image, k, skip_zero, out)
+            skip_zero = self._checked(skip_zero, "skip_zero", out.shape, "forward")
+            if shares_memory(skip_zero, out):     # the kernels read skip_zero while they write out
+                raise ValueError(f"out: overlaps skip_zero; pass a separate array, or out=None "
+                                 f"[{self._name()}.forward]")
+        return self._engine.forward(image, self._classes(units), skip_zero, out)
 
-    def adjoint(self, y, classes: Optional[Sequence[int]] = None, out=None):
-        """Back projection ``(n_z D, n_y D, n_planes)`` of the classes' LOR vector ``y``
-        ``(lor_count(classes),)``."""
-        k = self.class_list(classes)
-        y = check_volume(y, "y", (self.lor_count(k),), self.check_finite)
-        out = output_array(y, out, self.grid.shape)
-        return self._engine.back(y, k, out)
+    def _adjoint(self, y, units, out):
+        return self._engine.back(y, self._classes(units), out)
 
-    def subset(self, classes: Sequence[int]) -> "ClassOperator":
-        """The projector restricted to a list of classes, as a LinearOperator (shares the model)."""
-        return ClassOperator(self, self.class_list(classes))
+    def _classes(self, units) -> np.ndarray:
+        """The int32 class list the engines take (every class, in index order, for None)."""
+        return self._all_classes if units is None else units
 
-    # --- helpers --------------------------------------------------------------------------------
-    def class_list(self, classes=None) -> np.ndarray:
-        """Validated int32 class indices (all classes, in index order, for None)."""
-        return self.scanner.class_list(classes)
-
-    def lor_count(self, classes=None) -> int:
+    def lor_count(self, subset=None) -> int:
         """Length of the LOR vector of the listed classes (all by default)."""
-        return self.scanner.lor_count(classes)
-
-
-class ClassOperator(LinearOperator):
-    """A DualHeadProjector restricted to a list of classes (image -> their LOR vector)."""
-
-    def __init__(self, parent: DualHeadProjector, classes: np.ndarray):
-        self.parent, self.classes = parent, classes
-        self.in_shape = parent.grid.shape
-        self.out_shape = (parent.lor_count(classes),)
-
-    def forward(self, x, out=None, skip_zero=None):
-        return self.parent.forward(x, self.classes, out=out, skip_zero=skip_zero)
-
-    def adjoint(self, y, out=None):
-        return self.parent.adjoint(y, self.classes, out=out)
+        units = self.units(subset)
+        return self.out_shape[0] if units is None else int(self._class_lors[units].sum())
 
 
 class _CpuEngine:
@@ -148,4 +134,4 @@ class _CpuEngine:
         return out
 
 
-__all__ = ["CUDA_ONLY", "ClassOperator", "DualHeadProjector", "METHODS"]
+__all__ = ["CUDA_ONLY", "DualHeadProjector", "METHODS"]

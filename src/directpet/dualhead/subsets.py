@@ -4,7 +4,7 @@ The paper's OSEM (science.md 3.5) splits the ``n_y x n_z`` orientation classes a
 ``n_subsets`` subsets: 72 subsets of 104 classes at full size. :func:`orientation_subsets` does it
 reproducibly with a fixed, documented seed, :class:`DualHeadSubsets` holds the subsets' data,
 factors and background (each subset's classes' LOR blocks, in the subset's class order) and runs the
-projector restricted to a subset's classes.
+projector on a subset's classes (the projector's units: ``projector.forward(x, classes)``).
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class DualHeadSubsets(StoredSubsets):
     Parameters
     ----------
     projector : the DualHeadProjector (its method and backend are used as they are). Anything with
-        ``forward(x, classes, out=, skip_zero=)``, ``adjoint(y, classes, out=)`` and a ``scanner`` (or
-        ``model.scanner``) works.
+        ``forward(x, subset, out=, skip_zero=)``, ``adjoint(y, subset, out=)`` (``subset``: a list of
+        classes) and a ``scanner`` (or ``model.scanner``) works.
     data : DualHeadData on the projector's side (NumPy for the CPU backend; NumPy or CuPy for CUDA).
     n_subsets : random orientation subsets (72 by default, :func:`orientation_subsets` with ``seed``);
         or give ``subsets``, explicit lists of classes that together hold every class exactly once

@@ -13,9 +13,9 @@ from .geometry import RotatingScanner
 from .model import SuperLORTable, analytic_tube, build_super_lor_table, lor_tube
 from .monte_carlo import MonteCarloStats, simulate_sinogram
 from .normalisation import geometric_normalisation
-from .projector import METHODS, AngleOperator, SuperLORProjector
+from .projector import METHODS, SuperLORProjector
 from .subsets import AngleSubsets, interleaved_angle_subsets
 
-__all__ = ["AngleOperator", "AngleSubsets", "METHODS", "MonteCarloStats", "RotatingScanner", "SinogramData",
-           "SuperLORProjector", "SuperLORTable", "analytic_tube", "build_super_lor_table", "geometric_normalisation",
+__all__ = ["AngleSubsets", "METHODS", "MonteCarloStats", "RotatingScanner", "SinogramData", "SuperLORProjector",
+           "SuperLORTable", "analytic_tube", "build_super_lor_table", "geometric_normalisation",
            "interleaved_angle_subsets", "lor_tube", "model_consistent_sinogram", "simulate_sinogram"]

@@ -35,12 +35,12 @@ CuPy / PyTorch CUDA arrays (used in place, output on the same device).
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
 import numpy as np
 
 from .. import _core
-from .._checks import check_volume, expect_instance, like, output_array, require_host_arrays, require_memory
+from .._checks import expect_instance, like, require_host_arrays, require_memory
 from ..operators import LinearOperator
 from .model import SuperLORTable
 
@@ -62,10 +62,15 @@ class SuperLORProjector(LinearOperator):
     On the GPU a projector keeps reusable workspaces (lattice buffers, texture arrays): use one
     projector per CUDA stream or thread.
 
-    ``forward(image, angles=None)`` returns the sinogram of the listed angles (all by default),
-    ``(len(angles), n_rows, n_rows, n)``; ``adjoint(sinogram, angles=None)`` back projects such a
-    sinogram into ``(nz, n, n)``. ``in_shape = grid.shape``, ``out_shape = sinogram_shape``.
+    A :class:`~directpet.operators.LinearOperator` whose units are the angles:
+    ``forward(image, subset=None, out=None)`` returns the sinogram of the listed angles (all by
+    default; one integer is a subset of one), ``(len(subset), n_rows, n_rows, n_radial)`` in the
+    listed order; ``adjoint(sinogram, subset=None, out=None)`` back projects such a sinogram into
+    ``(nz, n, n)``. ``in_shape = grid.shape``, ``out_shape = scanner.sinogram_shape``,
+    ``n_units = n_angles``; ``output_shape(subset)`` is the shape of a subset's sinogram.
     """
+
+    in_name, out_name, unit_name = "image", "sinogram", "angle"
 
     def __init__(self, table: SuperLORTable, method: str = "fast", *, backend: str = "auto",
                  threads: Optional[int] = None, check_finite: bool = True):
@@ -78,6 +83,8 @@ class SuperLORProjector(LinearOperator):
         self._set_runtime(backend, threads, check_finite)
         self.in_shape = self.grid.shape
         self.out_shape = self.scanner.sinogram_shape
+        self.n_units = self.scanner.n_angles
+        self._every_angle = np.arange(self.n_units, dtype=np.int32)    # what the engines take for "all"
         s = self.scanner
         require_memory("table", 40 * s.n_angles * s.n_radial * (s.n_radial + 2 * table.J),
                        f"the in-plane footprints of {s.n_angles} angles of {s.n_radial} x {s.n_radial} voxels")
@@ -93,37 +100,35 @@ class SuperLORProjector(LinearOperator):
 
     @property
     def n_angles(self) -> int:
-        return self.scanner.n_angles
+        return self.n_units
 
-    def sinogram_shape(self, n_angles_sel: int) -> tuple:
-        return (int(n_angles_sel),) + self.scanner.sinogram_shape[1:]
+    # --- the operator model's hooks (arrays and units checked by LinearOperator) ----------------
+    def _subset_shape(self, units: np.ndarray) -> tuple:
+        if len(units) > self.n_units:   # only repeats make a subset larger than the (checked) full sinogram
+            require_memory("subset", 4.0 * len(units) * np.prod(self.out_shape[1:]),
+                           f"a sinogram of {len(units)} angles")
+        return (len(units),) + tuple(self.out_shape[1:])
 
-    # --- projections ----------------------------------------------------------------------------
-    def forward(self, image, angles: Optional[Sequence[int]] = None, out=None):
-        """Sinogram ``(len(angles), n_rows, n_rows, n)`` of ``image`` (nz, n, n) for the angles."""
-        a = self.angle_list(angles)
-        image = check_volume(image, "image", self.grid.shape, self.check_finite)
-        if out is None:           # a long list with repeats can ask for more than any machine has
-            require_memory("angles", 4 * int(np.prod(self.sinogram_shape(len(a)))), f"a sinogram of {len(a)} angles")
-        out = output_array(image, out, self.sinogram_shape(len(a)))
-        return self._engine.forward(image, a, out)
+    def _angles(self, units) -> np.ndarray:
+        return self._every_angle if units is None else units
 
-    def adjoint(self, sinogram, angles: Optional[Sequence[int]] = None, out=None):
-        """Back projection ``(nz, n, n)`` of a sinogram ``(len(angles), n_rows, n_rows, n)``."""
-        a = self.angle_list(angles)
-        sinogram = check_volume(sinogram, "sinogram", self.sinogram_shape(len(a)), self.check_finite)
-        out = output_array(sinogram, out, self.grid.shape)
-        return self._engine.back(sinogram, a, out)
+    def _forward(self, x, units, out):
+        return self._engine.forward(x, self._angles(units), out)
 
-    def back_with_sensitivity(self, sinogram, factors=None, angles: Optional[Sequence[int]] = None):
-        """``(back(sinogram), back(factors))`` in one pass for 'faithful' (the paper's correction and
-        sensitivity images); two back projections otherwise. ``factors=None`` means ones; factors
-        (multiplicative corrections, like SinogramData's) must be >= 0."""
-        a = self.angle_list(angles)
-        shape = self.sinogram_shape(len(a))
-        sinogram = check_volume(sinogram, "sinogram", shape, self.check_finite)
+    def _adjoint(self, y, units, out):
+        return self._engine.back(y, self._angles(units), out)
+
+    def back_with_sensitivity(self, sinogram, factors=None, subset=None):
+        """``(back(sinogram), back(factors))``, two images ``(nz, n, n)`` living where the sinogram
+        lives, in one pass for 'faithful' (the paper's correction and sensitivity images); two back
+        projections otherwise. ``sinogram`` and ``factors`` have ``output_shape(subset)``;
+        ``factors=None`` means ones; factors (multiplicative corrections, like SinogramData's) must
+        be >= 0."""
+        units = self.units(subset)
+        shape = self._shape_of(units)
+        sinogram = self._checked(sinogram, self.out_name, shape, "back_with_sensitivity")
         if factors is not None:
-            factors = check_volume(factors, "factors", shape, self.check_finite)
+            factors = self._checked(factors, "factors", shape, "back_with_sensitivity")
             # NumPy, CuPy and torch arrays have min() (a bare __cuda_array_interface__ array is passed as is)
             low = float(factors.min()) if hasattr(factors, "min") else 0.0
             if low < 0:
@@ -131,42 +136,10 @@ class SuperLORProjector(LinearOperator):
                                  "must be >= 0")
         if self.method != "faithful":
             ones = factors if factors is not None else _ones_like(sinogram, shape)
-            return self.adjoint(sinogram, a), self.adjoint(ones, a)
-        out, sens = like(sinogram, self.grid.shape), like(sinogram, self.grid.shape)
-        return self._engine.back_faithful(sinogram, factors, a, out, sens)
-
-    def subset(self, angles: Sequence[int]) -> "AngleOperator":
-        """The projector restricted to some angles, as a LinearOperator (derived, shares the model)."""
-        return AngleOperator(self, self.angle_list(angles))
-
-    # --- helpers --------------------------------------------------------------------------------
-    def angle_list(self, angles) -> np.ndarray:
-        """Validated int32 angle indices (all angles for None)."""
-        if angles is None:
-            return np.arange(self.n_angles, dtype=np.int32)
-        a = np.asarray(angles)
-        if a.ndim == 0:
-            a = a[None]
-        if a.ndim != 1 or a.size == 0 or not np.issubdtype(a.dtype, np.integer):
-            raise TypeError(f"angles: expected a non-empty sequence of integer angle indices, got {angles!r}")
-        if a.min() < 0 or a.max() >= self.n_angles:
-            raise ValueError(f"angles: indices must lie in [0, {self.n_angles}), got {a.min()}..{a.max()}")
-        return np.ascontiguousarray(a, dtype=np.int32)
-
-
-class AngleOperator(LinearOperator):
-    """A SuperLORProjector restricted to a list of angles (image -> their sinogram)."""
-
-    def __init__(self, parent: SuperLORProjector, angles: np.ndarray):
-        self.parent, self.angles = parent, angles
-        self.in_shape = parent.grid.shape
-        self.out_shape = parent.sinogram_shape(len(angles))
-
-    def forward(self, x, out=None):
-        return self.parent.forward(x, self.angles, out=out)
-
-    def adjoint(self, y, out=None):
-        return self.parent.adjoint(y, self.angles, out=out)
+            return (self._adjoint(sinogram, units, like(sinogram, self.in_shape)),
+                    self._adjoint(ones, units, like(ones, self.in_shape)))
+        out, sens = like(sinogram, self.in_shape), like(sinogram, self.in_shape)
+        return self._engine.back_faithful(sinogram, factors, self._angles(units), out, sens)
 
 
 def _ones_like(a, shape):
@@ -197,4 +170,4 @@ class _CpuEngine:
         return out, sens
 
 
-__all__ = ["AngleOperator", "METHODS", "SuperLORProjector"]
+__all__ = ["METHODS", "SuperLORProjector"]

@@ -51,7 +51,8 @@ class AngleSubsets(StoredSubsets):
             groups = interleaved_angle_subsets(n_angles, n_subsets)
             order = spread_order(len(groups))
         else:
-            groups = [projector.angle_list(s) for s in subsets] if len(subsets) else []
+            # each entry as the projector checks a subset (None: every angle)
+            groups = [projector._angles(projector.units(g)) for g in subsets] if len(subsets) else []
             flat = np.sort(np.concatenate(groups)) if groups else np.zeros(0, np.int32)
             if not np.array_equal(flat, np.arange(n_angles)):
                 raise ValueError("subsets: expected lists of angles that together hold every angle exactly once")

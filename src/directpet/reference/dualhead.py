@@ -7,8 +7,9 @@ patch rule of :mod:`directpet.dualhead.model`: LOR ``(c_u, c_l)`` of class ``k``
 at plane ``p``, voxel ``[D c_uz + (dz if s_z > 0 else D - 1 - dz), D c_uy + (dy if s_y > 0 else D - 1 - dy), p]``
 with weight ``w``.
 
-Rows are the LORs of the listed classes in layout order (class blocks in list order, as the
-projectors' vectors); columns are voxels in C order ``[v_z, v_y, p]``.
+Rows are the LORs of the listed classes (``subset``: None for all, one class index, or a sequence of
+them; the projector's units) in layout order (class blocks in list order, as the projectors'
+vectors); columns are voxels in C order ``[v_z, v_y, p]``.
 
 :func:`random_model` makes a PatchModel of random taps that respect the model's invariants (for tests
 of any projector of this family).
@@ -28,7 +29,7 @@ from ..dualhead.model import PatchModel
 from ._arrays import real_input
 
 
-def system_matrix(model: PatchModel, classes: Optional[Sequence[int]] = None) -> sp.csr_matrix:
+def system_matrix(model: PatchModel, subset: Optional[Sequence[int]] = None) -> sp.csr_matrix:
     """H for the listed classes (all by default): (n_lors of the classes, n_voxels) float64 CSR."""
     model = expect_instance(model, PatchModel, "model")
     s = model.scanner
@@ -36,7 +37,7 @@ def system_matrix(model: PatchModel, classes: Optional[Sequence[int]] = None) ->
     ny_img = s.n_y * D
     rows, cols, vals = [], [], []
     first = 0
-    for k in s.class_list(classes):
+    for k in s.class_list(subset, "subset"):
         c_uy, c_uz, c_ly, c_lz = (v.astype(np.int64)[:, None] for v in s.lor_crystals([k]))
         lo, hi = model.tap_start[k * P], model.tap_start[(k + 1) * P]
         p = np.repeat(np.arange(P), np.diff(model.tap_start[k * P:(k + 1) * P + 1]))[None, :]
@@ -54,20 +55,21 @@ def system_matrix(model: PatchModel, classes: Optional[Sequence[int]] = None) ->
                          shape=(first, s.grid.n_voxels)).tocsr()
 
 
-def forward(model: PatchModel, image, classes: Optional[Sequence[int]] = None) -> np.ndarray:
+def forward(model: PatchModel, image, subset: Optional[Sequence[int]] = None) -> np.ndarray:
     """H x for the listed classes: (n_lors of the classes,) float64. image: a real, finite NumPy
     array of the scanner grid's shape (any float or integer dtype)."""
     model = expect_instance(model, PatchModel, "model")
     x = real_input(image, "image", model.scanner.grid.shape)
-    return system_matrix(model, classes) @ x.ravel()
+    return system_matrix(model, subset) @ x.ravel()
 
 
-def adjoint(model: PatchModel, y, classes: Optional[Sequence[int]] = None) -> np.ndarray:
+def adjoint(model: PatchModel, y, subset: Optional[Sequence[int]] = None) -> np.ndarray:
     """H^T y for the listed classes' LOR vector y ((n_lors of the classes,), real, finite): image
     (n_z D, n_y D, n_planes) float64."""
     model = expect_instance(model, PatchModel, "model")
-    y = real_input(y, "y", (model.scanner.lor_count(classes),))
-    return (system_matrix(model, classes).T @ y).reshape(model.scanner.grid.shape)
+    subset = model.scanner.class_list(subset, "subset")
+    y = real_input(y, "y", (model.scanner.lor_count(subset),))
+    return (system_matrix(model, subset).T @ y).reshape(model.scanner.grid.shape)
 
 
 def random_model(scanner: DualHeadScanner, rng, taps=(0, 12)) -> PatchModel:

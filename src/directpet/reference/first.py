@@ -18,13 +18,12 @@ so that the compiled projectors can be checked entry by entry:
   interpolated reads come one slice apart (k = -K..K), so without the factor ``B`` would be about
   ``2 H^T``; with it ``B`` approximates ``H^T`` (the scale cancels in OSEM either way).
 
-Rows are sinogram bins of the selected angles in C order ``[a, r1, r2, rho]``; columns are voxels in
-C order ``[z, y, x]``.
+Every function takes ``subset`` as the projectors do (None: every angle; one angle index; or a
+sequence of them): rows are the sinogram bins of its angles, in the listed order, in C order
+``[a, r1, r2, rho]``; columns are voxels in C order ``[z, y, x]``.
 """
 
 from __future__ import annotations
-
-from typing import Optional, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -35,10 +34,14 @@ from ..first.model import SuperLORTable
 from ._arrays import real_input
 
 
-def _angles(scanner: RotatingScanner, angles: Optional[Sequence[int]]) -> np.ndarray:
-    a = np.arange(scanner.n_angles) if angles is None else integer_array("angles", angles)
+def _angles(scanner: RotatingScanner, subset) -> np.ndarray:
+    """``subset`` as the projectors take it: None (every angle), one angle index, or a non-empty
+    sequence of them in ``[0, n_angles)``; else an error naming ``subset``."""
+    if subset is None:
+        return np.arange(scanner.n_angles)
+    a = np.atleast_1d(integer_array("subset", subset))
     if a.ndim != 1 or a.size == 0 or a.min() < 0 or a.max() >= scanner.n_angles:
-        raise ValueError(f"angles: expected indices in [0, {scanner.n_angles})")
+        raise ValueError(f"subset: expected angle indices in [0, {scanner.n_angles})")
     return a
 
 
@@ -141,10 +144,10 @@ def lattice_footprints(scanner: RotatingScanner, J: int, angle: int):
     return ii[ok], rr[ok], ix[ok].astype(np.int64), iy[ok].astype(np.int64), w[ok]
 
 
-def system_matrix(table: SuperLORTable, angles: Optional[Sequence[int]] = None) -> sp.csr_matrix:
-    """The forward projector as a sparse matrix (n_angles_sel * n_rows^2 * n_radial, n_voxels), float64."""
+def system_matrix(table: SuperLORTable, subset=None) -> sp.csr_matrix:
+    """The forward projector as a sparse matrix (len(subset) * n_rows^2 * n_radial, n_voxels), float64."""
     s = expect_instance(table, SuperLORTable, "table").scanner
-    a_sel = _angles(s, angles)
+    a_sel = _angles(s, subset)
     n, nz, R, J, K = s.n_radial, s.n_slices, s.n_rows, table.J, table.K
     c = 0.5 * (n - 1)
     slope = table.slope
@@ -176,8 +179,8 @@ def system_matrix(table: SuperLORTable, angles: Optional[Sequence[int]] = None) 
                          shape=shape).tocsr()
 
 
-def faithful_back_matrix(table: SuperLORTable, angles: Optional[Sequence[int]] = None) -> sp.csr_matrix:
-    """The paper's interpolating voxel-driven back projector as a sparse matrix (n_voxels, n_lors_sel).
+def faithful_back_matrix(table: SuperLORTable, subset=None) -> sp.csr_matrix:
+    """The paper's interpolating voxel-driven back projector as a sparse matrix (n_voxels, n_lors of subset).
 
     For voxel (iz, iy, ix), angle a and ring difference delta: the voxel's along coordinate
     ``i_f = c + (ix-c) cos(phi) + (iy-c) sin(phi)`` and radial coordinate
@@ -188,7 +191,7 @@ def faithful_back_matrix(table: SuperLORTable, angles: Optional[Sequence[int]] =
     in i; the 0.5 is the axial LOR density, see the module docstring).
     """
     s = expect_instance(table, SuperLORTable, "table").scanner
-    a_sel = _angles(s, angles)
+    a_sel = _angles(s, subset)
     n, nz, R, J, K = s.n_radial, s.n_slices, s.n_rows, table.J, table.K
     c = 0.5 * (n - 1)
     slope = table.slope
@@ -224,26 +227,26 @@ def faithful_back_matrix(table: SuperLORTable, angles: Optional[Sequence[int]] =
                          shape=shape).tocsr()
 
 
-def forward(table: SuperLORTable, image, angles: Optional[Sequence[int]] = None) -> np.ndarray:
-    """H x for the selected angles: (n_angles_sel, n_rows, n_rows, n_radial) float64."""
+def forward(table: SuperLORTable, image, subset=None) -> np.ndarray:
+    """H x for the angles of ``subset`` (None: all): (len(subset), n_rows, n_rows, n_radial) float64."""
     s = expect_instance(table, SuperLORTable, "table").scanner
-    a_sel = _angles(s, angles)
+    a_sel = _angles(s, subset)
     x = real_input(image, "image", s.grid.shape)
     return (system_matrix(table, a_sel) @ x.ravel()).reshape((len(a_sel),) + s.sinogram_shape[1:])
 
 
-def back(table: SuperLORTable, sinogram, angles: Optional[Sequence[int]] = None) -> np.ndarray:
-    """H^T y (the exact transpose): (nz, ny, nx) float64."""
+def back(table: SuperLORTable, sinogram, subset=None) -> np.ndarray:
+    """H^T y (the exact transpose) of a sinogram of the angles of ``subset``: (nz, ny, nx) float64."""
     s = expect_instance(table, SuperLORTable, "table").scanner
-    a_sel = _angles(s, angles)
+    a_sel = _angles(s, subset)
     y = real_input(sinogram, "sinogram", (len(a_sel),) + s.sinogram_shape[1:])
     return (system_matrix(table, a_sel).T @ y.ravel()).reshape(s.grid.shape)
 
 
-def faithful_back(table: SuperLORTable, sinogram, angles: Optional[Sequence[int]] = None) -> np.ndarray:
-    """B y, the paper's interpolating back projection: (nz, ny, nx) float64."""
+def faithful_back(table: SuperLORTable, sinogram, subset=None) -> np.ndarray:
+    """B y, the paper's interpolating back projection of ``subset``'s sinogram: (nz, ny, nx) float64."""
     s = expect_instance(table, SuperLORTable, "table").scanner
-    a_sel = _angles(s, angles)
+    a_sel = _angles(s, subset)
     y = real_input(sinogram, "sinogram", (len(a_sel),) + s.sinogram_shape[1:])
     return (faithful_back_matrix(table, a_sel) @ y.ravel()).reshape(s.grid.shape)
 
