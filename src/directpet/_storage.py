@@ -77,7 +77,49 @@ class _NotOurs(Exception):
     """A readable file that is not the expected kind (its message is final)."""
 
 
-__all__ = ["check_format", "json_object", "read_npz"]
+def model_consistent_counts(projector, image, image_shape, *, counts=None, factors=None, background=None,
+                            noise: bool = True, seed=None, source: str = "model_consistent_data"):
+    """Prompts drawn from the reconstruction model itself, ``Poisson(f * A x + b)``: the one
+    implementation behind every family's ``model_consistent_data``.
+
+    ``projector``: a :class:`~directpet.operators.LinearOperator` (``A x = projector.forward(x)``, of
+    ``projector.out_shape``); ``image`` of ``image_shape``, finite and >= 0 (NumPy or CuPy, where the
+    projector takes it); ``factors`` f / ``background`` b of ``out_shape``, finite and >= 0, or None;
+    ``counts``: scale ``f A x + b`` by one factor so that the expected total is ``counts`` (image and
+    background scaled together; ``meta['image_scale']`` records the factor); ``noise`` False returns
+    the expected data; ``seed``: int, Generator or None (fresh entropy), NumPy or CuPy like the image.
+    Everything is checked before the projection. Returns ``(prompts, factors, background, meta)``,
+    factors as given (float32), the background scaled.
+    """
+    from ._checks import flag, real_number
+    from .operators import LinearOperator
+    from .recon.problem import check_nonnegative
+    from .sim.random import draw_counts, make_rng
+
+    if not isinstance(projector, LinearOperator):
+        raise TypeError(f"projector: expected a directpet projector (a LinearOperator), got {type(projector).__name__}")
+    if counts is not None:
+        counts = real_number("counts", counts, positive=True)
+    noise = flag("noise", noise)
+    xp = array_module(image)
+    rng = make_rng(seed, xp, "seed") if noise else None      # a bad seed is refused before any projection
+    check_nonnegative(image, "image", None, xp, tuple(image_shape))
+    for name, a in (("factors", factors), ("background", background)):
+        if a is not None:
+            check_nonnegative(a, name, None, xp, tuple(projector.out_shape))
+    ybar = projector.forward(image)
+    if factors is not None:
+        ybar *= factors
+    if background is not None:
+        ybar += background
+    prompts, bg, alpha, total = draw_counts(ybar, counts=counts, background=background, rng=rng, noise=noise)
+    f = None if factors is None else factors.astype(np.float32, copy=False)
+    meta = {"source": source, "image_scale": alpha, "expected_counts": total * alpha, "noise": noise,
+            "method": getattr(projector, "method", None)}
+    return prompts, f, bg, meta
+
+
+__all__ = ["CountData", "check_format", "json_object", "model_consistent_counts", "read_npz"]
 
 
 class CountData:

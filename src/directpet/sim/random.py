@@ -12,24 +12,25 @@ import numpy as np
 from .._checks import _is_cupy, array_module
 
 
-def make_rng(rng=None, xp=np):
+def make_rng(rng=None, xp=np, name: str = "rng"):
     """A random Generator of namespace xp from None, a seed, or a Generator.
 
     A NumPy Generator passed for CuPy seeds a new CuPy Generator from it (reproducible). Anything
-    ``numpy.random.default_rng`` refuses (a negative seed, a string, a float) is an error naming ``rng``.
+    ``numpy.random.default_rng`` refuses (a negative seed, a string, a float) is an error naming
+    ``name`` (the caller's argument: ``rng`` or ``seed``).
     """
     if xp is not np and not callable(getattr(getattr(xp, "random", None), "default_rng", None)):
         raise TypeError(f"xp: expected the array module numpy or cupy, got {type(xp).__name__} {xp!r}")
     if rng is not None and _is_cupy(rng):
         if xp is np:
-            raise TypeError("rng: a CuPy Generator draws CuPy arrays; pass a NumPy Generator or a seed for NumPy data")
+            raise TypeError(f"{name}: a CuPy Generator draws CuPy arrays; pass a NumPy Generator or a seed for NumPy data")
         return rng
     if isinstance(rng, (bool, np.bool_)):
-        raise TypeError("rng: expected None, a non-negative integer seed or a Generator, got bool")
+        raise TypeError(f"{name}: expected None, a non-negative integer seed or a Generator, got bool")
     try:
         gen = np.random.default_rng(rng)       # validates seeds the NumPy way, for both namespaces
     except (TypeError, ValueError) as e:
-        raise type(e)(f"rng: expected None, a non-negative integer seed or a Generator, got {rng!r} ({e})") from None
+        raise type(e)(f"{name}: expected None, a non-negative integer seed or a Generator, got {rng!r} ({e})") from None
     if xp is np:
         return gen
     if not isinstance(rng, np.random.Generator) and rng is not None and not isinstance(rng, (int, np.integer)):
@@ -45,7 +46,8 @@ MAX_POISSON_MEAN = 9.2e18
 NEGATIVE_ROUNDOFF = 1e-5
 
 
-def draw_counts(expected, *, counts=None, background=None, rng=None, noise=True, counts_name="counts"):
+def draw_counts(expected, *, counts=None, background=None, rng=None, noise=True, counts_name="counts",
+                rng_name="rng"):
     """Model-consistent counts, shared by every family's ``model_consistent_*``: the expected data
     ``expected`` (= f H x + b, float32, NumPy or CuPy) scaled by one factor alpha so that their total
     is ``counts`` (None: alpha = 1), then a Poisson draw (``noise``) from ``rng`` (see make_rng).
@@ -78,7 +80,7 @@ def draw_counts(expected, *, counts=None, background=None, rng=None, noise=True,
     if not np.isfinite(peak) or (noise and peak > MAX_POISSON_MEAN):
         raise ValueError(f"{counts_name}: {counts!r} makes the largest expected count {peak:.3g}, beyond what a "
                          f"Poisson draw takes ({MAX_POISSON_MEAN:.3g}: NumPy's limit) or float32 holds")
-    data = make_rng(rng, xp).poisson(ybar).astype(xp.float32) if noise else ybar
+    data = make_rng(rng, xp, rng_name).poisson(ybar).astype(xp.float32) if noise else ybar
     bg = None if background is None else (background * np.float32(alpha)).astype(xp.float32)
     return data, bg, alpha, total
 
