@@ -9,7 +9,7 @@ and the children's user and system CPU seconds and largest resident set so far).
 with what the CLI prints: ``total`` (its own timer, from the experiment's start to the figures
 written), ``simulation`` (events, deposition and corrections), and per kernel model the seconds per
 block-RAMLA pass; wall - total is the interpreter start, the imports and the device set-up before the
-CLI's timer. A separate process times the imports alone (directpet.demo, then cupy, then
+CLI's timer. A separate process times the imports alone (directpet.direct.experiment, then cupy, then
 matplotlib.pyplot). --fresh-cupy-cache points CUPY_CACHE_DIR at an empty folder for all runs: the
 first run then compiles every CuPy kernel (as on a new machine), the later ones find them compiled.
 """
@@ -32,7 +32,7 @@ from _common import stamp, write_records  # noqa: E402
 IMPORTS = """
 import json, time
 out = {}
-for mod in ("directpet.demo", "cupy", "matplotlib.pyplot"):
+for mod in ("directpet.direct.experiment", "cupy", "matplotlib.pyplot"):
     t0 = time.perf_counter()
     try:
         __import__(mod)

@@ -49,7 +49,7 @@ def randoms_errors(counts=(1_000_000, 3_000_000), fwhm_mm=40.0, seed=7):
     grid, views, scanner = ImageGrid((8, 32, 32), 12.0), ViewSet(8, 3), CylindricalScanner()
     out = []
     for n in counts:
-        delayeds = simulate_randoms(scanner, n, rng=seed)
+        delayeds = simulate_randoms(scanner, n, seed=seed)
         raw = randoms_from_delayeds(delayeds, grid, views)
         smooth = randoms_from_delayeds(delayeds, grid, views, smooth_fwhm_mm=fwhm_mm)
         expected = randoms_background(grid, views, scanner, total=float(raw.sum()))

@@ -6,7 +6,7 @@ projections alone, timed in the same run) and everything else; the same on the C
 all threads; and event simulation + deposition throughput on the GPU.
 
 Data: the sphere phantom's model-consistent Poisson data with sensitivity x attenuation and a
-randoms background (science.md 1.3), all CuPy arrays on the device.
+randoms background (docs: Physics › DIRECT, corrections), all CuPy arrays on the device.
 
     python benchmarks/direct_recon.py [--out FILE] [--quick]
 """
@@ -32,7 +32,8 @@ def make_data(grid, viewset, op, xp, seed=1):
     sens = direct.sensitivity_attenuation(grid, viewset, info, scanner, xp=xp)
     bg = direct.randoms_background(grid, viewset, scanner, total=0.2 * 430e6, xp=xp)
     rng = xp.random.default_rng(seed) if xp is not np else np.random.default_rng(seed)
-    return direct.model_consistent_data(op, xp.asarray(truth), sens, bg, counts=430e6, rng=rng, viewset=viewset), info
+    return direct.model_consistent_data(op, xp.asarray(truth), factors=sens, background=bg, counts=430e6, seed=rng,
+                                        viewset=viewset), info
 
 
 def iteration_ms(op, data, n=3):
@@ -53,7 +54,7 @@ def projection_ms(op, data, xp, sync, n=3):
         t0 = time.perf_counter()
         for v in range(op.n_views):
             op.forward(x, v, out=y)
-            op.adjoint(data.histos[v:v + 1], v, out=b)
+            op.adjoint(data.prompts[v:v + 1], v, out=b)
         sync()
         ts.append((time.perf_counter() - t0) * 1e3)
     return float(np.median(ts[1:]))
@@ -94,18 +95,18 @@ def main():
         cupy.get_default_memory_pool().free_all_blocks()
 
     # Event simulation + deposition throughput on the GPU (sphere phantom, 40 x 3 views): the
-    # compiled kernel (simulate_deposit) and, as the baseline, the vectorised CuPy path.
+    # compiled kernel (simulate) and, as the baseline, the vectorised CuPy path.
     truth, info = sim.sphere_phantom(grid)
     scanner = direct.CylindricalScanner()
     n_fast = 43_000_000 if args.quick else 430_000_000
     n_cupy = 20_000_000
     runs = (("event_simulation_deposition", n_fast,
-             lambda k: direct.simulate_deposit(info, scanner, grid, viewset, k, backend="cuda", seed=3)),
+             lambda k: direct.simulate(scanner, info, n_trues=k, seed=3, backend="cuda", grid=grid, viewset=viewset)),
             ("event_simulation_deposition_cupy", n_cupy,
-             lambda k: direct.deposit(direct.simulate_events(info, scanner, k, rng=3, xp=cupy, progress=False),
+             lambda k: direct.deposit(direct.simulate_events(scanner, info, k, seed=3, xp=cupy, progress=False),
                                    grid, viewset, xp=cupy)),
             ("event_simulation_cupy", n_cupy,
-             lambda k: sum(int(b.p1.shape[0]) for b in direct.simulate_events(info, scanner, k, rng=3, xp=cupy,
+             lambda k: sum(int(b.p1.shape[0]) for b in direct.simulate_events(scanner, info, k, seed=3, xp=cupy,
                                                                          progress=False))))
     for what, n, fn in runs:
         fn(2_000_000)
@@ -116,7 +117,7 @@ def main():
         dt = time.perf_counter() - t0
         records.append(stamp(dict(case=what, backend="cuda", ms=dt * 1e3, events=n, events_per_s=n / dt), device=gpu))
     t0 = time.perf_counter()
-    direct.simulate_deposit(info, scanner, grid, viewset, 20_000_000, backend="cpu", seed=3)
+    direct.simulate(scanner, info, n_trues=20_000_000, seed=3, backend="cpu", grid=grid, viewset=viewset)
     dt = time.perf_counter() - t0
     records.append(stamp(dict(case="event_simulation_deposition", backend="cpu", ms=dt * 1e3, events=20_000_000,
                               events_per_s=20e6 / dt), device=cpu))

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import directpet as dp
-from directpet.dualhead import DualHeadScanner, simulate_events
+from directpet.dualhead import DualHeadScanner, simulate
 from directpet.sim import derenzo_phantom
 
 from _common import cpu_name, gpu_name, print_table, stamp, write_records
@@ -39,8 +39,7 @@ def sources(scanner):
 
 def run(scanner, activity, backend, n=None, n_trues=None, threads=None, seed=1):
     t0 = time.perf_counter()
-    counts, st = simulate_events(scanner, activity, n, n_trues=n_trues, seed=seed, backend=backend,
-                                 threads=threads, xp=np)
+    counts, st = simulate(scanner, activity, n, n_trues=n_trues, seed=seed, backend=backend, threads=threads, xp=np)
     return counts, st, time.perf_counter() - t0
 
 

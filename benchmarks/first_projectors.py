@@ -24,11 +24,11 @@ import numpy as np
 
 from directpet import recon
 from directpet.first import (AngleSubsets, RotatingScanner, SuperLORProjector, build_super_lor_table,
-                             model_consistent_sinogram)
+                             model_consistent_data)
 
 from _common import cpu_name, print_table, stamp, time_device, time_host, write_records
 
-FP32_TFLOPS = 67.0          # H100/H200 SXM, plain fp32 (datasheet; science.md 4)
+FP32_TFLOPS = 67.0          # H100/H200 SXM, plain fp32 (datasheet)
 TEX_BILINEAR_PER_S = 132 * 4 * 1.98e9   # 4 texture units per SM, one bilinear texel set per clock
 
 
@@ -158,8 +158,8 @@ def main():
     truth[:, 40:135, 40:135] = rng.uniform(0.5, 1.5, (s.n_slices, 95, 95)).astype(np.float32)
     for method in ("fast", "faithful"):
         P = SuperLORProjector(table, method, backend="cuda", check_finite=False)
-        data = model_consistent_sinogram(P, cp.asarray(truth), counts=2e8, rng=cp.random.default_rng(3))
-        problem = AngleSubsets(P, data, n_subsets=13)
+        data = model_consistent_data(P, cp.asarray(truth), counts=2e8, seed=cp.random.default_rng(3))
+        problem = AngleSubsets(P, data, 13)
         res = recon.osem(problem, 2 if args.quick else 4, progress=False)
         it_ms = 1e3 * float(np.median(res.iteration_times[1:] if len(res.iteration_times) > 1 else res.iteration_times))
         cpu_it = cpu_ms[method][0] + cpu_ms[method][1]

@@ -63,17 +63,17 @@ def rank_run(comm, case, kernel_name, n_iter, seed):
     truth, info = sim.sphere_phantom(grid, length_mm=min(250.0, grid.nz * voxel))
     sens = direct.sensitivity_attenuation(grid, viewset, info, scanner, xp=cp)
     bg = direct.randoms_background(grid, viewset, scanner, total=0.2 * 430e6, xp=cp)
-    full = direct.model_consistent_data(op, cp.asarray(truth), sens, bg, counts=430e6,
-                                        rng=cp.random.default_rng(seed), viewset=viewset)
+    full = direct.model_consistent_data(op, cp.asarray(truth), factors=sens, background=bg, counts=430e6,
+                                        seed=cp.random.default_rng(seed), viewset=viewset)
     del sens, bg
     if comm.size == 1:                       # the baseline: everything resident, no communicator
-        problem = ViewSubsets(op, full, n_subsets=8)
+        problem = ViewSubsets(op, full, 8)
     else:                                    # the parent on the host; only the share goes to the GPU
-        host = HistoImageData(cp.asnumpy(full.histos), grid, viewset, cp.asnumpy(full.sensitivity),
+        host = HistoImageData(cp.asnumpy(full.prompts), grid, viewset, cp.asnumpy(full.factors),
                               cp.asnumpy(full.background))
         del full
         cp.get_default_memory_pool().free_all_blocks()
-        problem = DistributedSubsets(ViewSubsets(op, host, n_subsets=8).share(comm.rank, comm.size, xp=cp), comm)
+        problem = DistributedSubsets(ViewSubsets(op, host, 8).share(comm.rank, comm.size, xp=cp), comm)
     setup_s = time.perf_counter() - t0
     res = recon.osem(problem, n_iter, progress=False)
     share_views = sum(int(np.prod(problem.subset_shape(s)[:1])) for s in range(problem.n_subsets))

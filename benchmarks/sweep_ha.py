@@ -3,7 +3,7 @@
 Every kernel model (invariant-fft, invariant, variant1-3) reconstructs every noise realisation
 of the sphere phantom (realisation r = seed seed0 + r, the same data for every model) by
 block-RAMLA; one job = one (realisation, model), run by :func:`directpet.parallel.run_sweep` with
-:func:`directpet.demo.noise_realisation_job`. The whole sweep runs once per cluster size asked for
+:func:`directpet.direct.experiment.noise_realisation_job`. The whole sweep runs once per cluster size asked for
 (``--gpus 1,2``: one GPU worker, then two; ``--cpu-workers N``: a CPU LocalCluster), timed from the
 first submission to the last result (cluster start-up excluded, reported apart), with the speed-up
 over the 1-worker run of the same invocation.
@@ -33,7 +33,7 @@ import numpy as np
 
 import directpet as dp
 from directpet import analysis
-from directpet.demo import KERNEL_MODELS, SIZES, ha_noise_jobs, noise_realisation_job
+from directpet.direct.experiment import KERNEL_MODELS, SIZES, ha_noise_jobs, noise_realisation_job
 from directpet.parallel import SweepResult, aggregate, run_sweep
 
 from _common import cpu_name, nvidia_smi_name, print_table, stamp, write_records

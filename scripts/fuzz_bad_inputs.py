@@ -137,7 +137,7 @@ def LP(): return D.LowRankProjector(G, V, KER, backend="cpu", threads=1, planner
 def HD(): return D.HistoImageData(stack(), G, V)
 def HDfull(): return D.HistoImageData(stack(), G, V, stack(), u(STACK, 0.0, 0.5))
 @cache
-def VS(): return D.ViewSubsets(HP(), HD(), n_subsets=2)
+def VS(): return D.ViewSubsets(HP(), HD(), 2)
 @cache
 def LUT(): return D.build_lut(G, V[0], KER)
 @cache
@@ -162,7 +162,7 @@ def FPJ(): return F.SuperLORProjector(TAB(), "matched", backend="cpu", threads=1
 def FPJfaith(): return F.SuperLORProjector(TAB(), "faithful", backend="cpu", threads=1)
 def fimg(): return u(FG.shape)
 def fsino(n=None): return u(FSINO if n is None else (n,) + FSINO[1:], 1.0, 5.0)
-def SD(): return F.SinogramData(fsino(), FS)
+def SD(): return F.SinogramData(FS, fsino())
 @cache
 def AS(): return F.AngleSubsets(FPJ(), SD(), 3)
 
@@ -550,7 +550,7 @@ objects(M, "HistoImageProjector", "D.HistoImageProjector(G, V, {A}, backend='cpu
 objects(M, "HistoImageProjector", "D.HistoImageProjector(G, V, backend={A})", "backend",
         [("None", "None"), ("unknown", "'gpu'"), ("int", "0")])
 objects(M, "HistoImageProjector", "D.HistoImageProjector(G, V, backend='cpu', method={A})", "method",
-        [("None", "None"), ("unknown", "'fast'")])
+        [("None", "None"), ("unknown", "'fast'"), ("cuda-only-on-cpu", "'tlp'"), ("cuda-only-on-cpu-ilp", "'ilp'")])
 objects(M, "HistoImageProjector", "D.HistoImageProjector(G, V, backend='cpu', luts={A})", "luts",
         [("list", "[LUT()]"), ("wrong-lut", "{0: 'x'}"), ("key-out-of-range", "{5: LUT()}"),
          ("key-string", "{'0': LUT()}"), ("string", "'luts'")])
@@ -573,7 +573,7 @@ ints(M, "LowRankProjector", "D.LowRankProjector(G, V, backend='cpu', planner='es
 threads(M, "LowRankProjector", "D.LowRankProjector(G, V, backend='cpu', planner='estimate', threads={A})")
 for P, pname in (("HP()", "HistoImageProjector"), ("FP()", "FFTProjector"), ("LP()", "LowRankProjector")):
     arrays(M, f"{pname}.forward", P + ".forward({A}, 0)", "image", "gimg()")
-    arrays(M, f"{pname}.adjoint", P + ".adjoint({A})", "histo", "stack()", names=("histo", "histo_images", "histos"))
+    arrays(M, f"{pname}.adjoint", P + ".adjoint({A})", "histo", "stack()", names=("histo", "histo_images"))
     index(M, f"{pname}.forward", P + ".forward(gimg(), {A})", "subset", "1", "NV")
     outs(M, f"{pname}.forward", P + ".forward({X}, 0, out={O})", P + ".forward({X}, 0)",
          "np.zeros((1,) + G.shape, np.float32)", in_expr="gimg()", in_shape="G.shape", out_shape="(1,) + G.shape")
@@ -602,7 +602,7 @@ case(M, "EventBatch", "is_random-int", "D.EventBatch(P1(), -P1(), np.zeros(6, np
      ["is_random"])
 case(M, "EventBatch", "is_random-wrong-shape", "D.EventBatch(P1(), -P1(), np.zeros(6, np.float32), is_random=np.ones(5, bool))",
      ["is_random"])
-ints(M, "EventBatch", "D.EventBatch(P1(), -P1(), np.zeros(6, np.float32), n_decays={A})", "n_decays", "6", lo=0,
+ints(M, "EventBatch", "D.EventBatch(P1(), -P1(), np.zeros(6, np.float32), n_in_band={A})", "n_in_band", "6", lo=0,
      skip=("huge-1e9", "huge-2^31"))
 objects(M, "EventBatch.concatenate", "D.EventBatch.concatenate({A})", "batches",
         [("None", "None"), ("empty", "[]"), ("not-batches", "[1, 2]"), ("string", "'ab'")])
@@ -623,62 +623,64 @@ case(M, "deposit", "weights-negative", "D.deposit(dataclasses.replace(EV(), weig
      ["weights"])
 arrays(M, "bin_views", "D.bin_views({A}, -P1(), V)", "p1", "P1()", skip=("0-d",))
 case(M, "bin_views", "viewset-None", "D.bin_views(P1(), -P1(), None)", ["viewset"])
-ints(M, "simulate_randoms", "D.simulate_randoms(CS, {A}, rng=1)", "n", "5", lo=0, skip=("huge-1e9", "huge-2^31"))
-objects(M, "simulate_randoms", "D.simulate_randoms({A}, 5, rng=1)", "scanner",
+ints(M, "simulate_randoms", "D.simulate_randoms(CS, {A}, seed=1)", "n", "5", lo=0, skip=("huge-1e9", "huge-2^31"))
+objects(M, "simulate_randoms", "D.simulate_randoms({A}, 5, seed=1)", "scanner",
         [("None", "None"), ("first-scanner", "FS"), ("dualhead-scanner", "DS")])
-objects(M, "simulate_randoms", "D.simulate_randoms(CS, 5, rng={A})", "rng",
+objects(M, "simulate_randoms", "D.simulate_randoms(CS, 5, seed={A})", "seed",
         [("string", "'seed'"), ("negative", "-1"), ("float", "1.5"), ("bool", "True")])
-base(M, "simulate_events", "list(D.simulate_events(PHI()[1], CS, 20, rng=1, progress=False))")
-ints(M, "simulate_events", "list(D.simulate_events(PHI()[1], CS, {A}, rng=1, progress=False))", "n_events", "20",
+base(M, "simulate_events", "list(D.simulate_events(CS, PHI()[1], 20, seed=1, progress=False))")
+ints(M, "simulate_events", "list(D.simulate_events(CS, PHI()[1], {A}, seed=1, progress=False))", "n_events", "20",
      lo=1, skip=("huge-1e9",))
-ints(M, "simulate_events", "list(D.simulate_events(PHI()[1], CS, 20, rng=1, progress=False, chunk_size={A}))",
+ints(M, "simulate_events", "list(D.simulate_events(CS, PHI()[1], 20, seed=1, progress=False, chunk_size={A}))",
      "chunk_size", "7", skip=("huge-1e9", "huge-2^31"))
-objects(M, "simulate_events", "list(D.simulate_events({A}, CS, 20, rng=1, progress=False))", "phantom",
+objects(M, "simulate_events", "list(D.simulate_events(CS, {A}, 20, seed=1, progress=False))", "activity",
         [("None", "None"), ("image", "gimg()"), ("first-scanner", "FS")])
-objects(M, "simulate_events", "list(D.simulate_events(PHI()[1], {A}, 20, rng=1, progress=False))", "scanner",
+objects(M, "simulate_events", "list(D.simulate_events({A}, PHI()[1], 20, seed=1, progress=False))", "scanner",
         [("None", "None"), ("first-scanner", "FS")])
-floats(M, "simulate_events", "list(D.simulate_events(PHI()[1], CS, 20, rng=1, progress=False, randoms_fraction={A}))",
+floats(M, "simulate_events", "list(D.simulate_events(CS, PHI()[1], 20, seed=1, progress=False, randoms_fraction={A}))",
        "randoms_fraction", "0.2", positive=False, nonneg=True, extra=[("one", "1.0")])
-objects(M, "simulate_events", "list(D.simulate_events(PHI()[1], CS, 20, rng=1, progress={A}))", "progress",
+objects(M, "simulate_events", "list(D.simulate_events(CS, PHI()[1], 20, seed=1, progress={A}))", "progress",
         [("string", "'yes'"), ("int", "3")])
-objects(M, "simulate_events", "list(D.simulate_events(PHI()[1], CS, 20, rng=1, progress=False, count={A}))", "count",
+objects(M, "simulate_events", "list(D.simulate_events(CS, PHI()[1], 20, seed=1, progress=False, count={A}))", "count",
         [("None", "None"), ("unknown", "'events'")])
-objects(M, "simulate_events", "list(D.simulate_events(PHI()[1], CS, 20, rng=1, progress=False, blur={A}))", "blur",
+objects(M, "simulate_events", "list(D.simulate_events(CS, PHI()[1], 20, seed=1, progress=False, blur={A}))", "blur",
         [("string", "'no'"), ("None", "None")])
-# simulate_deposit (compiled)
-base(M, "simulate_deposit", "D.simulate_deposit(PHI()[1], CS, G, V, 200, backend='cpu', threads=1)")
-ints(M, "simulate_deposit", "D.simulate_deposit(PHI()[1], CS, G, V, {A}, backend='cpu', threads=1)", "n_events", "200",
-     lo=0, skip=("huge-1e9", "huge-2^31"))
-threads(M, "simulate_deposit", "D.simulate_deposit(PHI()[1], CS, G, V, 50, backend='cpu', threads={A})")
-objects(M, "simulate_deposit", "D.simulate_deposit(PHI()[1], CS, G, V, 50, backend='cpu', seed={A})", "seed",
-        [("None", "None"), ("negative", "-1"), ("float", "1.5"), ("string", "'1'"), ("huge", "2**64")])
-arrays(M, "simulate_deposit", "D.simulate_deposit(PHI()[1], CS, G, V, 50, backend='cpu', out={A})", "out",
+# simulate (compiled, fused with deposition)
+SIM = "D.simulate(CS, PHI()[1], n_trues={N}, grid=G, viewset=V, backend='cpu'{K})"
+base(M, "simulate", SIM.format(N="200", K=", threads=1"))
+ints(M, "simulate", SIM.format(N="{A}", K=", threads=1"), "n_trues", "200", lo=0, skip=("huge-1e9", "huge-2^31"))
+objects(M, "simulate", "D.simulate(CS, PHI()[1], {A}, grid=G, viewset=V, backend='cpu')", "n_decays",
+        [("decays", "200"), ("decays-and-trues", "200, n_trues=50")])
+objects(M, "simulate", "D.simulate(CS, PHI()[1], grid=G, viewset=V, backend='cpu'{A})", "n_trues",
+        [("neither", "")])
+threads(M, "simulate", SIM.format(N="50", K=", threads={A}"))
+objects(M, "simulate", SIM.format(N="50", K=", seed={A}"), "seed",
+        [("negative", "-1"), ("float", "1.5"), ("string", "'1'"), ("huge", "2**64"), ("bool", "True")])
+arrays(M, "simulate", SIM.format(N="50", K=", out={A}"), "out",
        "np.zeros(STACK, np.float32)", only=("string", "list", "dtype-float64", "wrong-shape", "non-contiguous", "NaN",
                                              "0-d"))
-objects(M, "simulate_deposit", "D.simulate_deposit({A}, CS, G, V, 50, backend='cpu')", "phantom_info",
+objects(M, "simulate", "D.simulate(CS, {A}, n_trues=50, grid=G, viewset=V, backend='cpu')", "activity",
         [("None", "None"), ("image", "gimg()")])
-objects(M, "simulate_deposit", "D.simulate_deposit(PHI()[1], {A}, G, V, 50, backend='cpu')", "scanner",
+objects(M, "simulate", "D.simulate({A}, PHI()[1], n_trues=50, grid=G, viewset=V, backend='cpu')", "scanner",
         [("None", "None"), ("first-scanner", "FS")])
-objects(M, "simulate_deposit", "D.simulate_deposit(PHI()[1], CS, G, {A}, 50, backend='cpu')", "viewset",
+objects(M, "simulate", SIM.format(N="50", K="").replace("viewset=V", "viewset={A}"), "viewset",
         [("None", "None"), ("list", "list(V)")])
-objects(M, "simulate_deposit", "D.simulate_deposit(PHI()[1], CS, G, V, 50, backend='cpu', progress={A})", "progress",
-        [("string", "'yes'"), ("int", "3")])
-objects(M, "simulate_deposit", "D.simulate_deposit(PHI()[1], CS, G, V, 50, backend='cpu', tof={A})", "tof",
-        [("string", "'no'"), ("None", "None")])
+objects(M, "simulate", SIM.format(N="50", K=", progress={A}"), "progress", [("string", "'yes'"), ("int", "3")])
+objects(M, "simulate", SIM.format(N="50", K=", tof={A}"), "tof", [("string", "'no'"), ("None", "None")])
 # simulate_histo_images
-base(M, "simulate_histo_images", "D.simulate_histo_images(PHI()[1], CS, G, V, 50, rng=1, progress=False, engine='python')")
-ints(M, "simulate_histo_images", "D.simulate_histo_images(PHI()[1], CS, G, V, {A}, rng=1, progress=False)", "n_events",
+base(M, "simulate_histo_images", "D.simulate_histo_images(CS, PHI()[1], 50, grid=G, viewset=V, seed=1, progress=False, engine='python')")
+ints(M, "simulate_histo_images", "D.simulate_histo_images(CS, PHI()[1], {A}, grid=G, viewset=V, seed=1, progress=False)", "n_events",
      "50", lo=0, skip=("huge-1e9", "huge-2^31"))
-ints(M, "simulate_histo_images", "D.simulate_histo_images(PHI()[1], CS, G, V, 50, rng=1, progress=False, n_quad={A})",
+ints(M, "simulate_histo_images", "D.simulate_histo_images(CS, PHI()[1], 50, grid=G, viewset=V, seed=1, progress=False, n_quad={A})",
      "n_quad", "2", skip=("huge-1e9", "huge-2^31"))
-objects(M, "simulate_histo_images", "D.simulate_histo_images(PHI()[1], CS, G, V, 50, rng=1, progress=False, engine={A})",
+objects(M, "simulate_histo_images", "D.simulate_histo_images(CS, PHI()[1], 50, grid=G, viewset=V, seed=1, progress=False, engine={A})",
         "engine", [("None", "None"), ("unknown", "'gpu'")])
-threads(M, "simulate_histo_images", "D.simulate_histo_images(PHI()[1], CS, G, V, 50, rng=1, progress=False, threads={A})")
-floats(M, "simulate_histo_images", "D.simulate_histo_images(PHI()[1], CS, G, V, 50, rng=1, progress=False, randoms_fraction={A})",
+threads(M, "simulate_histo_images", "D.simulate_histo_images(CS, PHI()[1], 50, grid=G, viewset=V, seed=1, progress=False, threads={A})")
+floats(M, "simulate_histo_images", "D.simulate_histo_images(CS, PHI()[1], 50, grid=G, viewset=V, seed=1, progress=False, randoms_fraction={A})",
        "randoms_fraction", "0.1", positive=False, nonneg=True)
-objects(M, "simulate_histo_images", "D.simulate_histo_images(PHI()[1], CS, G, V, 50, rng=1, progress=False, kernel={A})",
+objects(M, "simulate_histo_images", "D.simulate_histo_images(CS, PHI()[1], 50, grid=G, viewset=V, seed=1, progress=False, kernel={A})",
         "kernel", [("number", "5.8"), ("string", "'k'")])
-objects(M, "simulate_histo_images", "D.simulate_histo_images(PHI()[1], CS, G, V, 50, rng=1, progress=False, bogus_kw=1)",
+objects(M, "simulate_histo_images", "D.simulate_histo_images(CS, PHI()[1], 50, grid=G, viewset=V, seed=1, progress=False, bogus_kw=1)",
         "bogus_kw", [("unknown-keyword", "")])
 # corrections
 base(M, "sensitivity_attenuation", "D.sensitivity_attenuation(G, V, PHI()[1], n_quad=2)")
@@ -722,8 +724,8 @@ ints(M, "normalisation_histo_images", "D.normalisation_histo_images(D.petsird.sc
      "n_sub", "1", skip=("huge-1e9", "huge-2^31"))
 # data
 base(M, "HistoImageData", "HD()")
-arrays(M, "HistoImageData", "D.HistoImageData({A}, G, V)", "histos", "stack()", counts=True)
-arrays(M, "HistoImageData", "D.HistoImageData(stack(), G, V, sensitivity={A})", "sensitivity", "stack()", nonneg=True)
+arrays(M, "HistoImageData", "D.HistoImageData({A}, G, V)", "prompts", "stack()", counts=True)
+arrays(M, "HistoImageData", "D.HistoImageData(stack(), G, V, factors={A})", "factors", "stack()", nonneg=True)
 arrays(M, "HistoImageData", "D.HistoImageData(stack(), G, V, background={A})", "background", "stack()", nonneg=True)
 objects(M, "HistoImageData", "D.HistoImageData(stack(), G, V, meta={A})", "meta", [("list", "['a']"), ("string", "'m'")])
 objects(M, "HistoImageData", "D.HistoImageData(stack(), G, {A})", "viewset",
@@ -738,30 +740,39 @@ base(M, "HistoImageData.load", "D.HistoImageData.load(HDFILE())")
 objects(M, "HistoImageData.load", "D.HistoImageData.load({A})", "path",
         [("None", "None"), ("missing", "'/nonexistent.npz'"), ("garbage", "garbage()"), ("nifti", "NIFTI()"),
          ("directory", "TMP"), ("int", "3")])
-objects(M, "HistoImageData.to", "HD().to({A})", "xp", [("None", "None"), ("string", "'numpy'"), ("module-math", "math")])
+objects(M, "HistoImageData.load", "D.HistoImageData.load(HDFILE(), xp={A})", "xp",
+        [("string", "'torch'"), ("module-math", "math"), ("int", "3")])
+objects(M, "HistoImageData.to", "HD().to({A})", "xp", [("string", "'torch'"), ("module-math", "math")])
 # model data
 base(M, "expected_data", "D.expected_data(HP(), gimg())")
 arrays(M, "expected_data", "D.expected_data(HP(), {A})", "image", "gimg()", nonneg=True)
-arrays(M, "expected_data", "D.expected_data(HP(), gimg(), {A})", "sensitivity", "stack()", nonneg=True)
-arrays(M, "expected_data", "D.expected_data(HP(), gimg(), None, {A})", "background", "stack()", nonneg=True)
+arrays(M, "expected_data", "D.expected_data(HP(), gimg(), factors={A})", "factors", "stack()", nonneg=True)
+arrays(M, "expected_data", "D.expected_data(HP(), gimg(), background={A})", "background", "stack()", nonneg=True)
 objects(M, "expected_data", "D.expected_data({A}, gimg())", "projector",
         [("None", "None"), ("first-projector", "FPJ()"), ("dualhead-projector", "DP()"), ("string", "'p'")])
-base(M, "model_consistent_data", "D.model_consistent_data(HP(), gimg(), rng=1)")
-arrays(M, "model_consistent_data", "D.model_consistent_data(HP(), {A}, rng=1)", "image", "gimg()", nonneg=True)
-arrays(M, "model_consistent_data", "D.model_consistent_data(HP(), gimg(), None, {A}, rng=1)", "background", "stack()",
+base(M, "model_consistent_data", "D.model_consistent_data(HP(), gimg(), seed=1)")
+arrays(M, "model_consistent_data", "D.model_consistent_data(HP(), {A}, seed=1)", "image", "gimg()", nonneg=True)
+arrays(M, "model_consistent_data", "D.model_consistent_data(HP(), gimg(), factors={A}, seed=1)", "factors", "stack()",
        nonneg=True)
-floats(M, "model_consistent_data", "D.model_consistent_data(HP(), gimg(), counts={A}, rng=1)", "counts", "1e4",
+arrays(M, "model_consistent_data", "D.model_consistent_data(HP(), gimg(), background={A}, seed=1)", "background",
+       "stack()", nonneg=True)
+floats(M, "model_consistent_data", "D.model_consistent_data(HP(), gimg(), counts={A}, seed=1)", "counts", "1e4",
        extra=[("huge", "1e30")])
-objects(M, "model_consistent_data", "D.model_consistent_data(HP(), gimg(), rng={A})", "rng",
+objects(M, "model_consistent_data", "D.model_consistent_data(HP(), gimg(), seed={A})", "seed",
         [("string", "'seed'"), ("negative", "-1"), ("float", "0.5")])
-objects(M, "model_consistent_data", "D.model_consistent_data(HP(), gimg(), rng=1, noise={A})", "noise",
+objects(M, "model_consistent_data", "D.model_consistent_data(HP(), gimg(), seed=1, noise={A})", "noise",
         [("string", "'no'"), ("None", "None")])
-objects(M, "model_consistent_data", "D.model_consistent_data({A}, gimg(), rng=1)", "projector",
+objects(M, "model_consistent_data", "D.model_consistent_data({A}, gimg(), seed=1)", "projector",
         [("first-projector", "FPJ()"), ("dualhead-projector", "DP()")])
+objects(M, "model_consistent_data", "D.model_consistent_data(HP(), gimg(), seed=1, viewset={A})", "viewset",
+        [("other-views", "D.ViewSet(1, 2)"), ("string", "'v'")])
+objects(M, "model_consistent_data", "D.model_consistent_data(HP(), gimg(), seed=1, kernel={A})", "kernel",
+        [("number", "5.8")])
 # subsets
-base(M, "ViewSubsets", "D.ViewSubsets(HP(), HD(), n_subsets=2)")
-ints(M, "ViewSubsets", "D.ViewSubsets(HP(), HD(), n_subsets={A})", "n_subsets", "2", skip=("None",),
+base(M, "ViewSubsets", "D.ViewSubsets(HP(), HD(), 2)")
+ints(M, "ViewSubsets", "D.ViewSubsets(HP(), HD(), {A})", "subsets", "2", skip=("None",),
      extra=[("above-n-views", "3")])
+case(M, "ViewSubsets", "n_subsets-keyword", "D.ViewSubsets(HP(), HD(), n_subsets=2)", ["n_subsets"])
 objects(M, "ViewSubsets", "D.ViewSubsets(HP(), HD(), subsets={A})", "subsets",
         [("empty", "[]"), ("missing-view", "[[0]]"), ("repeated", "[[0, 0], [1]]"), ("out-of-range", "[[0], [1, 2]]"),
          ("negative", "[[0], [-1, 1]]"), ("floats", "[[0.0], [1.0]]"), ("string", "'ab'"), ("flat", "[0, 1]"),
@@ -810,7 +821,7 @@ floats(M, "RotatingScanner", "F.RotatingScanner.small(pitch_mm={A})", "pitch_mm"
 floats(M, "RotatingScanner", "F.RotatingScanner.small(mu_per_mm={A})", "mu_per_mm", "0.087", positive=False,
        nonneg=True)
 floats(M, "RotatingScanner", "F.RotatingScanner.small(head_distance_mm={A})", "head_distance_mm", "160.0")
-floats(M, "RotatingScanner", "F.RotatingScanner.small(noncollinearity_fwhm_deg={A})", "noncollinearity_fwhm_deg", "0.5",
+floats(M, "RotatingScanner", "F.RotatingScanner.small(acollinearity_fwhm_deg={A})", "acollinearity_fwhm_deg", "0.5",
        positive=False, nonneg=True)
 case(M, "RotatingScanner", "crystal-larger-than-pitch", "F.RotatingScanner.small(crystal_mm=5.0)", ["crystal_mm"])
 case(M, "RotatingScanner", "head-distance-inside-fov", "F.RotatingScanner.small(head_distance_mm=1.0)",
@@ -869,29 +880,37 @@ arrays(M, "SuperLORProjector.back_with_sensitivity", "FPJ().back_with_sensitivit
        "fsino()", only=("NaN", "wrong-shape", "negative"), nonneg=True)
 base(M, "SuperLORProjector.subset.forward", "FPJ().subset([1, 2]).forward(fimg())")
 objects(M, "SuperLORProjector.subset", "FPJ().subset({A})", "subset", [("empty", "[]"), ("out-of-range", "[99]")])
-arrays(M, "SinogramData", "F.SinogramData({A}, FS)", "prompts", "fsino()", counts=True)
-arrays(M, "SinogramData", "F.SinogramData(fsino(), FS, factors={A})", "factors", "fsino()", nonneg=True,
+arrays(M, "SinogramData", "F.SinogramData(FS, {A})", "prompts", "fsino()", counts=True)
+case(M, "SinogramData", "poisson-int64", "F.SinogramData(FS, np.random.default_rng(1).poisson(2.0, FSINO))",
+     ["prompts"])
+arrays(M, "SinogramData", "F.SinogramData(FS, fsino(), factors={A})", "factors", "fsino()", nonneg=True,
        skip=("None",))
-arrays(M, "SinogramData", "F.SinogramData(fsino(), FS, background={A})", "background", "fsino()", nonneg=True,
+arrays(M, "SinogramData", "F.SinogramData(FS, fsino(), background={A})", "background", "fsino()", nonneg=True,
        skip=("None",))
-objects(M, "SinogramData", "F.SinogramData(fsino(), {A})", "scanner",
+objects(M, "SinogramData", "F.SinogramData({A}, fsino())", "scanner",
         [("None", "None"), ("dualhead-scanner", "DS"), ("other-size", "F.RotatingScanner.small(n_angles=13)")])
 base(M, "SinogramData.save+load", "p = os.path.join(TMP, 'sd.npz'); SD().save(p); _r = F.SinogramData.load(p)")
+base(M, "SinogramData.save+load", "p = os.path.join(TMP, 'sd2.npz'); SD().save(p); _r = F.SinogramData.load(p, xp='numpy')")
 objects(M, "SinogramData.load", "F.SinogramData.load({A})", "path",
         [("None", "None"), ("missing", "'/nonexistent.npz'"), ("garbage", "garbage()"), ("direct-file", "HDFILE()")])
-base(M, "model_consistent_sinogram", "F.model_consistent_sinogram(FPJ(), fimg(), rng=1)")
-arrays(M, "model_consistent_sinogram", "F.model_consistent_sinogram(FPJ(), {A}, rng=1)", "image", "fimg()",
+objects(M, "SinogramData.load", "p = os.path.join(TMP, 'sd3.npz'); SD().save(p); _r = F.SinogramData.load(p, xp={A})",
+        "xp", [("unknown", "'gpu'"), ("backend-name", "'cpu'"), ("int", "1"), ("math", "math")])
+objects(M, "SinogramData.to", "SD().to({A})", "xp", [("unknown", "'gpu'"), ("int", "1"), ("math", "math")])
+base(M, "model_consistent_data", "F.model_consistent_data(FPJ(), fimg(), seed=1)")
+arrays(M, "model_consistent_data", "F.model_consistent_data(FPJ(), {A}, seed=1)", "image", "fimg()",
        nonneg=True)
-arrays(M, "model_consistent_sinogram", "F.model_consistent_sinogram(FPJ(), fimg(), {A}, rng=1)", "factors", "fsino()",
-       nonneg=True, skip=("None",))
-arrays(M, "model_consistent_sinogram", "F.model_consistent_sinogram(FPJ(), fimg(), None, {A}, rng=1)", "background",
+arrays(M, "model_consistent_data", "F.model_consistent_data(FPJ(), fimg(), factors={A}, seed=1)", "factors",
        "fsino()", nonneg=True, skip=("None",))
-floats(M, "model_consistent_sinogram", "F.model_consistent_sinogram(FPJ(), fimg(), counts={A}, rng=1)", "counts", "1e4",
+arrays(M, "model_consistent_data", "F.model_consistent_data(FPJ(), fimg(), background={A}, seed=1)", "background",
+       "fsino()", nonneg=True, skip=("None",))
+floats(M, "model_consistent_data", "F.model_consistent_data(FPJ(), fimg(), counts={A}, seed=1)", "counts", "1e4",
        skip=("None",), extra=[("huge", "1e30")])
-objects(M, "model_consistent_sinogram", "F.model_consistent_sinogram({A}, fimg(), rng=1)", "projector",
+objects(M, "model_consistent_data", "F.model_consistent_data(FPJ(), fimg(), seed={A})", "seed",
+        [("negative", "-1"), ("float", "1.5"), ("string", "'1'")])
+objects(M, "model_consistent_data", "F.model_consistent_data({A}, fimg(), seed=1)", "projector",
         [("direct-projector", "HP()"), ("dualhead-projector", "DP()")])
 base(M, "AngleSubsets", "F.AngleSubsets(FPJ(), SD(), 3)")
-ints(M, "AngleSubsets", "F.AngleSubsets(FPJ(), SD(), {A})", "n_subsets", "3", extra=[("above-n-angles", "13")])
+ints(M, "AngleSubsets", "F.AngleSubsets(FPJ(), SD(), {A})", "subsets", "3", extra=[("above-n-angles", "13")])
 objects(M, "AngleSubsets", "F.AngleSubsets(FPJ(), SD(), subsets={A})", "subsets",
         [("empty", "[]"), ("missing", "[[0, 1]]"), ("repeated", "[list(range(12)), [0]]"), ("floats", "[[0.5]]"),
          ("empty-subset", "[list(range(12)), []]"), ("string", "'abc'"), ("None-entries", "[None]")])
@@ -911,24 +930,35 @@ case(M, "AngleSubsets.share", "rank-out-of-range", "AS().share(3, 2)", ["rank"])
 case(M, "AngleSubsets.share", "n_ranks-zero", "AS().share(0, 0)", ["n_ranks"])
 case(M, "AngleSubsets.share", "rank-float", "AS().share(0.0, 2)", ["rank"])
 base(M, "AngleSubsets.share", "AS().share(0, 2)")
-base(M, "simulate_sinogram", "F.simulate_sinogram(FS, fimg(), FG, 500, backend='cpu', threads=1, progress=False)")
-arrays(M, "simulate_sinogram", "F.simulate_sinogram(FS, {A}, FG, 500, backend='cpu', threads=1, progress=False)",
-       "activity", "fimg()", nonneg=True)
-case(M, "simulate_sinogram", "activity-zero", "F.simulate_sinogram(FS, np.zeros(FG.shape, np.float32), FG, 500, backend='cpu', progress=False)",
+# the Monte Carlo: labelled first.simulate (DIRECT and dual-head have their own simulate)
+FSIM = "F.simulate(FS, {act}, {n}, backend='cpu'{kw})"
+base(M, "first.simulate", FSIM.format(act="fimg()", n="5000", kw=", threads=1"))
+base(M, "first.simulate", FSIM.format(act="fimg()", n="5000", kw=", seed=None, grid=FG, progress=False"))
+base(M, "first.simulate", FSIM.format(act="fimg()", n="5000", kw=", seed=np.random.default_rng(1)"))
+arrays(M, "first.simulate", FSIM.format(act="{A}", n="500", kw=", threads=1"), "activity", "fimg()", nonneg=True)
+case(M, "first.simulate", "activity-zero", FSIM.format(act="np.zeros(FG.shape, np.float32)", n="500", kw=""),
      ["activity"])
-ints(M, "simulate_sinogram", "F.simulate_sinogram(FS, fimg(), FG, {A}, backend='cpu', threads=1, progress=False)",
-     "n_decays", "500", skip=("huge-1e9",), extra=[("huge-2^62", "2**62")])
-ints(M, "simulate_sinogram", "F.simulate_sinogram(FS, fimg(), FG, 500, backend='cpu', threads=1, progress=False, chunk_decays={A})",
-     "chunk_decays", "100", skip=("huge-1e9", "None"))
-objects(M, "simulate_sinogram", "F.simulate_sinogram(FS, fimg(), FG, 500, backend='cpu', threads=1, progress=False, seed={A})",
-        "seed", [("None", "None"), ("negative", "-1"), ("float", "1.5"), ("huge", "2**64")])
-threads(M, "simulate_sinogram", "F.simulate_sinogram(FS, fimg(), FG, 100, backend='cpu', progress=False, threads={A})")
-objects(M, "simulate_sinogram", "F.simulate_sinogram(FS, fimg(), {A}, 500, backend='cpu', progress=False)", "grid",
-        [("None", "None"), ("other-grid", "G"), ("dualhead-grid", "DG")])
-objects(M, "simulate_sinogram", "F.simulate_sinogram({A}, fimg(), FG, 500, backend='cpu', progress=False)", "scanner",
+ints(M, "first.simulate", FSIM.format(act="fimg()", n="{A}", kw=", threads=1"), "n_decays", "500", skip=("huge-1e9",),
+     extra=[("huge-2^62", "2**62")])
+ints(M, "first.simulate", FSIM.format(act="fimg()", n="500", kw=", threads=1, chunk={A}"), "chunk", "100",
+     skip=("huge-1e9", "None"))
+objects(M, "first.simulate", FSIM.format(act="fimg()", n="500", kw=", threads=1, seed={A}"), "seed",
+        [("string", "'1'"), ("negative", "-1"), ("float", "1.5"), ("huge", "2**64"), ("bool", "True")])
+threads(M, "first.simulate", FSIM.format(act="fimg()", n="100", kw=", threads={A}"))
+objects(M, "first.simulate", FSIM.format(act="fimg()", n="500", kw=", grid={A}"), "grid",
+        [("tuple", "FG.shape"), ("other-grid", "G"), ("dualhead-grid", "DG")])
+objects(M, "first.simulate", "F.simulate({A}, fimg(), 500, backend='cpu')", "scanner",
         [("None", "None"), ("dualhead", "DS"), ("cylindrical", "CS")])
-objects(M, "simulate_sinogram", "F.simulate_sinogram(FS, fimg(), FG, 500, backend='cpu', progress={A})", "progress",
+objects(M, "first.simulate", FSIM.format(act="fimg()", n="500", kw=", progress={A}"), "progress",
         [("string", "'yes'"), ("int", "3")])
+objects(M, "first.simulate", "F.simulate(FS, fimg(), 500, {A}, backend='cpu')", "simulate",
+        [("seed-positional", "1")])
+base(M, "trace_decays", "F.trace_decays(FS, fimg(), 100, seed=1)")
+ints(M, "trace_decays", "F.trace_decays(FS, fimg(), {A}, seed=1)", "n_decays", "100")
+objects(M, "trace_decays", "F.trace_decays(FS, fimg(), 100, seed={A})", "seed",
+        [("string", "'1'"), ("negative", "-1"), ("huge", "2**64")])
+objects(M, "trace_decays", "F.trace_decays(FS, fimg(), 100, seed=1, grid={A})", "grid",
+        [("tuple", "FG.shape"), ("other-grid", "G")])
 
 # -----------------------------------------------------------------------------------------------------
 # directpet.dualhead
@@ -1048,19 +1078,23 @@ base(M, "DualHeadProjector.subset.forward", "DP().subset([1, 2]).forward(dimg())
 # data
 base(M, "DualHeadData", "DD()")
 arrays(M, "DualHeadData", "H.DualHeadData(DS, {A})", "prompts", "dy()", counts=True)
+case(M, "DualHeadData", "poisson-int64", "H.DualHeadData(DS, np.random.default_rng(1).poisson(2.0, NL))", ["prompts"])
 arrays(M, "DualHeadData", "H.DualHeadData(DS, dy(), factors={A})", "factors", "dy()", nonneg=True, skip=("None",))
 arrays(M, "DualHeadData", "H.DualHeadData(DS, dy(), background={A})", "background", "dy()", nonneg=True, skip=("None",))
 objects(M, "DualHeadData", "H.DualHeadData({A}, dy())", "scanner", [("None", "None"), ("first", "FS")])
 objects(M, "DualHeadData.load", "H.DualHeadData.load({A})", "path",
         [("None", "None"), ("missing", "'/nonexistent.npz'"), ("garbage", "garbage()"), ("direct-file", "HDFILE()")])
-objects(M, "DualHeadData.to", "DD().to({A})", "backend", [("None", "None"), ("unknown", "'gpu'"), ("int", "1")])
+base(M, "DualHeadData.save+load", "p = os.path.join(TMP, 'dd.npz'); DD().save(p); _r = H.DualHeadData.load(p, xp=np)")
+objects(M, "DualHeadData.load", "p = os.path.join(TMP, 'dd2.npz'); DD().save(p); _r = H.DualHeadData.load(p, xp={A})",
+        "xp", [("unknown", "'gpu'"), ("backend-name", "'cpu'"), ("int", "1"), ("math", "math")])
+objects(M, "DualHeadData.to", "DD().to({A})", "xp", [("unknown", "'gpu'"), ("backend-name", "'cuda'"), ("int", "1")])
 base(M, "model_consistent_data", "H.model_consistent_data(DP(), dimg(), seed=1)")
 arrays(M, "model_consistent_data", "H.model_consistent_data(DP(), {A}, seed=1)", "image", "dimg()", nonneg=True)
 arrays(M, "model_consistent_data", "H.model_consistent_data(DP(), dimg(), seed=1, factors={A})", "factors", "dy()",
        nonneg=True, skip=("None",))
 arrays(M, "model_consistent_data", "H.model_consistent_data(DP(), dimg(), seed=1, background={A})", "background",
        "dy()", nonneg=True, skip=("None",))
-floats(M, "model_consistent_data", "H.model_consistent_data(DP(), dimg(), seed=1, total_counts={A})", "total_counts",
+floats(M, "model_consistent_data", "H.model_consistent_data(DP(), dimg(), seed=1, counts={A})", "counts",
        "1e4", skip=("None",), extra=[("huge", "1e30")])
 objects(M, "model_consistent_data", "H.model_consistent_data(DP(), dimg(), seed={A})", "seed",
         [("None", "None"), ("negative", "-1"), ("float", "1.5"), ("string", "'1'")])
@@ -1072,7 +1106,7 @@ ints(M, "orientation_subsets", "H.orientation_subsets(DS, {A})", "n_subsets", "4
 objects(M, "orientation_subsets", "H.orientation_subsets(DS, 4, {A})", "seed",
         [("None", "None"), ("negative", "-1"), ("float", "1.5"), ("huge", "2**64")])
 base(M, "DualHeadSubsets", "H.DualHeadSubsets(DP(), DD(), 4)")
-ints(M, "DualHeadSubsets", "H.DualHeadSubsets(DP(), DD(), {A})", "n_subsets", "4")
+ints(M, "DualHeadSubsets", "H.DualHeadSubsets(DP(), DD(), {A})", "subsets", "4")
 objects(M, "DualHeadSubsets", "H.DualHeadSubsets(DP(), DD(), subsets={A})", "subsets",
         [("empty", "[]"), ("missing", "[[0]]"), ("floats", "[[0.5]]"), ("string", "'ab'"), ("None-entry", "[None]"),
          ("empty-subset", "[list(range(DS.n_classes)), []]")])
@@ -1087,31 +1121,38 @@ objects(M, "DualHeadSubsets.forward_units", "DSUB().forward_units(dimg(), {A})",
         [("None", "None"), ("empty", "[]"), ("floats", "[0.5]"), ("out-of-range", "[10**6]"), ("negative", "[-1]")])
 base(M, "DualHeadSubsets.forward_units", "DSUB().forward_units(dimg(), [0, 1])")
 # Monte Carlo
-base(M, "simulate_events", "H.simulate_events(DS, dimg(), 1000, seed=1, backend='cpu', threads=1)")
-arrays(M, "simulate_events", "H.simulate_events(DS, {A}, 1000, seed=1, backend='cpu', threads=1)", "activity", "dimg()",
+# labelled dualhead.simulate (DIRECT and FIRST have their own simulate)
+base(M, "dualhead.simulate", "H.simulate(DS, dimg(), 1000, seed=1, backend='cpu', threads=1)")
+base(M, "dualhead.simulate", "H.simulate(DS, dimg(), 1000, backend='cpu', progress=False)")
+base(M, "dualhead.simulate", "H.simulate(DS, dimg(), n_trues=10, seed=np.random.default_rng(1), backend='cpu')")
+arrays(M, "dualhead.simulate", "H.simulate(DS, {A}, 1000, seed=1, backend='cpu', threads=1)", "activity", "dimg()",
        nonneg=True)
-ints(M, "simulate_events", "H.simulate_events(DS, dimg(), {A}, seed=1, backend='cpu', threads=1)", "n_decays", "1000",
+ints(M, "dualhead.simulate", "H.simulate(DS, dimg(), {A}, seed=1, backend='cpu', threads=1)", "n_decays", "1000",
      skip=("None", "huge-1e9"), extra=[("huge-2^62", "2**62")], names=("n_decays",))
-ints(M, "simulate_events", "H.simulate_events(DS, dimg(), None, n_trues={A}, seed=1, backend='cpu', threads=1)",
+ints(M, "dualhead.simulate", "H.simulate(DS, dimg(), None, n_trues={A}, seed=1, backend='cpu', threads=1)",
      "n_trues", "10", skip=("None", "huge-1e9", "huge-2^31"))
-case(M, "simulate_events", "n_trues-unreachable",
+case(M, "dualhead.simulate", "n_trues-unreachable",
      "a = np.zeros(DG.shape, np.float32); a[0, 0, 0] = 1\n"
-     "_r = H.simulate_events(DS, a, None, n_trues=10**6, seed=1, backend='cpu', threads=1)", ["n_trues", "activity"])
-objects(M, "simulate_events", "H.simulate_events(DS, dimg(), 1000, seed={A}, backend='cpu')", "seed",
-        [("None", "None"), ("negative", "-1"), ("float", "1.5"), ("huge", "2**64")])
-ints(M, "simulate_events", "H.simulate_events(DS, dimg(), 1000, seed=1, backend='cpu', chunk={A})", "chunk", "100",
+     "_r = H.simulate(DS, a, None, n_trues=10**6, seed=1, backend='cpu', threads=1)", ["n_trues", "activity"])
+objects(M, "dualhead.simulate", "H.simulate(DS, dimg(), 1000, seed={A}, backend='cpu')", "seed",
+        [("string", "'1'"), ("negative", "-1"), ("float", "1.5"), ("huge", "2**64"), ("bool", "True")])
+ints(M, "dualhead.simulate", "H.simulate(DS, dimg(), 1000, seed=1, backend='cpu', chunk={A})", "chunk", "100",
      skip=("None", "huge-1e9"))
-threads(M, "simulate_events", "H.simulate_events(DS, dimg(), 200, seed=1, backend='cpu', threads={A})")
-objects(M, "simulate_events", "H.simulate_events({A}, dimg(), 100, seed=1, backend='cpu')", "scanner",
+threads(M, "dualhead.simulate", "H.simulate(DS, dimg(), 200, seed=1, backend='cpu', threads={A})")
+objects(M, "dualhead.simulate", "H.simulate({A}, dimg(), 100, seed=1, backend='cpu')", "scanner",
         [("None", "None"), ("first", "FS")])
-objects(M, "simulate_events", "H.simulate_events(DS, dimg(), 100, seed=1, backend='cpu', xp={A})", "xp",
+objects(M, "dualhead.simulate", "H.simulate(DS, dimg(), 100, seed=1, backend='cpu', xp={A})", "xp",
         [("string", "'numpy'"), ("math", "math")])
+objects(M, "dualhead.simulate", "H.simulate(DS, dimg(), 100, {A}, backend='cpu')", "simulate",
+        [("seed-positional", "1")])
 base(M, "trace_events", "H.trace_events(DS, dimg(), 100, seed=1)")
 ints(M, "trace_events", "H.trace_events(DS, dimg(), {A}, seed=1)", "n_decays", "100", skip=("huge-1e9",))
 ints(M, "trace_events", "H.trace_events(DS, dimg(), 100, seed=1, first={A})", "first", "5", lo=0,
      skip=("huge-1e9", "huge-2^31"), extra=[("huge-2^64", "2**64")])
 arrays(M, "trace_events", "H.trace_events(DS, {A}, 100, seed=1)", "activity", "dimg()", nonneg=True,
        only=("None", "NaN", "negative", "wrong-shape", "dtype-float64"))
+objects(M, "trace_events", "H.trace_events(DS, dimg(), 100, seed={A})", "seed",
+        [("string", "'1'"), ("negative", "-1"), ("huge", "2**64")])
 
 # -----------------------------------------------------------------------------------------------------
 # directpet.recon
@@ -1567,7 +1608,7 @@ fine("EventBatch", "weights", "None", OPTIONAL_NONE)
 for n in ("p1", "dt_ps", "weights"):
     fine("EventBatch", n, "NaN inf", "EventBatch is a container: deposit() refuses NaN / inf events (ValueError "
          "naming events) and weights (naming weights)")
-fine("EventBatch", "n_decays", "huge-2^63", "a bookkeeping count; nothing is allocated from it")
+fine("EventBatch", "n_in_band", "huge-2^63", "a bookkeeping count; nothing is allocated from it")
 fine("deposit", "out", "non-contiguous", "checked: the events are added into the non-contiguous out correctly")
 fine("bin_views", "p1", "dtype-float64 dtype-int non-contiguous wrong-ndim", GENERIC)
 fine("simulate_events", "n_events", "huge-2^31", LONG_JOB)
@@ -1586,15 +1627,18 @@ fine("attenuation_histo_images", "step_mm", "huge-1e300", "a coarse step: checke
      "(0.55 vs 0.56 minimum)")
 fine("normalisation_histo_images", "efficiencies", "None", OPTIONAL_NONE)
 fine("normalisation_histo_images", "efficiencies", "list dtype-float64 dtype-int non-contiguous", CONVERTED)
-fine("HistoImageData", "histos", "non-contiguous fractional-counts",
+fine("HistoImageData", "prompts", "non-contiguous fractional-counts",
      "non-contiguous data work (checked through mlem); fractional 'counts' are expected data (noise=False)")
-for n in ("sensitivity", "background"):
+for n in ("factors", "background"):
     fine("HistoImageData", n, "None", OPTIONAL_NONE)
     fine("HistoImageData", n, "non-contiguous", "checked: mlem runs with non-contiguous factor arrays")
     fine("expected_data", n, "None", OPTIONAL_NONE)
     fine("expected_data", n, "non-contiguous", CONVERTED)
 fine("HistoImageData.save", "path", "missing-dir", "FileNotFoundError with the path is the standard, clear error")
+fine("HistoImageData.save", "compress", "None", "documented: compress=None is the class's default (CountData.save; "
+     "HistoImageData: uncompressed)")
 fine("model_consistent_data", "background", "None", OPTIONAL_NONE)
+fine("model_consistent_data", "factors", "None", OPTIONAL_NONE)
 fine("model_consistent_data", "background", "non-contiguous", CONVERTED)
 fine("model_consistent_data", "counts", "None", OPTIONAL_NONE)
 fine("model_consistent_data", "counts", "0-d", ZERO_D)
@@ -1603,7 +1647,7 @@ fine("ViewSubsets.forward_units", "units", "None floats out-of-range negative st
 fine("ViewSubsets.forward_units", "units", "empty", "an empty list of units gives an empty stack")
 fine("to_numpy", "a", "string", "a generic converter: np.asarray of anything is its documented behaviour")
 # first
-for n in ("pitch_mm", "mu_per_mm", "head_distance_mm", "noncollinearity_fwhm_deg"):
+for n in ("pitch_mm", "mu_per_mm", "head_distance_mm", "acollinearity_fwhm_deg"):
     fine("RotatingScanner", n, "0-d", ZERO_D)
     fine("RotatingScanner", n, "huge-1e300", BIG_FINITE)
 fine("RotatingScanner", "head_distance_mm", "head-distance-inside-fov",
@@ -1622,21 +1666,20 @@ fine("SinogramData", "prompts", "non-contiguous fractional-counts",
      "non-contiguous data work (checked through mlem); fractional prompts are expected data (noise=False)")
 for n in ("factors", "background"):
     fine("SinogramData", n, "non-contiguous", "checked: mlem runs with non-contiguous factor arrays")
-    fine("model_consistent_sinogram", n, "dtype-float64 dtype-int non-contiguous", CONVERTED)
     fine("model_consistent_data", n, "dtype-float64 dtype-int non-contiguous", CONVERTED)
     fine("DualHeadData", n, "non-contiguous", "checked: mlem runs with non-contiguous factor arrays")
 fine("SinogramData", "scanner", "other-size", "names prompts with the shape the scanner expects: the mismatch is explained")
-fine("model_consistent_sinogram", "counts", "0-d", ZERO_D)
-fine("AngleSubsets", "subsets", "floats empty-subset string",
-     "the entries of subsets are angle lists: 'angles: expected a non-empty sequence ...' names them")
-fine("AngleSubsets", "subsets", "None-entries", "an entry None means all angles (as angle_list(None))")
+fine("AngleSubsets", "subsets", "None-entries", "an entry None means every angle (as projector.units(None)): one "
+     "subset of all angles, a valid partition")
 fine("AngleSubsets.forward_units", "units", "empty out-of-range negative",
      "units are angle indices: the message names angles and says what came")
-fine("simulate_sinogram", "n_decays", "huge-2^31", LONG_JOB)
-fine("simulate_sinogram", "n_decays", "huge-2^62", LONG_JOB + " (below the documented 2**63 bound)")
-fine("simulate_sinogram", "chunk_decays", "huge-2^31", "a chunk larger than the job: one chunk")
-fine("simulate_sinogram", "grid", "other-grid dualhead-grid",
+fine("first.simulate", "n_decays", "huge-2^31", LONG_JOB)
+fine("first.simulate", "n_decays", "huge-2^62", LONG_JOB + " (below the documented 2**63 bound)")
+fine("first.simulate", "chunk", "huge-2^31", "a chunk larger than the job: one chunk")
+fine("first.simulate", "grid", "other-grid dualhead-grid",
      "names activity with the grid's shape: the mismatch of the two arguments is explained")
+fine("trace_decays", "grid", "other-grid", "names activity with the grid's shape: the mismatch of the two arguments "
+     "is explained")
 # dualhead
 for n in ("gap_mm", "acollinearity_fwhm_deg", "plane_mm"):
     fine("DualHeadScanner", n, "0-d", ZERO_D)
@@ -1654,17 +1697,14 @@ fine("DualHeadProjector.forward", "subset", "repeated-huge",
      "4.8e8 LORs (1.9 GB) is feasible and passes the memory check: slow, not stuck")
 fine("DualHeadData", "prompts", "non-contiguous fractional-counts",
      "non-contiguous data work; fractional prompts are expected data (noise=False)")
-fine("model_consistent_data", "total_counts", "0-d", ZERO_D)
 fine("orientation_subsets", "seed", "huge", "PCG64 takes any non-negative integer seed")
 fine("model_consistent_data", "seed", "None", "documented: seed=None draws from fresh entropy")
-fine("DualHeadSubsets", "subsets", "floats string empty-subset",
-     "the entries of subsets are class lists: 'classes: expected ...' names them")
 fine("DualHeadSubsets", "subsets", "None-entry", "an entry None means all classes (as class_list(None))")
 fine("DualHeadSubsets.forward_units", "units", "empty out-of-range negative",
      "units are class indices: the message names classes and says what came")
-fine("simulate_events", "n_decays", "huge-2^31 huge-2^62", LONG_JOB)
-fine("simulate_events", "n_trues", "n_trues-unreachable", LONG_JOB + " (a corner voxel: 1e6 trues take minutes)")
-fine("simulate_events", "chunk", "huge-2^31", "a chunk larger than the job: one chunk")
+fine("dualhead.simulate", "n_decays", "huge-2^31 huge-2^62", LONG_JOB)
+fine("dualhead.simulate", "n_trues", "n_trues-unreachable", LONG_JOB + " (a corner voxel: 1e6 trues take minutes)")
+fine("dualhead.simulate", "chunk", "huge-2^31", "a chunk larger than the job: one chunk")
 # recon
 for alg in ("mlem", "osem", "block_ramla"):
     fine(alg, "x0", "dtype-float64 non-contiguous", "x0 is copied to a float32 image (documented, tested)")

@@ -183,7 +183,7 @@ if runs realdata; then
   echo "== real-data tests (PETSIRD, corrections, NIfTI, autograd)"
   stage tests_realdata "$OUTDIR/tests_realdata.log" \
     $PY -m pytest tests/test_io_petsird.py tests/test_direct_corrections.py tests/test_io_nifti.py tests/test_autograd.py \
-    tests/test_direct_deposition.py tests/test_direct_simulation.py tests/test_direct_views.py -q -rs -p no:cacheprovider
+    tests/test_direct_deposition.py tests/test_direct_monte_carlo.py tests/test_direct_views.py -q -rs -p no:cacheprovider
   show "$OUTDIR/tests_realdata.log" 8
   echo "== real-data notebook at the 'small' size (cells run as a script, timed)"
   stage realdata_notebook "$OUTDIR/realdata_notebook.log" \

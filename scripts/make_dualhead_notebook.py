@@ -5,17 +5,17 @@ import nbformat as nbf
 nb = nbf.v4.new_notebook()
 md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
 nb.cells = [
-    md("""# Dual-head planar PET: symmetry-compressed model, OSEM on a micro Deluxe Derenzo ([DH], science.md §3)
+    md("""# Dual-head planar PET: symmetry-compressed model, OSEM on a micro Deluxe Derenzo ([DH]; docs: Physics › Dual-head)
 
 Two stationary HRRT heads (104 × 72 LSO crystals, 2.4 mm pitch, 10 mm front layer) face each other
 with 60 mm between the front faces. The image is 119 planes × 416 × 288 voxels of 0.5 × 0.6 × 0.6 mm
 (14.3 M voxels); there are 56.07 M front-layer LORs.
 
-* **System model**: the analytic multi-ray detector response of science.md §3.9 (photon paths
+* **System model**: directpet's analytic multi-ray detector response (docs: Physics › Dual-head; photon paths
   through the crystal array, attenuation before and absorption in the hit crystal), stored as one
   patch per orientation class and plane: shift invariance and the x/y/z reflections leave
   104 × 72 classes × 119 planes of small patches.
-* **Data**: the event Monte Carlo (`simulate_events`: positron range, acollinearity, penetration and
+* **Data**: the event Monte Carlo (`dualhead.simulate`: positron range, acollinearity, penetration and
   exponential depth of interaction in the finite front layer), which does not use the model: no
   inverse crime.
 * **Reconstruction**: OSEM with the paper's subsets (orientation classes split at random into 72
@@ -27,15 +27,14 @@ reduced problems (CI runs `tiny`)."""),
 import numpy as np
 import directpet as dp
 from directpet.dualhead import storage_report
-from directpet.dualhead.experiment import (PROFILE_Y_MM, DualHeadExperimentConfig, line_profile,
-                                           run_dualhead_experiment, write_dualhead_figures)
+from directpet.dualhead.experiment import PROFILE_Y_MM, ExperimentConfig, line_profile, run_experiment, write_figures
 
 gpu = dp.cuda_device_count() > 0
 size = os.environ.get("DIRECTPET_NOTEBOOK_SIZE", "full" if gpu else "tiny")
 n_iter = int(os.environ.get("DIRECTPET_NOTEBOOK_ITER", "24"))
-cfg = DualHeadExperimentConfig(size=size, n_iter=n_iter, progress=False)
+cfg = ExperimentConfig(size=size, n_iter=n_iter, progress=False)
 print(f"size {size}, {n_iter} OSEM iterations of {cfg.n_subsets} subsets, CUDA device: {gpu}")"""),
-    code("""res = run_dualhead_experiment(cfg)
+    code("""res = run_experiment(cfg)
 s, st = res.scanner, res.data_stats
 print(f"{s.n_y} x {s.n_z} crystals per head, {s.n_lors:,} LORs, image {s.grid.shape}")
 print(f"model: {res.model.n_taps:,} taps, {res.model.nbytes / 2**20:.1f} MiB, built in {res.timings['model_s']:.1f} s")
@@ -56,17 +55,18 @@ central plane, after 1 and 24 iterations; profiles along z at those lines; profi
 of each rod group with their peak-to-valley ratios; the FWHM of point sources at planes across the
 gap, along x (the depth-of-interaction and limited-angle blur between the heads), y and z."""),
     code("""%matplotlib inline
-paths = write_dualhead_figures(res, os.environ.get("DIRECTPET_NOTEBOOK_OUT", "dual_head_figures"))
+paths = write_figures(res, os.environ.get("DIRECTPET_NOTEBOOK_OUT", "dual_head_figures"))
 from IPython.display import Image, display
 for p in paths:
     display(Image(filename=p))"""),
-    code("""for y in PROFILE_Y_MM:
-    for label, img in (("1 iteration", res.derenzo.images[0]), (f"{n_iter} iterations", res.derenzo.images[-1])):
+    code("""r = res.methods[cfg.methods[0]]                 # the default projector's results
+for y in PROFILE_Y_MM:
+    for label, img in (("1 iteration", r.derenzo.images[0]), (f"{n_iter} iterations", r.derenzo.images[-1])):
         z, v = line_profile(img, s, y)
         inside = np.abs(z) < 16
         print(f"y = {y:5.1f} mm, {label:>14}: max/min along z inside the phantom = "
               f"{v[inside].max() / max(v[inside].min(), 1e-12):.2f}")
-f = res.fwhm_xyz()
+f = r.fwhm_mm()                                  # x (between the heads), y, z
 print("point-source FWHM (mm) x / y / z by plane x:")
 for p, w in zip(res.point_positions, f):
     print(f"  x = {p[0]:6.1f} mm: {w[0]:.2f} / {w[1]:.2f} / {w[2]:.2f}")"""),

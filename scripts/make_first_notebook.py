@@ -5,17 +5,17 @@ import nbformat as nbf
 nb = nbf.v4.new_notebook()
 md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
 nb.cells = [
-    md("""# FIRST Super-LOR reconstruction of a rotating dual-head scanner ([FIRST-GPU], science.md §2)
+    md("""# FIRST Super-LOR reconstruction of a rotating dual-head scanner ([FIRST-GPU]; docs: Physics › FIRST)
 
 A pair of planar LYSO heads (30 rows of 1.6 mm crystals, 12 mm deep, front faces 160 mm apart)
 rotates in 130 steps over 180°. The sinogram is 175 radial bins × 130 angles × 900 row pairs; the
 image 175 × 175 × 59 voxels of 0.4 × 0.4 × 0.8 mm.
 
-* **System model**: the analytic tube of response of science.md §2.6 (crystal apertures, depth of
-  interaction, non-collinearity, positron range, integrated over voxels with erf), reduced to
+* **System model**: directpet's analytic tube of response (docs: Physics › FIRST; crystal apertures, depth of
+  interaction, acollinearity, positron range, integrated over voxels with erf), reduced to
   Super-LOR tables by the rotational, translational and reflection symmetries and the
   quasi-symmetry of LORs with almost the same incidence angle.
-* **Data**: the event Monte Carlo (`simulate_sinogram`), which does not use the model, and the
+* **Data**: the event Monte Carlo (`first.simulate`), which does not use the model, and the
   heads' geometric normalisation: no inverse crime.
 * **Projectors**: `faithful` (the paper's texture-based design, unmatched back projector),
   `matched` (exact transpose) and `fast` (factored; the same numbers as `matched`).
@@ -28,12 +28,12 @@ reduced problems (CI runs `tiny`)."""),
 import numpy as np
 import directpet as dp
 from directpet.first import build_super_lor_table
-from directpet.first.experiment import FirstExperimentConfig, run_first_experiment, scanner_for, write_first_figures
+from directpet.first.experiment import ExperimentConfig, run_experiment, scanner_for, write_figures
 
 gpu = dp.cuda_device_count() > 0
 size = os.environ.get("DIRECTPET_NOTEBOOK_SIZE", "full" if gpu else "small")
 n_iter = int(os.environ.get("DIRECTPET_NOTEBOOK_ITER", "24"))
-cfg = FirstExperimentConfig(size=size, n_iter=n_iter, progress=False)
+cfg = ExperimentConfig(size=size, n_iter=n_iter, progress=False)
 print(f"size {size}, {n_iter} OSEM iterations of {cfg.n_subsets} subsets, CUDA device: {gpu}")"""),
     md("""## The system model and its storage
 
@@ -46,7 +46,7 @@ for tol in (0.0, 0.02, 0.05, 0.1):
     print(f"tolerance {tol:4.2f}: {rep['n_super']:2d} Super-LORs, {rep['bytes_super_lor'] / 1024:6.0f} KiB, "
           f"{rep['reduction']:.2e} x smaller than per-LOR tubes ({rep['bytes_per_lor'] / 2**30:.0f} GiB), "
           f"quasi-symmetry alone {rep['quasi_reduction']:.1f} x, largest error {rep['max_quasi_error']:.3f}")"""),
-    code("""res = run_first_experiment(cfg)
+    code("""res = run_experiment(cfg)
 st = res.data_stats
 print(f"Monte Carlo: Derenzo {st['derenzo'].n_binned:,} events, points {st['points'].n_binned:,} events; "
       f"simulation {res.timings['simulation_s']:.1f} s, backend {res.backend}")
@@ -57,7 +57,7 @@ Transverse slices after 1 and 24 iterations; profiles through a row of each rod 
 over the central half of the rods' length) with their peak-to-valley ratios; point-source FWHM
 against the distance from the axis."""),
     code("""%matplotlib inline
-paths = write_first_figures(res, os.environ.get("DIRECTPET_NOTEBOOK_OUT", "first_superlor_figures"))
+paths = write_figures(res, os.environ.get("DIRECTPET_NOTEBOOK_OUT", "first_superlor_figures"))
 from IPython.display import Image, display
 for p in paths:
     display(Image(filename=p))"""),

@@ -27,7 +27,7 @@ reduced problems (CI runs `tiny`)."""),
     code("""import os
 import numpy as np
 import directpet as dp
-from directpet.demo import ExperimentConfig, run_experiment, write_figures
+from directpet.direct.experiment import ExperimentConfig, run_experiment, write_figures
 
 gpu = dp.cuda_device_count() > 0
 size = os.environ.get("DIRECTPET_NOTEBOOK_SIZE", "paper" if gpu else "small")
@@ -56,7 +56,7 @@ averages below 5.8 mm); `variant2` and `variant3` converge to a *higher* CRC wit
 overshoot. The cell below evaluates these statements at the matched noise level (and at the last
 iteration, where the curves are furthest apart); on the reduced problems the differences are
 smaller than the noise, so read them at paper size."""),
-    code("""from directpet.demo import science_checks
+    code("""from directpet.direct.experiment import science_checks
 for name, value in science_checks(res):
     print(f"{name:<78} {value:+.4f}")"""),
 ]

@@ -73,9 +73,9 @@ def detected(events):
     return {(0, 0): Coincidences(ev.bin0[keep], ev.bin1[keep], ev.tof_idx[keep])}
 
 with PetsirdWriter(listmode, header) as writer:
-    for batch in simulate_events(info, scanner, n_prompts, randoms_fraction=0.2, rng=1, progress=False,
+    for batch in simulate_events(scanner, info, n_prompts, seed=1, randoms_fraction=0.2, progress=False,
                                  chunk_size=2_000_000, xp=xp):
-        delayed = simulate_randoms(scanner, int(rng.poisson(batch.n_randoms)), rng=rng)  # delayed window = prompt window
+        delayed = simulate_randoms(scanner, int(rng.poisson(batch.n_randoms)), seed=rng)  # delayed window = prompt window
         writer.write_block(prompts=detected(batch), delayeds=detected(delayed))
     written = dict(writer.n_written)
 
@@ -100,15 +100,16 @@ geometric = sensitivity_attenuation(grid, views, xp=xp)           # n_v: accepta
 mu = xp.asarray(mu_map)
 attenuation = attenuation_histo_images(mu, mu_grid, grid, views, n_sub=2)
 normalisation = normalisation_histo_images(header_read, grid, views, xp=xp)
-sensitivity = (geometric * attenuation * normalisation).astype(xp.float32)
+factors = (geometric * attenuation * normalisation).astype(xp.float32)     # s_v of [HA]
 print(f"events deposited: {stats.n_deposited:,} of {stats.n_events:,} prompts; randoms estimate {float(randoms.sum()):,.0f}")
 print(f"normalisation factors: {float(normalisation.min()):.3f} .. {float(normalisation.max()):.3f}; "
       f"attenuation at the centre, central view: {float(attenuation[views.n_theta // 2, grid.nz // 2, grid.ny // 2, grid.nx // 2]):.4f}")"""),
     md("""## 3. Block-RAMLA
 
 One DIRECT view per subset, the invariant 400 ps kernel of the scanner, the model
-`ybar_v = s_v H_v x + b_v` with the sensitivity (n_v a_v e_v) and the randoms background."""),
-    code("""data = HistoImageData(prompts, grid, views, sensitivity=sensitivity, background=randoms.astype(xp.float32),
+`ybar_v = f_v H_v x + b_v` with the factors f_v = n_v a_v e_v (the sensitivity s_v of [HA]) and the
+randoms background."""),
+    code("""data = HistoImageData(prompts, grid, views, factors=factors, background=randoms.astype(xp.float32),
                       kernel=scanner.kernel(), scanner=scanner)
 projector = HistoImageProjector(grid, views, scanner.kernel(), backend="cuda" if gpu else "cpu")
 result = recon.block_ramla(ViewSubsets(projector, data), n_iter, store_every=1, progress=False)

@@ -9,7 +9,7 @@ import json
 import os
 
 import directpet as dp
-from directpet.demo import ExperimentConfig, run_experiment, science_checks, write_figures
+from directpet.direct.experiment import ExperimentConfig, run_experiment, science_checks, write_figures
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out")

@@ -7,8 +7,9 @@ import numpy as np
 
 import directpet as dp
 from directpet.direct import FFTProjector, HistoImageProjector, LowRankProjector, SRKernel, View
-from directpet.dualhead import DualHeadProjector, DualHeadScanner, build_patch_model, simulate_events
-from directpet.first import RotatingScanner, SuperLORProjector, build_super_lor_table, simulate_sinogram
+from directpet import dualhead, first
+from directpet.dualhead import DualHeadProjector, DualHeadScanner, build_patch_model
+from directpet.first import RotatingScanner, SuperLORProjector, build_super_lor_table
 from directpet.reference.dualhead import random_model
 
 
@@ -48,7 +49,8 @@ def run_first():
             op.forward(x)
             op.adjoint(y)
             op.back_with_sensitivity(y, y)
-        simulate_sinogram(scanner, x, scanner.grid, 100_000, seed=1, backend="cuda", progress=False)
+        band = first.monte_carlo.direction_band(scanner, x)["band_fraction"]
+        first.simulate(scanner, x, round(100_000 / band), seed=1, backend="cuda")     # 1e5 followed decays
     dp._core.cuda_synchronize()
 
 
@@ -76,7 +78,7 @@ def run_dualhead():
     op._engine.model.narrow_blocks = True
     op.forward(x, classes)
     build_patch_model(scanner, backend="cuda", classes=np.arange(6))
-    simulate_events(scanner, x, 200_000, seed=1, backend="cuda")
+    dualhead.simulate(scanner, x, 200_000, seed=1, backend="cuda")
     dp._core.cuda_synchronize()
 
 

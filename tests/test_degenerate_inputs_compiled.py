@@ -35,13 +35,16 @@ from directpet import ImageGrid
 from directpet._checks import check_threads, max_threads, output_array, shares_memory
 from directpet.direct import FFTProjector, HistoImageProjector, View
 from directpet.dualhead import (DualHeadData, DualHeadProjector, DualHeadScanner, DualHeadSubsets, PatchModel, SeedDRF,
-                                build_patch_model, build_seed_drf, lor_response, model_consistent_data, simulate_events,
+                                build_patch_model, build_seed_drf, lor_response, model_consistent_data,
                                 storage_report, trace_events)
+from directpet.dualhead import simulate as dualhead_simulate
 from directpet.dualhead.petsird import coincidences_to_counts, counts_to_coincidences
 from directpet.dualhead.response import support_rows
 from directpet.first import (AngleSubsets, RotatingScanner, SinogramData, SuperLORProjector, SuperLORTable,
                              analytic_tube, build_super_lor_table, geometric_normalisation, interleaved_angle_subsets,
-                             lor_tube, model_consistent_sinogram, simulate_sinogram)
+                             lor_tube)
+from directpet.first import model_consistent_data as first_model_consistent_data
+from directpet.first import simulate as first_simulate
 from directpet.first.model import efficiency, tube_at
 from directpet.first.monte_carlo import trace_decays
 from directpet.reference.first import cell_voxel_overlap, lattice_footprints
@@ -136,9 +139,9 @@ def test_projectors_refuse_too_many_threads(make):
 def test_monte_carlos_and_response_refuse_too_many_threads():
     activity = np.ones(FIRST.grid.shape, np.float32)
     with pytest.raises(ValueError, match="threads"):
-        simulate_sinogram(FIRST, activity, FIRST.grid, 10, backend="cpu", threads=TOO_MANY, progress=False)
+        first_simulate(FIRST, activity, 10, backend="cpu", threads=TOO_MANY)
     with pytest.raises(ValueError, match="threads"):
-        simulate_events(DUAL, np.ones(DUAL.grid.shape, np.float32), 10, seed=1, backend="cpu", threads=TOO_MANY)
+        dualhead_simulate(DUAL, np.ones(DUAL.grid.shape, np.float32), 10, seed=1, backend="cpu", threads=TOO_MANY)
     with pytest.raises(ValueError, match="threads"):
         lor_response(DUAL, (0, 0), (0, 0), (0, 0, 0), threads=TOO_MANY)
     with pytest.raises(ValueError, match="threads"):
@@ -216,7 +219,7 @@ def test_first_impossible_sizes_name_the_argument():
     with pytest.raises(ValueError, match="n_angles"):
         interleaved_angle_subsets(10**14, 13)
     with pytest.raises(ValueError, match="n_decays"):
-        trace_decays(FIRST, np.ones(FIRST.grid.shape, np.float32), FIRST.grid, 2**26 + 1)
+        trace_decays(FIRST, np.ones(FIRST.grid.shape, np.float32), 2**26 + 1)
     RotatingScanner()                                       # the default (82 MB sinogram) is fine
 
 
@@ -235,7 +238,7 @@ FIRST_BAD = [
     (lambda: geometric_normalisation(FIRST, None), TypeError, "n_quad"),
     (lambda: geometric_normalisation(FIRST, 64, full="yes"), TypeError, "full"),
     (lambda: interleaved_angle_subsets(None, 2), TypeError, "n_angles"),
-    (lambda: model_consistent_sinogram(None, np.ones(FIRST.grid.shape, np.float32)), TypeError, "projector"),
+    (lambda: first_model_consistent_data(None, np.ones(FIRST.grid.shape, np.float32)), TypeError, "projector"),
 ]
 
 
@@ -245,12 +248,14 @@ def test_first_raw_errors_name_the_argument(call, exc, name):
         call()
 
 
-def test_first_model_consistent_sinogram_checks_counts_and_noise(first_projector, volume):
+def test_first_model_consistent_data_checks_counts_noise_and_seed(first_projector, volume):
     x = volume(FIRST.grid.shape)
     with pytest.raises(TypeError, match="counts"):
-        model_consistent_sinogram(first_projector, x, counts="1e5")
+        first_model_consistent_data(first_projector, x, counts="1e5")
     with pytest.raises(TypeError, match="noise"):
-        model_consistent_sinogram(first_projector, x, noise="no")
+        first_model_consistent_data(first_projector, x, noise="no")
+    with pytest.raises(TypeError, match="seed"):
+        first_model_consistent_data(first_projector, x, seed="1")
 
 
 def test_super_lor_table_is_checked_and_frozen(rng):
@@ -277,9 +282,9 @@ def test_super_lor_table_is_checked_and_frozen(rng):
 def test_first_data_and_subsets_name_the_argument(first_projector, rng):
     prompts = rng.poisson(2.0, FIRST.sinogram_shape).astype(np.float32)
     with pytest.raises(TypeError, match="meta"):
-        SinogramData(prompts, FIRST, meta=["source"])
-    data = SinogramData(prompts, FIRST)
-    with pytest.raises(TypeError, match="n_subsets"):
+        SinogramData(FIRST, prompts, meta=["source"])
+    data = SinogramData(FIRST, prompts)
+    with pytest.raises(TypeError, match="subsets"):
         AngleSubsets(first_projector, data, 2.5)
 
 
@@ -398,7 +403,7 @@ def test_activities_and_factors_must_be_nonnegative(first_projector, dual_model,
     x = volume(FIRST.grid.shape)
     x[0, 0, 0] = -1.0
     with pytest.raises(ValueError, match=r"^image: contains negative"):
-        model_consistent_sinogram(first_projector, x, rng=1)
+        first_model_consistent_data(first_projector, x, seed=1)
     xd = volume(DUAL.grid.shape)
     xd[0, 0, 0] = -1.0
     with pytest.raises(ValueError, match=r"^image: contains negative"):
@@ -454,7 +459,7 @@ def test_saves_check_the_path(first_projector, dual_model, tmp_path):
 
 
 def test_subset_units_are_never_truncated(first_projector, dual_model, rng):
-    data = SinogramData(rng.poisson(2.0, FIRST.sinogram_shape).astype(np.float32), FIRST)
+    data = SinogramData(FIRST, rng.poisson(2.0, FIRST.sinogram_shape).astype(np.float32))
     with pytest.raises(TypeError, match=r"^units:"):                 # used to project angles [0, 1]
         AngleSubsets(first_projector, data, 2).forward_units(np.ones(FIRST.grid.shape, np.float32), [0.5, 1.7])
     P = DualHeadProjector(dual_model, backend="cpu")

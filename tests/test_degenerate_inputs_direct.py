@@ -21,7 +21,7 @@ from directpet.direct import (CylindricalScanner, EventBatch, FFTProjector, Hist
                               LowRankProjector, SRKernel, View, ViewSet, ViewSubsets, attenuation_histo_images,
                               bin_views, build_lut, deposit, detector_exits, detector_hits, local_coordinates,
                               make_blocks, model_consistent_data, normalisation_histo_images, randoms_background,
-                              randoms_from_delayeds, sensitivity_attenuation, simulate_deposit, simulate_events,
+                              randoms_from_delayeds, sensitivity_attenuation, simulate, simulate_events,
                               simulate_randoms, tof_fwhm_mm)
 from directpet.direct.fft import auto_padding, fft_bytes
 from directpet.sim import sphere_phantom
@@ -49,7 +49,7 @@ def _events(rng, n=6):
     return EventBatch(p1, p2, rng.uniform(-20.0, 20.0, n).astype(np.float32))
 
 
-# --- (1) subsets / histo_data: data must match the projector's grid and views ----------------------
+# --- (1) subsets / data: data must match the projector's grid and views ----------------------
 
 @pytest.mark.parametrize("data_grid, data_views, name", [
     (ImageGrid((4, 10, 9), 3.0), VIEWS, "grid"),                       # same shape, other voxel size
@@ -72,28 +72,28 @@ def test_stored_data_still_match_their_projector(op, counts, tmp_path):
         ViewSubsets(op, back)                                            # 10 degrees, not 7.3
 
 
-def test_model_data_with_another_view_set_is_refused(op, volume):
+def test_model_consistent_data_with_another_view_set_is_refused(op, volume):
     with pytest.raises(ValueError, match="viewset"):
         model_consistent_data(op, volume(GRID.shape), noise=False, viewset=ViewSet(1, 2))
 
 
 # --- (2) silently accepted values ---------------------------------------------------------------
 
-@pytest.mark.parametrize("field", ["histos", "sensitivity", "background"])
+@pytest.mark.parametrize("field", ["prompts", "factors", "background"])
 @pytest.mark.parametrize("bad, why", [(np.nan, "NaN"), (-1.0, "negative")])
 def test_histo_image_data_refuse_nan_and_negative_values(counts, field, bad, why):
-    arrays = {"histos": counts, "sensitivity": counts.copy(), "background": counts.copy()}
+    arrays = {"prompts": counts, "factors": counts.copy(), "background": counts.copy()}
     arrays[field][1, 2, 3, 4] = bad
     with pytest.raises(ValueError, match=f"{field}: contains {why}"):
-        HistoImageData(arrays["histos"], GRID, VIEWS, arrays["sensitivity"], arrays["background"])
+        HistoImageData(arrays["prompts"], GRID, VIEWS, arrays["factors"], arrays["background"])
 
 
 @pytest.mark.parametrize("bad", [np.nan, -0.5])
-def test_model_data_name_the_factors_before_projecting(op, volume, bad):
-    sens = volume(STACK)
-    sens[0, 1, 2, 3] = bad
-    with pytest.raises(ValueError, match="sensitivity \\(factors\\)"):
-        model_consistent_data(op, volume(GRID.shape), sens, rng=1)
+def test_model_consistent_data_name_the_factors_before_projecting(op, volume, bad):
+    factors = volume(STACK)
+    factors[0, 1, 2, 3] = bad
+    with pytest.raises(ValueError, match="factors"):
+        model_consistent_data(op, volume(GRID.shape), factors=factors, seed=1)
 
 
 def test_nan_lut_values_are_refused():
@@ -177,11 +177,11 @@ def test_large_but_feasible_sizes_still_work():
 @pytest.mark.parametrize("call, name", [
     (lambda op, d: ViewSubsets(None, d), "projector"),
     (lambda op, d: model_consistent_data(None, d[0]), "projector"),
-    (lambda op, d: HistoImageData(None, GRID), "histos"),
+    (lambda op, d: HistoImageData(None, GRID), "prompts"),
     (lambda op, d: deposit(None, GRID, VIEWS), "events"),
     (lambda op, d: sensitivity_attenuation(GRID, None), "viewset"),
     (lambda op, d: HistoImageData(d, GRID, kernel=5.8), "kernel"),
-], ids=["subsets_projector", "model_projector", "histos", "events", "viewset", "kernel"])
+], ids=["subsets_projector", "model_projector", "prompts", "events", "viewset", "kernel"])
 def test_none_or_a_wrong_object_is_a_type_error(op, counts, call, name):
     with pytest.raises(TypeError, match=name):
         call(op, counts)
@@ -201,16 +201,16 @@ def test_strings_are_not_numbers(call, name):
 
 
 def _simulate(**kw):
-    args = {"n_events": 10, "backend": "cpu", **kw}
-    return simulate_deposit(sphere_phantom(GRID)[1], CylindricalScanner(), GRID, VIEWS, args.pop("n_events"), **args)
+    args = {"n_trues": 10, "backend": "cpu", **kw}
+    return simulate(CylindricalScanner(), sphere_phantom(GRID)[1], grid=GRID, viewset=VIEWS, **args)
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda: _simulate(n_events=2**63), "n_events"),
+    (lambda: _simulate(n_trues=2**63), "n_trues"),
     (lambda: _simulate(threads=10**12), "threads"),
     (lambda: build_lut(ImageGrid((2**31, 2, 2), 4.0), View(0.1), SRKernel()), "shape"),
     (lambda: FFTProjector(GRID, View(0.3), padding=(2**31, 10, 9), backend="cpu"), "padding"),
-], ids=["n_events", "threads", "grid_extent", "fft_padding"])
+], ids=["n_trues", "threads", "grid_extent", "fft_padding"])
 def test_arguments_the_compiled_code_cannot_take(call, name):
     """Checked in Python: pybind11's 'incompatible function arguments' never reaches the user."""
     with pytest.raises(ValueError, match=name):
@@ -226,13 +226,13 @@ def _tampered(path, tmp_path, rng):
     noise.write_bytes(rng.integers(0, 256, 2000, dtype=np.uint8).tobytes())
     with np.load(path) as f:
         arrays = dict(f)
-    arrays["histos"] = arrays["histos"].copy()
-    arrays["histos"][0, 0, 0, 0] = np.nan
+    arrays["prompts"] = arrays["prompts"].copy()
+    arrays["prompts"][0, 0, 0, 0] = np.nan
     nan = tmp_path / "nan.npz"
     np.savez(nan, **arrays)
-    arrays = {k: v for k, v in arrays.items() if k != "histos"}
-    arrays["histos"] = np.ones(STACK, np.float32)
-    arrays["metadata"] = np.array(str(arrays["metadata"]).replace('"version": 1', '"version": 2'))
+    arrays = {k: v for k, v in arrays.items() if k != "prompts"}
+    arrays["prompts"] = np.ones(STACK, np.float32)
+    arrays["version"] = np.array(int(arrays["version"]) + 1)
     later = tmp_path / "later.npz"
     np.savez(later, **arrays)
     return {"cut": cut, "noise": noise, "nan": nan, "later": later}
@@ -245,7 +245,7 @@ def test_damaged_files_name_the_path(counts, tmp_path, rng):
         with pytest.raises(ValueError, match=f"path: {bad}") as err:
             HistoImageData.load(bad)
         if kind in ("nan", "later"):
-            assert ("NaN" if kind == "nan" else "version 2") in str(err.value)
+            assert ("NaN" if kind == "nan" else f"version {HistoImageData.VERSION + 1}") in str(err.value)
     with pytest.raises(ValueError, match="path"):
         HistoImageData.load(tmp_path / "missing.npz")
 
@@ -287,7 +287,7 @@ def test_huge_normalisation_sub_samples_are_refused():
     (lambda: HistoImageProjector(ImageGrid((64, 96, 96), 4.0), VIEWS, backend="cpu").forward(
         np.ones((64, 96, 96), np.float32), [0] * 10**7), ValueError, "subset"),           # 22 TiB of output
     (lambda: attenuation_histo_images(_MU, GRID, GRID, VIEWS, step_mm=1e-12), ValueError, "step_mm"),
-    (lambda: next(simulate_events(_PHANTOM, CylindricalScanner(), 2**63, progress=False)), ValueError,
+    (lambda: next(simulate_events(CylindricalScanner(), _PHANTOM, 2**63, progress=False)), ValueError,
      "n_events"),
     (lambda: LowRankProjector(GRID, VIEWS, rank=10**9, backend="cpu", planner="estimate"), ValueError, "rank"),
 ], ids=["kernel_volume", "blocks_of_another_viewset", "blocks_huge", "forward_subset", "step_mm",
@@ -298,8 +298,8 @@ def test_index_and_size_arguments(call, error, name):
 
 
 @pytest.mark.parametrize("call, name", [
-    (lambda rng: next(simulate_events(_PHANTOM, CylindricalScanner(), 10, blur="no", progress=False)), "blur"),
-    (lambda rng: next(simulate_events(_PHANTOM, CylindricalScanner(), 10, progress="yes")), "progress"),
+    (lambda rng: next(simulate_events(CylindricalScanner(), _PHANTOM, 10, blur="no", progress=False)), "blur"),
+    (lambda rng: next(simulate_events(CylindricalScanner(), _PHANTOM, 10, progress="yes")), "progress"),
     (lambda rng: _simulate(tof=None), "tof"),
     (lambda rng: deposit(_events(rng), GRID, VIEWS, return_stats="yes"), "return_stats"),
     (lambda rng: build_lut(GRID, View(0.3), SRKernel()).with_values(np.ones((1, 1)), normalize="no"), "normalize"),
@@ -359,7 +359,7 @@ def test_large_but_finite_totals_stay_finite():
      TypeError, "luts"),
     (lambda rng: HistoImageProjector(GRID, VIEWS, backend="cpu", luts={5: build_lut(GRID, VIEWS[0], SRKernel())}),
      ValueError, "luts key"),
-    (lambda rng: HistoImageData(np.zeros(STACK, np.float32), GRID).to("numpy"), TypeError, "xp"),
+    (lambda rng: HistoImageData(np.zeros(STACK, np.float32), GRID).to("torch"), TypeError, "xp"),
 ], ids=["phantom_info", "attenuation", "p1", "viewset", "scanner", "no_batches", "not_batches", "luts_list",
         "luts_key", "xp"])
 def test_wrong_types_name_the_argument(rng, call, error, name):

@@ -704,7 +704,7 @@ def test_saving_to_a_directory_or_a_foreign_extension_names_path(tmp_path, phant
     from directpet.first import RotatingScanner, SinogramData
 
     scanner = RotatingScanner.small()
-    data = SinogramData(np.ones(scanner.sinogram_shape, np.float32), scanner)
+    data = SinogramData(scanner, np.ones(scanner.sinogram_shape, np.float32))
     with pytest.raises(ValueError, match="^path: .* is a directory"):
         data.save(tmp_path)
     curve = ContrastNoiseCurve([1, 2], [0.5, 0.6], [0.05, 0.1])

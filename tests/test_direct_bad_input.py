@@ -224,6 +224,11 @@ def test_bad_projector_options():
         HistoImageProjector(GRID, View(0.0), backend="gpu")
     with pytest.raises(ValueError, match="method"):
         HistoImageProjector(GRID, View(0.0), backend="cpu", method="fastest")
+    for method in ("tlp", "ilp", "slab_table", "columns"):          # CUDA schemes: never silently ignored
+        with pytest.raises(ValueError, match=f"^method: '{method}' is a CUDA scheme.*backend=\"cuda\""):
+            HistoImageProjector(GRID, View(0.0), backend="cpu", method=method)
+    for method in ("default", "slab"):                               # the CPU's one scheme
+        assert HistoImageProjector(GRID, View(0.0), backend="cpu", method=method).method == method
     with pytest.raises(TypeError, match="grid"):
         HistoImageProjector((9, 16, 15), View(0.0), backend="cpu")
     with pytest.raises(TypeError, match="kernel"):
@@ -253,7 +258,7 @@ def test_corrupted_lormap_is_value_error(where, volume):
 @pytest.mark.parametrize("how", ["identity", "out_of_range", "negative", "off_by_one"])
 def test_corrupted_flip_is_value_error(how, volume):
     """flip must point at the negated offset; anything else (including the paper's off-by-one,
-    science.md Q2) is a ValueError naming flip."""
+    docs/physics.rst Q2) is a ValueError naming flip."""
     lut = build_lut(GRID, View(0.4), SRKernel.clinical("variant1"))
     n = lut.n_offsets
     flip = {"identity": np.arange(n), "out_of_range": np.full(n, n), "negative": lut.flip - n,

@@ -120,7 +120,7 @@ def test_randoms_from_delayeds_estimate_the_expected_randoms():
     from directpet.direct import CylindricalScanner, randoms_background, randoms_from_delayeds, simulate_randoms
 
     grid, views, scanner = ImageGrid((8, 32, 32), 12.0), ViewSet(8, 3), CylindricalScanner()
-    delayeds = simulate_randoms(scanner, 1_000_000, rng=7)
+    delayeds = simulate_randoms(scanner, 1_000_000, seed=7)
     raw = randoms_from_delayeds(delayeds, grid, views)
     smooth = randoms_from_delayeds(delayeds, grid, views, smooth_fwhm_mm=40.0)
     np.testing.assert_allclose(smooth.sum(axis=(1, 2, 3)), raw.sum(axis=(1, 2, 3)), rtol=1e-5)
@@ -146,7 +146,7 @@ def test_randoms_from_delayeds_on_the_gpu_match_the_cpu():
     from directpet.direct import CylindricalScanner, EventBatch, randoms_from_delayeds, simulate_randoms
 
     grid, views = ImageGrid((8, 32, 32), 12.0), ViewSet(8, 3)
-    ev = simulate_randoms(CylindricalScanner(), 200_000, rng=3)
+    ev = simulate_randoms(CylindricalScanner(), 200_000, seed=3)
     ev_gpu = EventBatch(cp.asarray(ev.p1), cp.asarray(ev.p2), cp.asarray(ev.dt_ps))
     raw_cpu, raw_gpu = randoms_from_delayeds(ev, grid, views), randoms_from_delayeds(ev_gpu, grid, views)
     # the same events in the same voxels (a point exactly on a voxel face may round either way)
@@ -167,7 +167,7 @@ def test_weighted_events_deposit_their_weights(rng, mode):
     from directpet.direct import CylindricalScanner, EventBatch, deposit, simulate_randoms
 
     grid, views = ImageGrid((6, 20, 20), 15.0), ViewSet(6, 3)
-    ev = simulate_randoms(CylindricalScanner(), 400, rng=int(rng.integers(1 << 30)))
+    ev = simulate_randoms(CylindricalScanner(), 400, seed=int(rng.integers(1 << 30)))
     w = rng.uniform(0.1, 2.0, len(ev)).astype(np.float32)
     weighted = deposit(EventBatch(ev.p1, ev.p2, ev.dt_ps, weights=w), grid, views, mode=mode)
     ref = np.zeros_like(weighted)

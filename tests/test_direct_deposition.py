@@ -6,7 +6,7 @@ import pytest
 from directpet.direct import (CylindricalScanner, EventBatch, HistoImageData, SRKernel, ViewSet, bin_views, deposit,
                               randoms_background, sensitivity_attenuation, simulate_events, simulate_histo_images,
                               simulate_randoms)
-from directpet.direct.kernels import C_MM_PER_PS
+from directpet.direct.model import C_MM_PER_PS
 from directpet.geometry import ImageGrid
 from directpet.sim import WaterCylinder, point_source_phantom, sphere_phantom
 
@@ -99,7 +99,7 @@ def test_deposited_counts_equal_events_inside_grid():
     _, info = sphere_phantom(GRID, cylinder_diameter_mm=200, length_mm=120, sphere_radius_mm=50,
                              sphere_diameter_mm=16)
     vs = ViewSet(6, 3)
-    batches = list(simulate_events(info, SCANNER, 30_000, chunk_size=40_000, rng=1, randoms_fraction=0.1,
+    batches = list(simulate_events(SCANNER, info, 30_000, chunk_size=40_000, seed=1, randoms_fraction=0.1,
                                    progress=False))
     h, st = deposit(iter(batches), GRID, vs, return_stats=True)
     b = EventBatch.concatenate(batches)
@@ -124,17 +124,24 @@ def test_histo_image_data_npz_round_trip(tmp_path):
         path = tmp_path / "data.npz"
         data.save(path)
         back = HistoImageData.load(path)
-        for name in ("histos", "sensitivity", "background"):
+        for name in ("prompts", "factors", "background"):
             np.testing.assert_array_equal(getattr(back, name), getattr(data, name))
         assert back.grid == GRID and back.kernel == kernel and back.scanner == data.scanner
         assert (back.viewset.n_phi, back.viewset.n_theta) == (4, 3)
         assert back.viewset.theta_max == pytest.approx(vs.theta_max)
         assert back.meta == data.meta
     bare = HistoImageData(arrays[0], GRID)
-    bare.save(tmp_path / "bare.npz")
-    back = HistoImageData.load(tmp_path / "bare.npz")
-    assert back.sensitivity is None and back.background is None and back.viewset is None and back.kernel is None
-    with pytest.raises(ValueError, match="histos"):
+    bare.save(tmp_path / "bare.npz", compress=True)
+    for xp in (None, np, "numpy"):
+        back = HistoImageData.load(tmp_path / "bare.npz", xp=xp)
+        assert back.factors is None and back.background is None and back.viewset is None and back.kernel is None
+        assert back.scanner is None and isinstance(back.prompts, np.ndarray)
+        np.testing.assert_array_equal(back.prompts, arrays[0])
+    with pytest.raises(TypeError, match="xp"):
+        HistoImageData.load(tmp_path / "bare.npz", xp="torch")
+    with pytest.raises(TypeError):
+        HistoImageData.load(tmp_path / "bare.npz", np)                  # xp is keyword-only
+    with pytest.raises(ValueError, match="prompts"):
         HistoImageData(arrays[0][:, :4], GRID)
 
 
@@ -179,7 +186,7 @@ def test_geometric_sensitivity_falls_at_the_axial_edge():
 
 def test_randoms_background_matches_simulated_randoms():
     vs = ViewSet(4, 3)
-    r = simulate_randoms(SCANNER, 600_000, rng=3)
+    r = simulate_randoms(SCANNER, 600_000, seed=3)
     h, st = deposit(r, GRID, vs, return_stats=True)
     b = randoms_background(GRID, vs, SCANNER, total=st.n_randoms_deposited)
     assert b.sum() == pytest.approx(st.n_randoms_deposited, rel=1e-4)
@@ -196,8 +203,9 @@ def test_randoms_background_matches_simulated_randoms():
 def test_simulate_histo_images_with_corrections():
     _, info = sphere_phantom(GRID, cylinder_diameter_mm=200, length_mm=120, n_spheres=0)
     vs = ViewSet(4, 1)
-    data = simulate_histo_images(info, SCANNER, GRID, vs, 20_000, randoms_fraction=0.2, rng=4, progress=False)
-    assert data.sensitivity.shape == data.histos.shape and data.background is not None
+    data = simulate_histo_images(SCANNER, info, 20_000, grid=GRID, viewset=vs, randoms_fraction=0.2, seed=4,
+                                 progress=False)
+    assert data.factors.shape == data.prompts.shape and data.background is not None
     assert data.background.sum() == pytest.approx(data.meta["n_randoms_deposited"], rel=1e-4)
-    assert data.histos.sum() == data.meta["n_deposited"]
+    assert data.prompts.sum() == data.meta["n_deposited"]
     assert data.kernel == SCANNER.kernel()

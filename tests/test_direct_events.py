@@ -1,10 +1,10 @@
-"""Phantoms and list-mode event simulation (science.md 1.12)."""
+"""Phantoms and list-mode event simulation (docs/physics.rst 1.12)."""
 
 import numpy as np
 import pytest
 
 from directpet.direct import CylindricalScanner, EventBatch, simulate_events, simulate_randoms
-from directpet.direct.kernels import C_MM_PER_PS, FWHM_PER_SIGMA
+from directpet.direct.model import C_MM_PER_PS, FWHM_PER_SIGMA
 from directpet.geometry import ImageGrid
 from directpet.sim import (AnalyticPhantom, CylinderSource, PointSource, SphereSource, WaterCylinder,
                            point_source_phantom, sphere_phantom, uniform_cylinder)
@@ -74,7 +74,7 @@ def test_analytic_sampling_matches_activity():
 def test_events_on_detector_within_acceptance():
     _, info = sphere_phantom(GRID, cylinder_diameter_mm=200, length_mm=100, sphere_radius_mm=50,
                              sphere_diameter_mm=16)
-    b = _collect(info, SCANNER, 50_000, rng=3, chunk_size=200_000)
+    b = _collect(SCANNER, info, 50_000, seed=3, chunk_size=200_000)
     assert len(b) == 50_000 and b.p1.dtype == np.float32 and b.dt_ps.dtype == np.float32
     for p in (b.p1, b.p2):
         np.testing.assert_allclose(np.hypot(p[:, 0], p[:, 1]), SCANNER.radius_mm, rtol=1e-5)
@@ -88,25 +88,25 @@ def test_tof_statistics_match_timing_resolution():
     """Central point, no blur or attenuation: dt ~ N(0, sigma_t); the MLP of an off-centre point
     is centred on it with sigma c sigma_t / 2 along the LOR."""
     ph = AnalyticPhantom([PointSource((0.0, 0.0, 0.0))])
-    b = _collect(ph, SCANNER, 40_000, rng=4, blur=False)
+    b = _collect(SCANNER, ph, 40_000, seed=4, blur=False)
     sigma = SCANNER.tof_fwhm_ps / FWHM_PER_SIGMA
     assert abs(float(b.dt_ps.mean())) < 4 * sigma / np.sqrt(len(b))
     assert float(b.dt_ps.std()) == pytest.approx(sigma, rel=0.03)
 
     src = np.array([100.0, -40.0, 20.0])
-    b = _collect(AnalyticPhantom([PointSource(tuple(src))]), SCANNER, 40_000, rng=5, blur=False)
+    b = _collect(SCANNER, AnalyticPhantom([PointSource(tuple(src))]), 40_000, seed=5, blur=False)
     r = b.most_likely_points()
     np.testing.assert_allclose(r.mean(axis=0), src, atol=1.0)
     dist = np.linalg.norm(r - src, axis=1)
     assert np.sqrt(np.mean(dist**2)) == pytest.approx(C_MM_PER_PS * sigma / 2, rel=0.03)
     # Without timing noise the MLP is the annihilation point.
-    b = _collect(AnalyticPhantom([PointSource(tuple(src))]), SCANNER, 1000, rng=6, blur=False, tof=False)
+    b = _collect(SCANNER, AnalyticPhantom([PointSource(tuple(src))]), 1000, seed=6, blur=False, tof=False)
     np.testing.assert_allclose(b.most_likely_points(), np.broadcast_to(src, (len(b), 3)), atol=1e-2)
 
 
 def test_intrinsic_blur_is_perpendicular_gaussian():
     src = np.array([0.0, 0.0, 0.0])
-    b = _collect(AnalyticPhantom([PointSource(tuple(src))]), SCANNER, 20_000, rng=7, tof=False)
+    b = _collect(SCANNER, AnalyticPhantom([PointSource(tuple(src))]), 20_000, seed=7, tof=False)
     r = b.most_likely_points()
     d = (b.p2 - b.p1).astype(np.float64)
     u = d / np.linalg.norm(d, axis=1, keepdims=True)
@@ -119,11 +119,11 @@ def test_attenuation_survival_central_point():
     """A central point in a 350 mm water cylinder survives with exp(-mu * 350 / cos(theta))."""
     water = WaterCylinder(175.0, 250.0)
     _, info = point_source_phantom(GRID, [(0.0, 0.0, 0.0)], attenuation=water)
-    batches = list(simulate_events(info, SCANNER, 400_000, count="decays", chunk_size=100_000, rng=8,
+    batches = list(simulate_events(SCANNER, info, 400_000, count="in_band", chunk_size=100_000, seed=8,
                                    blur=False, progress=False))
     assert len(batches) == 4
     kept = sum(len(b) for b in batches)
-    drawn = sum(b.n_decays for b in batches)
+    drawn = sum(b.n_in_band for b in batches)
     assert drawn == 400_000
     # Average of exp(-mu 350 / cos theta) over the band (u_z uniform), about 0.995 * exp(-mu 350).
     uz = np.linspace(-1, 1, 2001) * np.sin(SCANNER.theta_max)
@@ -136,7 +136,7 @@ def test_axial_acceptance_of_an_edge_point():
     """A point near the axial edge loses the LORs whose far end leaves the detector."""
     z0 = 110.0
     ph = AnalyticPhantom([PointSource((0.0, 0.0, z0))])
-    b = list(simulate_events(ph, SCANNER, 100_000, count="decays", rng=9, blur=False, progress=False))
+    b = list(simulate_events(SCANNER, ph, 100_000, count="in_band", seed=9, blur=False, progress=False))
     frac = sum(len(x) for x in b) / 100_000
     # One photon of every LOR goes up: accepted iff R |tan(theta)| <= h - z0; u_z uniform in the band.
     t_up = np.sin(np.arctan((SCANNER.half_length_mm - z0) / SCANNER.radius_mm))
@@ -146,12 +146,12 @@ def test_axial_acceptance_of_an_edge_point():
 
 def test_randoms_and_prompt_counts():
     _, info = sphere_phantom(GRID, cylinder_diameter_mm=200, length_mm=100, n_spheres=0)
-    batches = list(simulate_events(info, SCANNER, 30_000, randoms_fraction=0.25, chunk_size=50_000,
-                                   rng=10, progress=False))
+    batches = list(simulate_events(SCANNER, info, 30_000, randoms_fraction=0.25, chunk_size=50_000,
+                                   seed=10, progress=False))
     b = EventBatch.concatenate(batches)
     assert len(b) == 30_000
     assert b.n_randoms / len(b) == pytest.approx(0.25, abs=0.02)
-    r = simulate_randoms(SCANNER, 20_000, rng=11)
+    r = simulate_randoms(SCANNER, 20_000, seed=11)
     assert len(r) == 20_000 and r.n_randoms == 20_000
     assert _tilt(r).max() <= SCANNER.theta_max + 1e-5
     mlp = r.most_likely_points()
@@ -160,17 +160,17 @@ def test_randoms_and_prompt_counts():
 
 def test_seeded_reproducible_and_errors():
     ph = AnalyticPhantom([PointSource((0.0, 0.0, 0.0))])
-    a = _collect(ph, SCANNER, 1000, rng=12)
-    b = _collect(ph, SCANNER, 1000, rng=12)
+    a = _collect(SCANNER, ph, 1000, seed=12)
+    b = _collect(SCANNER, ph, 1000, seed=12)
     np.testing.assert_array_equal(a.dt_ps, b.dt_ps)
     with pytest.raises(ValueError, match="n_events"):
-        next(simulate_events(ph, SCANNER, 0, progress=False))
+        next(simulate_events(SCANNER, ph, 0, progress=False))
     with pytest.raises(ValueError, match="randoms_fraction"):
-        next(simulate_events(ph, SCANNER, 10, randoms_fraction=1.0, progress=False))
-    with pytest.raises(TypeError, match="phantom"):
-        next(simulate_events("x", SCANNER, 10, progress=False))
+        next(simulate_events(SCANNER, ph, 10, randoms_fraction=1.0, progress=False))
+    with pytest.raises(TypeError, match="activity"):
+        next(simulate_events(SCANNER, "x", 10, progress=False))
     outside = AnalyticPhantom([PointSource((0.0, 0.0, 500.0))])     # beyond the detector's axial end
     with pytest.raises(RuntimeError, match="accepted"):
-        next(simulate_events(outside, SCANNER, 10, chunk_size=100, progress=False))
+        next(simulate_events(SCANNER, outside, 10, chunk_size=100, progress=False))
     with pytest.raises(ValueError, match="theta_max_deg"):
         CylindricalScanner(theta_max_deg=95)

@@ -1,4 +1,4 @@
-"""FFT projectors of DIRECT (science.md 1.8): spatial-exact against the spatial projector, spectral
+"""FFT projectors of DIRECT (docs/physics.rst 1.8): spatial-exact against the spatial projector, spectral
 against an independent float64 oracle, padding / wrap-around, Gibbs ripples, adjointness, argument
 checks, and (marked ``gpu``) cuFFT against FFTW and NumPy / CuPy / PyTorch inputs.
 
@@ -9,7 +9,7 @@ Oracles and tolerances
   rounding of ~1e-7 * log2(M) relative to the 2-norm, so 1e-5 (relative, 2-norm) is safe while a
   single misplaced kernel tap or one voxel of wrap-around costs >= 1e-4.
 * spectral: a float64 NumPy oracle written here from the definitions, independent of the package
-  code: the covariance ``Sigma = sum_dir sigma_dir^2 e_dir e_dir^T`` from the view angles (science.md
+  code: the covariance ``Sigma = sum_dir sigma_dir^2 e_dir e_dir^T`` from the view angles (docs/physics.rst
   1.1), the spectrum ``exp(-w^T Sigma w / 2)`` on the *full* complex FFT grid (numpy.fft.fftn, not
   the R2C half grid the engine uses), zero padding to the operator's grid, crop. Agreement to 1e-5
   checks the frequency grid (rad/mm, FFT order, Nyquist), the axis conventions and the padding.

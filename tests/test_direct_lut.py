@@ -1,6 +1,6 @@
-"""DIRECT look-up tables (science.md 1.4-1.6): LORmap, mSR (+flip) and mSRval.
+"""DIRECT look-up tables (docs/physics.rst 1.4-1.6): LORmap, mSR (+flip) and mSRval.
 
-Every expected value here is recomputed in NumPy from the formulas of science.md (or taken from
+Every expected value here is recomputed in NumPy from the formulas of docs/physics.rst (or taken from
 its quoted numbers), never from the library: identifiers from ``floor(s / eps) + a0``, widths from
 the FWHM models and TOF conversion, the support from an independent lattice enumeration of the
 truncation ellipsoid, and kernel values from ``directpet.reference.direct.gaussian_kernel_values``.
@@ -15,7 +15,7 @@ from directpet import ImageGrid
 from directpet.direct import DirectLUT, SRKernel, View, build_lut, tof_fwhm_mm
 from directpet.reference.direct import gaussian_kernel_values
 
-C_MM_PER_PS = 0.299792458                 # speed of light, mm/ps (science.md 0: 299.792458 mm/ns)
+C_MM_PER_PS = 0.299792458                 # speed of light, mm/ps (docs/physics.rst 0: 299.792458 mm/ns)
 FWHM_PER_SIGMA = 2.0 * np.sqrt(2.0 * np.log(2.0))  # 2.35482
 
 GRIDS = [ImageGrid((11, 20, 17), 4.0), ImageGrid((9, 16, 21), (2.0, 4.0, 3.0))]
@@ -58,7 +58,7 @@ def expected_identifiers(grid, phi, eps):
 
 
 def radial_fwhm(kernel, s, s_max):
-    """science.md 1.10 / 1.11 radial FWHM models (mm) at signed distance s (mm)."""
+    """docs/physics.rst 1.10 / 1.11 radial FWHM models (mm) at signed distance s (mm)."""
     r, a = kernel.radial_fwhm, np.abs(s)
     if isinstance(r, str):
         return {"variant1": 4.8 + 5.2 * a / s_max, "variant2": 5.8 + 6.2 * a / s_max,
@@ -131,7 +131,7 @@ def as_set(offsets):
 @pytest.mark.parametrize("eps", [2.0, 1.3])
 def test_lormap_is_floor_s_over_eps_plus_a0(grid, view, eps):
     """LORmap(y, x) = floor(s / eps) + a0 with s the signed LOR distance of the voxel centre
-    (science.md 1.5-1.6); exact integer equality except on bin edges (|s/eps - n| < 1e-9), where
+    (docs/physics.rst 1.5-1.6); exact integer equality except on bin edges (|s/eps - n| < 1e-9), where
     float rounding may legitimately choose either side."""
     lut = build_lut(grid, view, SRKernel.invariant(epsilon=eps))
     ids, a0, s_c, amb = expected_identifiers(grid, view.phi, eps)
@@ -162,7 +162,7 @@ def test_tilted_views_share_the_lormap_of_their_azimuth():
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_support_is_point_symmetric_truncation_ellipsoid(grid, view, name):
     """mSR is exactly the lattice inside the ellipsoid sum_dir (dist_dir / (k sigma_dir,max))^2 <= 1
-    with the semi-axes of science.md 1.5-1.6 (asymmetric: radial 3 * 2 sigma + delta), stored in
+    with the semi-axes of docs/physics.rst 1.5-1.6 (asymmetric: radial 3 * 2 sigma + delta), stored in
     point-symmetric order with flip = N - 1 - i. Lattice points within 1e-9 of the surface are
     not judged (rounding); semi-axes are compared to 1e-9 relative (float64 formulas)."""
     kernel = KERNELS[name]
@@ -188,8 +188,8 @@ def test_support_is_point_symmetric_truncation_ellipsoid(grid, view, name):
 
 @pytest.mark.parametrize("name,expected", [("invariant", 271), ("variant1", 461), ("variant2", 565),
                                            ("stress", 18200)])
-def test_support_sizes_match_science_md(name, expected):
-    """science.md 1.6 quotes |mSR| at 4 mm voxels: ~271 (400 ps / 5.8 / 5.8), 461 (variant 1),
+def test_support_sizes_match_the_paper(name, expected):
+    """docs/physics.rst 1.6 quotes |mSR| at 4 mm voxels: ~271 (400 ps / 5.8 / 5.8), 461 (variant 1),
     565 (variant 2), ~18,200 (900 ps / 100 mm / 10 mm stress kernel). The count depends on the
     view: mSR uses the largest radial width *of the view's identifiers*, and only a diagonal view
     (phi = 45 deg) of the 144 x 144 grid reaches s_max = 404.5 mm; lattice alignment also changes
@@ -199,7 +199,7 @@ def test_support_sizes_match_science_md(name, expected):
     grid = ImageGrid((48, 144, 144), 4.0)
     lut = build_lut(grid, View.from_degrees(45.0), kernel)
     assert abs(lut.n_offsets - expected) <= 0.05 * expected, lut.n_offsets
-    # science.md 1.6: about 405 signed identifiers for 144 x 144 voxels of 4 mm with eps = 2 mm.
+    # docs/physics.rst 1.6: about 405 signed identifiers for 144 x 144 voxels of 4 mm with eps = 2 mm.
     assert abs(lut.n_kernels - 405) <= 2
 
 
@@ -208,7 +208,7 @@ def test_support_sizes_match_science_md(name, expected):
 @pytest.mark.parametrize("view", VIEWS, ids=VIEW_IDS)
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_values_match_float64_formula(grid, view, name):
-    """mSRval equals the float64 (double-)Gaussian of science.md 1.4-1.5 evaluated on mSR at the
+    """mSRval equals the float64 (double-)Gaussian of docs/physics.rst 1.4-1.5 evaluated on mSR at the
     independently computed widths, normalised per identifier. rtol 1e-6: the library computes in
     double and stores float32 (relative rounding 6e-8); atol 1e-12 covers values that underflow."""
     kernel = KERNELS[name]
@@ -224,7 +224,7 @@ def test_values_match_float64_formula(grid, view, name):
 
 
 def test_asymmetric_kernel_is_wider_towards_the_centre():
-    """Asymmetric identifiers put their wide Gaussian at -sgn(s) delta (science.md 1.5), so the
+    """Asymmetric identifiers put their wide Gaussian at -sgn(s) delta (docs/physics.rst 1.5), so the
     radial mean of every kernel row lies on the centre side, at (1 - w) * (-sgn(s) delta) for the
     untruncated profile. mSR is an ellipsoid: away from the TOF centre its radial extent shrinks
     below 3 * 2 sigma + delta and clips the wide component's far tail, which pulls the mean in by a
@@ -296,15 +296,15 @@ def test_kernel_volume_lays_out_values_on_the_lattice():
 @pytest.mark.parametrize("ps,fwhm,sigma", [(300, 44.97, 19.10), (375, 56.21, 23.87), (400, 59.96, 25.46),
                                            (600, 89.94, 38.19), (900, 134.91, 57.29),
                                            (1200, 179.88, 76.39)])
-def test_tof_fwhm_conversion_matches_science_md(ps, fwhm, sigma):
-    """Spatial TOF FWHM = c dt / 2, sigma = FWHM / 2.35482 (science.md 0 table, two decimals)."""
+def test_tof_fwhm_conversion_matches_the_paper(ps, fwhm, sigma):
+    """Spatial TOF FWHM = c dt / 2, sigma = FWHM / 2.35482 (docs/physics.rst 0 table, two decimals)."""
     assert tof_fwhm_mm(ps) == pytest.approx(fwhm, abs=0.005)
     lut = build_lut(GRIDS[0], View(0.0), SRKernel(tof_fwhm_ps=ps))
     assert lut.semi_axes[0] == pytest.approx(3 * sigma, abs=3 * 0.005)
 
 
 def test_image_kernel_widens_every_axis():
-    """image_kernel adds the voxel box variance v^2/12 along each axis (science.md 1.5): every
+    """image_kernel adds the voxel box variance v^2/12 along each axis (docs/physics.rst 1.5): every
     semi-axis grows to k sqrt(sigma^2 + v^2/12) (untilted phi = 0: e_t = x, e_r = y, e_a = z), the
     support is a superset and each kernel's second moment along TOF grows."""
     grid = ImageGrid((11, 20, 17), (3.0, 4.0, 5.0))
@@ -325,7 +325,7 @@ def test_image_kernel_widens_every_axis():
 
 
 def test_s_max_sets_the_edge_width():
-    """('linear', c, e) reaches e at |s| = s_max and is clamped beyond (science.md 1.11)."""
+    """('linear', c, e) reaches e at |s| = s_max and is clamped beyond (docs/physics.rst 1.11)."""
     grid = ImageGrid((5, 40, 40), 4.0)
     k = SRKernel(radial_fwhm=("linear", 6.0, 12.0), s_max=40.0)
     lut = build_lut(grid, View(0.0), k)

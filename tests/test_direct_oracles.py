@@ -2,7 +2,7 @@
 exists").
 
 1. For a symmetric, shift-invariant kernel the forward scatter and the back gather are both the
-   linear (zero-boundary) 3D convolution of the image with the kernel (science.md 1.4), which
+   linear (zero-boundary) 3D convolution of the image with the kernel (docs/physics.rst 1.4), which
    ``scipy.ndimage.convolve(x, K, mode='constant', cval=0)`` computes with no DIRECT code at all.
 2. Count conservation: every kernel has unit sum, so a source whose whole kernel footprint stays
    inside the volume keeps its total in the forward projection (any kernel); the back projection
@@ -107,7 +107,7 @@ def blob_inside(op, v, volume):
 @pytest.mark.parametrize("name", list(COUNT_KERNELS))
 def test_forward_projection_conserves_counts(name, volume):
     """sum(H x) == sum(x) for a blob well inside the volume, for every kernel kind: each source
-    voxel spreads exactly its value with a unit-sum kernel (science.md 1.4). 1e-5 relative:
+    voxel spreads exactly its value with a unit-sum kernel (docs/physics.rst 1.4). 1e-5 relative:
     float32 kernel values (unit sum to ~1e-7) and float32 accumulation."""
     grid = ImageGrid((19, 40, 40), 4.0)
     op = HistoImageProjector(grid, COUNT_VIEWS, COUNT_KERNELS[name], backend="cpu")
@@ -134,7 +134,7 @@ def test_back_projection_conserves_counts_for_invariant_kernels(name, volume):
 def test_back_projection_of_variant_kernels_does_not_conserve_counts(name, volume):
     """With spatially variant kernels -- including the 'invariant' asymmetric one, whose
     asymmetry flips with sgn(s) -- each voxel gathers with its *own* kernel, so the weights a
-    source voxel r receives, sum_r' K_{a(r')}(r - r'), no longer add up to 1 (science.md 1.7:
+    source voxel r receives, sum_r' K_{a(r')}(r - r'), no longer add up to 1 (docs/physics.rst 1.7:
     back-projected blobs are lopsided). The mismatch is then exactly <H 1, g> - <1, g>, checked
     against the float64 reference scatter of a ones image, and it is clearly non-zero (> 1e-4)."""
     grid = ImageGrid((19, 40, 40), 4.0)

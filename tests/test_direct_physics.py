@@ -1,14 +1,14 @@
-"""Point-source behaviour of the DIRECT projectors, as in [HA] Fig. 5-7 (science.md 1.7, 1.11).
+"""Point-source behaviour of the DIRECT projectors, as in [HA] Fig. 5-7 (docs/physics.rst 1.7, 1.11).
 
 Setup: 600 ps TOF, radial FWHM ('linear', 10, 80) mm with s_max = 288 mm (the 57.6 cm transaxial
-FOV radius of the Penn scanner, science.md 1.10) or an invariant 50 mm, axial 10 mm, 4 mm voxels,
+FOV radius of the Penn scanner, docs/physics.rst 1.10) or an invariant 50 mm, axial 10 mm, 4 mm voxels,
 and untilted views at phi = 0 (e_t = x, e_r = y) or phi = 90 deg (e_t = y, e_r = -x). For these
 views the kernel is separable in the lattice axes, so the radial (s) profile of a blob does not
 depend on how much of the long TOF tail the grid keeps: the grid is long along e_r (201 voxels,
 +-400 mm, so blobs of sources at |s| <= 148 mm stay inside) and short along e_t and z (21 and 5
 voxels) to keep the test fast.
 
-Expected behaviour, derived from the operator definitions (science.md 1.4, 1.7):
+Expected behaviour, derived from the operator definitions (docs/physics.rst 1.4, 1.7):
 * forward of a point at r0 is K_{a(r0)}(r - r0): the source's own kernel, so symmetric about the
   source for a symmetric kernel, with radial variance sigma_r(s0)^2;
 * back projection of a point is r' -> K_{a(r')}(r0 - r'): every voxel uses its own kernel, so
@@ -169,7 +169,7 @@ def test_asymmetric_invariant_blobs(geometry, s0, rng):
 @pytest.mark.parametrize("geometry", list(GEOMETRIES))
 def test_invariant_symmetric_forward_equals_back(geometry, volume):
     """Symmetric invariant kernel: forward and back projection are the same operator (Fig. 5;
-    science.md 1.4). Same weights in the same order up to the flip, so 1e-6 relative."""
+    docs/physics.rst 1.4). Same weights in the same order up to the flip, so 1e-6 relative."""
     op = projector(geometry, INVARIANT)
     x = volume(op.grid.shape)
     f, b = op.forward(x, 0)[0].astype(np.float64), op.adjoint(x[None], 0).astype(np.float64)

@@ -1,4 +1,4 @@
-"""DIRECT CPU projectors (science.md 1.7) against the float64 NumPy reference, adjointness,
+"""DIRECT CPU projectors (docs/physics.rst 1.7) against the float64 NumPy reference, adjointness,
 subsets of views, threading and the operator interface.
 
 A projector's units are its views: ``forward(x, v)`` is the one-view stack ``(1, nz, ny, nx)`` and

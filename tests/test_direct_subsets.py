@@ -32,24 +32,25 @@ def test_one_view_per_subset_by_default(proj, data, volume):
     for v in (0, 7, 17):
         one = slice(v, v + 1)                   # a one-view subset's arrays are (1, nz, ny, nx) stacks
         assert p.subset_shape(v) == p.data(v).shape == (1,) + GRID.shape
-        assert np.shares_memory(p.data(v), data.histos)                   # a view, no copy
-        np.testing.assert_array_equal(p.data(v), data.histos[one])
-        np.testing.assert_array_equal(p.factors(v), data.sensitivity[one])
+        assert np.shares_memory(p.data(v), data.prompts)                   # a view, no copy
+        np.testing.assert_array_equal(p.data(v), data.prompts[one])
+        np.testing.assert_array_equal(p.factors(v), data.factors[one])
         np.testing.assert_array_equal(p.background(v), data.background[one])
         np.testing.assert_array_equal(p.forward(x, v), proj.forward(x, v))
-        np.testing.assert_array_equal(p.adjoint(p.data(v), v), proj.adjoint(data.histos[one], v))
+        np.testing.assert_array_equal(p.adjoint(p.data(v), v), proj.adjoint(data.prompts[one], v))
     # Without a ViewSet (a bare array, no corrections) the views are visited in index order.
-    bare = ViewSubsets(proj, data.histos)
+    bare = ViewSubsets(proj, data.prompts)
     assert bare.order() == list(range(len(VIEWS))) and bare.factors(3) is None and bare.background(3) is None
 
 
 def test_blocks_of_views_are_contiguous_stacks(proj, data, volume):
-    p = ViewSubsets(proj, data, n_subsets=3)
+    p = ViewSubsets(proj, data, 3)
     assert p.subsets == make_blocks(len(VIEWS), 3, VIEWS) and p.order() == [0, 1, 2]
+    assert ViewSubsets(proj, data, np.int64(3)).subsets == p.subsets
     x = volume(GRID.shape)
     for s, views in enumerate(p.subsets):
         shape = (len(views),) + GRID.shape
-        for got, stack in ((p.data(s), data.histos), (p.factors(s), data.sensitivity),
+        for got, stack in ((p.data(s), data.prompts), (p.factors(s), data.factors),
                            (p.background(s), data.background)):
             assert got.shape == shape and got.flags.c_contiguous and not np.shares_memory(got, stack)
             np.testing.assert_array_equal(got, stack[views])
@@ -80,27 +81,30 @@ def test_osem_with_one_view_subsets_follows_the_given_order(proj, data):
 
 
 def test_totals_and_check_use_the_whole_stacks(proj, data):
-    p = ViewSubsets(proj, data, n_subsets=2)
+    p = ViewSubsets(proj, data, 2)
     d_sum, b_sum, size = p.totals()
-    assert d_sum == pytest.approx(float(data.histos.sum(dtype=np.float64)), rel=1e-12)
+    assert d_sum == pytest.approx(float(data.prompts.sum(dtype=np.float64)), rel=1e-12)
     assert b_sum == pytest.approx(float(data.background.sum(dtype=np.float64)), rel=1e-12)
-    assert size == data.histos.size
+    assert size == data.prompts.size
     generic = super(ViewSubsets, p).totals()                 # subset by subset
     assert generic == pytest.approx((d_sum, b_sum, size), rel=1e-12)
     assert p.check() is p
 
 
 def test_argument_errors(proj, data):
-    with pytest.raises(ValueError, match="subsets: give subsets or n_subsets"):
-        ViewSubsets(proj, data, subsets=[[0]], n_subsets=2)
+    with pytest.raises(TypeError, match="n_subsets"):
+        ViewSubsets(proj, data, n_subsets=2)           # the number of blocks is the third argument
     with pytest.raises(ValueError, match="subsets: expected non-empty"):
         ViewSubsets(proj, data, subsets=[list(range(18)), []])
     with pytest.raises(ValueError, match="subsets"):
         ViewSubsets(proj, data, subsets=[list(range(17))])
-    with pytest.raises(TypeError, match="subsets"):
-        ViewSubsets(proj, data, subsets=5)
-    with pytest.raises(ValueError, match="n_subsets"):
-        ViewSubsets(proj, data, n_subsets=0)
+    for bad in (5.0, True, "3"):
+        with pytest.raises(TypeError, match="subsets"):
+            ViewSubsets(proj, data, bad)
+    with pytest.raises(ValueError, match="subsets"):
+        ViewSubsets(proj, data, 0)
+    with pytest.raises(ValueError, match="subsets: 19 blocks exceed the 18 views"):
+        ViewSubsets(proj, data, 19)
     with pytest.raises(ValueError, match="grid"):
         ViewSubsets(proj, HistoImageData(np.ones((18, 4, 16, 8), np.float32), ImageGrid((4, 16, 8), 8.0)))
 
@@ -112,7 +116,7 @@ def test_reconstruction_stays_on_the_gpu(proj, data):
     cp = pytest.importorskip("cupy", reason="CuPy not installed")
     gpu = HistoImageProjector(GRID, VIEWS, SRKernel.invariant(), backend="cuda")
     data_gpu = data.to(cp)
-    for kw in ({}, {"n_subsets": 3}):
+    for kw in ({}, {"subsets": 3}):
         for algorithm in (mlem, osem, block_ramla):
             a = algorithm(ViewSubsets(proj, data, **kw), 2, progress=False).image
             b = algorithm(ViewSubsets(gpu, data_gpu, **kw), 2, progress=False).image

@@ -1,4 +1,4 @@
-"""DIRECT view geometry (science.md 1.1, 1.9): bins, local axes, direction binning, view order."""
+"""DIRECT view geometry (docs/physics.rst 1.1, 1.9): bins, local axes, direction binning, view order."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from directpet.direct import ViewSet
 
 
 def _unit(phi, theta):
-    """u(phi, theta) = (cos t cos p, cos t sin p, sin t), written from science.md 1.1."""
+    """u(phi, theta) = (cos t cos p, cos t sin p, sin t), written from docs/physics.rst 1.1."""
     return np.stack([np.cos(theta) * np.cos(phi), np.cos(theta) * np.sin(phi), np.sin(theta)], axis=-1)
 
 
 def test_default_viewset_is_40_by_3_with_paper_bin_centres():
     """[HA]'s 40 x 3 views: azimuth centres (k + 1/2) * 4.5 deg, tilt centres -6.67, 0, +6.67 deg
-    and tilt edges at +-3.33 / +-10 deg (science.md 1.1). Tolerances are float rounding of degrees,
+    and tilt edges at +-3.33 / +-10 deg (docs/physics.rst 1.1). Tolerances are float rounding of degrees,
     except the two-decimal paper numbers (0.005 deg)."""
     vs = ViewSet()
     assert (vs.n_phi, vs.n_theta) == (40, 3)
@@ -40,7 +40,7 @@ def test_view_index_is_k_times_ntheta_plus_l():
 @pytest.mark.parametrize("n_phi,n_theta", [(40, 3), (7, 5), (3, 1)])
 def test_local_axes_orthonormal_right_handed(n_phi, n_theta):
     """For every view, (e_t, e_r, e_a) is orthonormal and right-handed with e_a = e_t x e_r,
-    e_t = u(phi, theta), e_r = (-sin phi, cos phi, 0) transaxial and e_a as in science.md 1.1.
+    e_t = u(phi, theta), e_r = (-sin phi, cos phi, 0) transaxial and e_a as in docs/physics.rst 1.1.
     1e-12: float64 trigonometry."""
     for view in ViewSet(n_phi, n_theta):
         p, t = view.phi, view.theta
@@ -57,7 +57,7 @@ def test_local_axes_orthonormal_right_handed(n_phi, n_theta):
 
 def test_bin_directions_matches_independent_binning(rng):
     """Random directions inside the acceptance land in the bin computed from their azimuth and
-    tilt (equal-width bins, science.md 1.1); directions are drawn away from bin edges (>= 1e-6
+    tilt (equal-width bins, docs/physics.rst 1.1); directions are drawn away from bin edges (>= 1e-6
     rad) so the expected bin is unambiguous."""
     vs = ViewSet()
     dphi, dth = np.pi / 40, np.deg2rad(20.0) / 3
@@ -72,7 +72,7 @@ def test_bin_directions_matches_independent_binning(rng):
 
 
 def test_bin_directions_canonicalises_negated_directions(rng):
-    """-u is the same LOR as u: it must get the same view and flipped=True (science.md 1.1:
+    """-u is the same LOR as u: it must get the same view and flipped=True (docs/physics.rst 1.1:
     swap p1 and p2 so the azimuth lies in [0, pi))."""
     vs = ViewSet()
     phi = rng.uniform(1e-6, np.pi - 1e-6, 300)
@@ -92,7 +92,7 @@ def test_bin_directions_negation_on_the_zero_azimuth_edge(u_neg):
     """An LOR along the x axis written from +x to -x, e.g. p2 - p1 = (-600, 0, 0) with a +0.0
     y component, has arctan2 azimuth exactly +pi. Negated it is (+600, 0, 0), azimuth 0, so it must
     land in azimuth bin k = 0 -- the view of the canonical direction -- with flipped=True
-    (science.md 1.1). Exact-edge case of the canonicalisation; no tolerance involved."""
+    (docs/physics.rst 1.1). Exact-edge case of the canonicalisation; no tolerance involved."""
     vs = ViewSet()
     u_neg = np.array(u_neg)
     v_pos, f_pos = vs.bin_directions(-u_neg)  # the canonical direction, azimuth 0
@@ -114,7 +114,7 @@ def test_bin_directions_rejects_tilts_outside_acceptance(rng):
 
 def test_geometric_order_is_bit_reversed_permutation():
     """The visiting order is a permutation of all 120 views; azimuths start 0, 20, 10, 30, 5, 25
-    (van der Corput, science.md 1.9) and every azimuth visits its tilts as (0, +, -)."""
+    (van der Corput, docs/physics.rst 1.9) and every azimuth visits its tilts as (0, +, -)."""
     vs = ViewSet()
     order = vs.geometric_order()
     assert sorted(order) == list(range(len(vs)))

@@ -1,4 +1,4 @@
-"""Dual-head data side: the event Monte Carlo (simulate_events), DualHeadData / model_consistent_data,
+"""Dual-head data side: the event Monte Carlo (simulate, trace_events), DualHeadData / model_consistent_data,
 orientation subsets and DualHeadSubsets.
 
 The Monte Carlo is the honest data source of the family (no system model inside), so it is checked
@@ -33,10 +33,11 @@ from scipy import sparse, stats
 import directpet
 from directpet import _core
 from directpet.dualhead import (DEFAULT_SUBSET_SEED, DualHeadData, DualHeadScanner, DualHeadSubsets,
-                                MonteCarloStats, model_consistent_data, orientation_subsets, simulate_events,
-                                trace_events)
+                                MonteCarloStats, model_consistent_data, orientation_subsets, trace_events)
+from directpet.dualhead import simulate as dualhead_simulate
 from directpet.dualhead.monte_carlo import FATES, OUTCOMES, _Driver, direction_band, scanner_parameters
 from directpet.dualhead.subsets import _lor_indices
+from directpet.operators import LinearOperator
 
 SMALL = DualHeadScanner.small()
 NO_BLUR = DualHeadScanner.small(positron_range_fwhm_mm=0.0, acollinearity_fwhm_deg=0.0)
@@ -174,7 +175,7 @@ def crystal_pairs(sc):
 
 
 def simulate(sc, activity, n, seed, **kw):
-    return simulate_events(sc, activity, n, seed=seed, backend="cpu", **kw)
+    return dualhead_simulate(sc, activity, n, seed=seed, backend="cpu", **kw)
 
 
 @pytest.fixture
@@ -405,7 +406,7 @@ def test_same_seed_same_counts_whatever_threads_and_chunks(blob):
 
 @pytest.mark.parametrize("n_trues, chunk", [(1, None), (37, None), (5000, None), (5000, 40_000)])
 def test_n_trues_stops_exactly_at_the_requested_true(blob, n_trues, chunk):
-    counts, st = simulate_events(SMALL, blob, n_trues=n_trues, seed=31, backend="cpu", chunk=chunk)
+    counts, st = dualhead_simulate(SMALL, blob, n_trues=n_trues, seed=31, backend="cpu", chunk=chunk)
     assert st.n_trues == n_trues == counts.sum()
     again, st2 = simulate(SMALL, blob, st.n_decays, 31)
     np.testing.assert_array_equal(counts, again)
@@ -490,7 +491,8 @@ def _activity(change=None, shape=None, dtype=np.float32):
     (_activity(), dict(n_decays=None, n_trues=0), ValueError, "n_trues"),
     (_activity(), dict(seed=-1), ValueError, "seed"),
     (_activity(), dict(seed=2**64), ValueError, "seed"),
-    (_activity(), dict(seed=1.5), ValueError, "seed"),
+    (_activity(), dict(seed=1.5), TypeError, "seed"),
+    (_activity(), dict(seed="1"), TypeError, "seed"),
     (_activity(), dict(backend="gpu"), ValueError, "backend"),
     (_activity(), dict(backend=1), TypeError, "backend"),
     (_activity(), dict(threads=0), ValueError, "threads"),
@@ -503,14 +505,24 @@ def test_bad_input_names_the_argument(activity, kw, exc, name):
     args.update(kw)
     n = args.pop("n_decays")
     with pytest.raises(exc, match=name):
-        simulate_events(SMALL, activity, n, **args)
+        dualhead_simulate(SMALL, activity, n, **args)
+
+
+def test_seed_none_or_a_generator(blob):
+    a, sa = dualhead_simulate(SMALL, blob, 100_000, backend="cpu")                      # fresh entropy
+    b, sb = dualhead_simulate(SMALL, blob, 100_000, seed=sa.seed, backend="cpu")        # reproduced
+    np.testing.assert_array_equal(a, b)
+    c, sc = dualhead_simulate(SMALL, blob, 100_000, seed=np.random.default_rng(5), backend="cpu")
+    d, sd = dualhead_simulate(SMALL, blob, 100_000, seed=np.random.default_rng(5), backend="cpu")
+    assert sc.seed == sd.seed
+    np.testing.assert_array_equal(c, d)
+    tr = trace_events(SMALL, blob, 1000, seed=np.random.default_rng(5))
+    np.testing.assert_array_equal(tr["index"], trace_events(SMALL, blob, 1000, seed=sc.seed)["index"])
 
 
 def test_bad_scanner_and_binding_arguments():
     with pytest.raises(TypeError, match="scanner"):
-        simulate_events(SMALL.to_dict(), _activity(), 10, seed=0, backend="cpu")
-    with pytest.raises(TypeError, match="seed"):
-        simulate_events(SMALL, _activity(), 10)  # the seed is required
+        dualhead_simulate(SMALL.to_dict(), _activity(), 10, seed=0, backend="cpu")
     params = scanner_parameters(SMALL)
     with pytest.raises(ValueError, match="scanner: missing key 'mu_per_mm'"):
         _core.DualHeadMonteCarlo({k: v for k, v in params.items() if k != "mu_per_mm"}, _activity())
@@ -539,7 +551,7 @@ def test_bad_scanner_and_binding_arguments():
 @pytest.mark.skipif(directpet.cuda_device_count() > 0, reason="a CUDA device is usable here")
 def test_cuda_backend_without_a_gpu_is_an_error():
     with pytest.raises(RuntimeError, match="cuda"):
-        simulate_events(SMALL, _activity(), 1000, seed=0, backend="cuda")
+        dualhead_simulate(SMALL, _activity(), 1000, seed=0, backend="cuda")
 
 
 # --- GPU -----------------------------------------------------------------------------------------------------
@@ -551,16 +563,16 @@ def test_cuda_backend_without_a_gpu_is_an_error():
 def test_cuda_histogram_is_identical_to_the_cpu_one(blob, scanner):
     n = 4_000_000
     cpu, cs = simulate(scanner, blob, n, 51)
-    gpu, gs = simulate_events(scanner, blob, n, seed=51, backend="cuda", xp=np)
+    gpu, gs = dualhead_simulate(scanner, blob, n, seed=51, backend="cuda", xp=np)
     assert isinstance(gpu, np.ndarray) and gs.backend == "cuda"
     assert (gs.n_decays, gs.n_in_band, gs.n_crossed, gs.n_trues) == (cs.n_decays, cs.n_in_band, cs.n_crossed,
                                                                      cs.n_trues)
     np.testing.assert_array_equal(gpu, cpu)
     # chunks do not matter on the GPU either, nor does stopping at a number of trues
-    split, _ = simulate_events(scanner, blob, n, seed=51, backend="cuda", xp=np, chunk=333_333)
+    split, _ = dualhead_simulate(scanner, blob, n, seed=51, backend="cuda", xp=np, chunk=333_333)
     np.testing.assert_array_equal(split, cpu)
-    by_trues, ts = simulate_events(scanner, blob, n_trues=cs.n_trues // 2, seed=51, backend="cuda", xp=np)
-    cpu_trues, cts = simulate_events(scanner, blob, n_trues=cs.n_trues // 2, seed=51, backend="cpu")
+    by_trues, ts = dualhead_simulate(scanner, blob, n_trues=cs.n_trues // 2, seed=51, backend="cuda", xp=np)
+    cpu_trues, cts = dualhead_simulate(scanner, blob, n_trues=cs.n_trues // 2, seed=51, backend="cpu")
     assert ts.n_decays == cts.n_decays
     np.testing.assert_array_equal(by_trues, cpu_trues)
 
@@ -569,7 +581,7 @@ def test_cuda_histogram_is_identical_to_the_cpu_one(blob, scanner):
 def test_cuda_returns_cupy_when_asked(blob):
     cupy = pytest.importorskip("cupy", reason="CuPy is not installed: the CuPy output path cannot be checked")
     n = 500_000
-    on_gpu, st = simulate_events(SMALL, cupy.asarray(blob), n, seed=52, backend="cuda", xp=cupy)
+    on_gpu, st = dualhead_simulate(SMALL, cupy.asarray(blob), n, seed=52, backend="cuda", xp=cupy)
     assert isinstance(on_gpu, cupy.ndarray) and on_gpu.dtype == cupy.float32 and on_gpu.shape == (SMALL.n_lors,)
     on_host, _ = simulate(SMALL, blob, n, 52)
     np.testing.assert_array_equal(cupy.asnumpy(on_gpu), on_host)
@@ -578,12 +590,16 @@ def test_cuda_returns_cupy_when_asked(blob):
 
 # --- DualHeadData and model-consistent data ------------------------------------------------------------
 
-class FakeProjector:
+class FakeProjector(LinearOperator):
     """A stand-in for DualHeadProjector: a random sparse non-negative matrix (n_lors x n_voxels) with the
-    projector's calling conventions; records its calls."""
+    projector's calling conventions (a LinearOperator whose units are the classes); records its calls
+    with the subset objects it was given."""
+
+    unit_name = "class"
 
     def __init__(self, scanner, rng):
         self.scanner = scanner
+        self.in_shape, self.out_shape, self.n_units = scanner.grid.shape, (scanner.n_lors,), scanner.n_classes
         n_vox = int(np.prod(scanner.grid.shape))
         self.A = sparse.random(scanner.n_lors, n_vox, density=0.01, random_state=np.random.RandomState(
             int(rng.integers(2**31))), format="csr", dtype=np.float64)
@@ -607,6 +623,14 @@ class FakeProjector:
         full[idx] = y
         return (self.A.T @ full).reshape(self.scanner.grid.shape).astype(np.float32)
 
+    def _forward(self, x, units, out, **kwargs):      # the public forward / adjoint above are overridden
+        out[...] = self.forward(x, units, **kwargs)
+        return out
+
+    def _adjoint(self, y, units, out):
+        out[...] = self.adjoint(y, units)
+        return out
+
 
 def test_dualhead_data_checks_and_converts(rng, tmp_path):
     n = SMALL.n_lors
@@ -614,22 +638,29 @@ def test_dualhead_data_checks_and_converts(rng, tmp_path):
     factors = rng.uniform(0.5, 1.5, n).astype(np.float32)
     bg = rng.uniform(0.1, 0.3, n).astype(np.float32)
     d = DualHeadData(SMALL, prompts, factors, bg, meta={"source": "test"})
-    assert d.xp is np and d.total_counts == float(prompts.sum(dtype=np.float64))
-    for backend in (np, "cpu", "numpy"):
-        e = d.to(backend)
+    assert d.xp is np
+    for xp in (None, np, "numpy"):
+        e = d.to(xp)
         np.testing.assert_array_equal(e.prompts, prompts)
         np.testing.assert_array_equal(e.factors, factors)
     path = tmp_path / "dh.npz"
     d.save(path)
-    back = DualHeadData.load(path)
-    assert back.scanner == SMALL and back.meta == {"source": "test"}
-    np.testing.assert_array_equal(back.background, bg)
+    for xp in (None, np, "numpy"):
+        back = DualHeadData.load(path, xp=xp)
+        assert back.scanner == SMALL and back.meta == {"source": "test"}
+        np.testing.assert_array_equal(back.background, bg)
+    with pytest.raises(TypeError):
+        DualHeadData.load(path, np)                 # xp is keyword-only
+    with pytest.raises(TypeError, match="xp"):
+        DualHeadData.load(path, xp="cpu")           # the array module or its name, not a backend
     with pytest.raises(ValueError, match="prompts"):
         DualHeadData(SMALL, prompts[:-1])
     with pytest.raises(ValueError, match="prompts"):
         DualHeadData(SMALL, -prompts - 1)
     with pytest.raises(TypeError, match="prompts"):
         DualHeadData(SMALL, prompts.astype(np.float64))
+    with pytest.raises(TypeError, match=r"prompts.*\.astype\(np\.float32\)"):
+        DualHeadData(SMALL, rng.poisson(3.0, n))       # an int64 Poisson draw: the message says what to do
     with pytest.raises(TypeError, match="prompts"):
         DualHeadData(SMALL, list(prompts))
     with pytest.raises(ValueError, match="factors"):
@@ -638,7 +669,7 @@ def test_dualhead_data_checks_and_converts(rng, tmp_path):
         DualHeadData(SMALL, prompts, None, bg[:10])
     with pytest.raises(TypeError, match="scanner"):
         DualHeadData(SMALL.to_dict(), prompts)
-    with pytest.raises(TypeError, match="backend"):
+    with pytest.raises(TypeError, match="xp"):
         d.to("gpu")
 
 
@@ -646,7 +677,7 @@ def test_model_consistent_data_has_the_forward_projection_as_mean(rng, volume):
     proj = FakeProjector(SMALL, rng)
     image = volume(SMALL.grid.shape)
     ybar = proj.forward(image).astype(np.float64)
-    exact = model_consistent_data(proj, image, seed=1, noise=False)
+    exact = model_consistent_data(proj, image, noise=False)
     np.testing.assert_allclose(exact.prompts, ybar, rtol=1e-6)
     assert exact.meta["image_scale"] == 1.0 and exact.meta["method"] == "fake"
     k = 200
@@ -658,15 +689,21 @@ def test_model_consistent_data_has_the_forward_projection_as_mean(rng, volume):
     assert np.all(draws[:, ~pos] == 0)
     np.testing.assert_array_equal(model_consistent_data(proj, image, seed=7).prompts,
                                   model_consistent_data(proj, image, seed=7).prompts)
-    scaled = model_consistent_data(proj, image, seed=2, total_counts=1e5)
+    scaled = model_consistent_data(proj, image, seed=2, counts=1e5)
     t = scaled.meta["expected_counts"]
     assert abs(t - 1e5) < 1e-6 * 1e5
-    assert abs(scaled.total_counts - 1e5) < Z_MAX * np.sqrt(1e5)
+    assert abs(float(scaled.prompts.sum(dtype=np.float64)) - 1e5) < Z_MAX * np.sqrt(1e5)
+    fresh = model_consistent_data(proj, image)                       # seed None: fresh entropy
+    assert fresh.prompts.dtype == np.float32 and fresh.meta["noise"]
     bg = rng.uniform(0.1, 0.2, SMALL.n_lors).astype(np.float32)
     with_bg = model_consistent_data(proj, image, seed=3, background=bg, noise=False)
     np.testing.assert_allclose(with_bg.prompts, ybar + bg, rtol=1e-6)
-    with pytest.raises(ValueError, match="total_counts"):
-        model_consistent_data(proj, image, seed=1, total_counts=-5)
+    with pytest.raises(ValueError, match="counts"):
+        model_consistent_data(proj, image, seed=1, counts=-5)
+    with pytest.raises(TypeError):
+        model_consistent_data(proj, image, 1)                          # everything after the image is a keyword
+    with pytest.raises(ValueError, match="seed"):
+        model_consistent_data(proj, image, seed=-1)
     with pytest.raises(ValueError, match="image"):
         model_consistent_data(proj, np.zeros(SMALL.grid.shape, np.float32), seed=1)
     with pytest.raises(TypeError, match="projector"):
@@ -782,15 +819,24 @@ def test_dualhead_subsets_with_explicit_subsets_and_bad_input(rng):
     data = DualHeadData(SMALL, rng.poisson(2.0, SMALL.n_lors).astype(np.float32))
     classes = rng.permutation(SMALL.n_classes)
     explicit = [classes[:20], classes[20:]]
-    problem = DualHeadSubsets(proj, data, subsets=explicit)
+    problem = DualHeadSubsets(proj, data, explicit)
     assert problem.n_subsets == 2
     np.testing.assert_array_equal(problem.classes[0], explicit[0])  # the given order is kept
     with pytest.raises(ValueError, match="subsets"):
-        DualHeadSubsets(proj, data, subsets=[classes[:20], classes[21:]])
+        DualHeadSubsets(proj, data, [classes[:20], classes[21:]])
     with pytest.raises(ValueError, match="subsets"):
-        DualHeadSubsets(proj, data, subsets=[classes, classes[:1]])
-    with pytest.raises(ValueError, match="n_subsets"):
+        DualHeadSubsets(proj, data, [classes, classes[:1]])
+    with pytest.raises(ValueError, match="subsets"):
+        DualHeadSubsets(proj, data, [classes[:20], np.append(classes[20:], SMALL.n_classes)])
+    with pytest.raises(ValueError, match="subsets"):
         DualHeadSubsets(proj, data, SMALL.n_classes + 1)
+    with pytest.raises(ValueError, match="subsets"):
+        DualHeadSubsets(proj, data, [])
+    with pytest.raises(TypeError, match="subsets"):
+        DualHeadSubsets(proj, data, 4.0)
+    with pytest.raises(ValueError, match=r"subsets: expected an integer in \[1, 48\], got 72"):
+        DualHeadSubsets(proj, data)                          # the default, the paper's 72, needs 72 classes
+
     with pytest.raises(TypeError, match="data"):
         DualHeadSubsets(proj, data.prompts, 4)
     with pytest.raises(ValueError, match="data"):

@@ -2,7 +2,7 @@
 
 What is checked, and against what:
 
-* the symmetries of science.md 3.3 on h itself (random LOR / voxel triples near their LOR, most of
+* the symmetries of docs/physics.rst 3.3 on h itself (random LOR / voxel triples near their LOR, most of
   them with h > 0): shift invariance, the head swap with the x mirror and the y and z mirrors to
   1e-9 relative (the quadrature is built so that they hold to rounding); the y-z interchange over
   every LOR class to the same 1e-9 (it needs the response compiled without floating-point

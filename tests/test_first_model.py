@@ -52,14 +52,14 @@ def test_internal_mirror_symmetries_of_the_tube():
 
 
 def test_tube_widths_follow_the_blur_budget():
-    """The in-plane profile at the LOR centre integrates the Gaussian of science.md 2.6 over voxels:
+    """The in-plane profile at the LOR centre integrates the Gaussian of docs/physics.rst 2.6 over voxels:
     recompute it from the brief's formula with scipy's normal CDF, independently of the model code."""
     from scipy.stats import norm
 
     s = RotatingScanner()
     t = analytic_tube(s, 0, J=2, K=1)
     mid = (s.n_radial - 1) // 2                      # along position 0: t = 1/2
-    sig_nc = np.deg2rad(s.noncollinearity_fwhm_deg) / 2.3548200450309493
+    sig_nc = np.deg2rad(s.acollinearity_fwhm_deg) / 2.3548200450309493
     L = s.head_distance_mm + 2 * s.depth_moments(0.0)[0]
     var_u = 0.5 * s.crystal_mm**2 / 12 + (0.25 * L * sig_nc) ** 2 + (s.positron_range_fwhm_mm / 2.3548200450309493) ** 2
     var_w = 0.5 * s.pitch_mm**2 / 12 + (0.25 * L * sig_nc) ** 2 + (s.positron_range_fwhm_mm / 2.3548200450309493) ** 2

@@ -1,4 +1,4 @@
-"""FIRST event-level Monte Carlo: directpet.first.simulate_sinogram.
+"""FIRST event-level Monte Carlo: directpet.first.simulate (and trace_decays, direction_band).
 
 The Monte Carlo is the honest data source of the FIRST family (no system model inside), so it is
 checked against expectations computed here from the physics and the geometry alone:
@@ -6,7 +6,7 @@ checked against expectations computed here from the physics and the geometry alo
 * binning: every decay's LOR, rebuilt in NumPy from its traced detections with the world-frame
   recipe of ``directpet.first.geometry`` (endpoints rotated to world, atan2, fold to [0, pi)), lands in
   the bin the compiled code chose;
-* a central point with only the crystal aperture (no positron range, no non-collinearity, all photons
+* a central point with only the crystal aperture (no positron range, no acollinearity, all photons
   interacting at the front face): the radial profile is exactly the trapezoid of two w-wide boxes,
   halved (a triangle of half-width cos(psi) w / 2), integrated over the radial bins -- chi-square;
 * a central point with all physics: its radial width against a two-dimensional (in-plane) NumPy model
@@ -16,7 +16,9 @@ checked against expectations computed here from the physics and the geometry alo
 * an off-centre point: its sinogram follows s(phi) = -x0 sin(phi) + y0 cos(phi), averaged over each
   angle bin (a factor sinc of the half bin), and the axial centroid of kc = r1 + r2 follows z0;
 * the detection efficiency of a central point: a quadrature over the head face of the photon pair's
-  detection probability (exponential attenuation up to the back or a side face), per isotropic decay.
+  detection probability (exponential attenuation up to the back or a side face), per isotropic decay;
+* n_decays counts ALL decays: the band's decays are Binomial(n_decays, band_fraction) and the
+  sensitivity is per decay of the activity.
 
 Statistical bounds are 4.5 standard errors (two-sided 7e-6), chi-square bounds the 1 - 1e-4 quantile,
 so a correct implementation fails one check in 10^4 seeds (the seeds are fixed). GPU tests (``gpu``
@@ -30,9 +32,10 @@ from scipy import stats
 
 import directpet
 from directpet import _core
-from directpet.first import RotatingScanner, simulate_sinogram
+from directpet.first import RotatingScanner
+from directpet.first import simulate as first_simulate
 from directpet.first.geometry import FWHM_PER_SIGMA
-from directpet.first.monte_carlo import scanner_parameters, trace_decays
+from directpet.first.monte_carlo import direction_band, scanner_parameters, trace_decays
 from directpet.geometry import ImageGrid
 
 SCANNER = RotatingScanner.small()
@@ -68,8 +71,22 @@ def tiny_central_point():
     return np.ones((1, 1, 1), np.float32), ImageGrid((1, 1, 1), 1e-3)
 
 
-def simulate(scanner, activity, grid, n, seed, **kw):
-    return simulate_sinogram(scanner, activity, grid, n, seed=seed, backend="cpu", progress=False, **kw)
+def decays_for_band(scanner, activity, grid, n_band):
+    """All decays (n_decays) whose expected share in the direction band is n_band."""
+    return int(round(n_band / direction_band(scanner, activity, grid=grid)["band_fraction"]))
+
+
+def simulate(scanner, activity, grid, n_band, seed, **kw):
+    """The CPU Monte Carlo of about ``n_band`` decays in the direction band (the statistics of the
+    checks below are sized in followed decays): ``n_band / band_fraction`` decays in all."""
+    return first_simulate(scanner, activity, decays_for_band(scanner, activity, grid, n_band), seed=seed,
+                          backend="cpu", grid=grid, **kw)
+
+
+def progress_reports(n_decays, n_in_band, chunk):
+    """What simulate's progress callable sees: after each chunk of band decays, the share of all decays."""
+    done = list(range(chunk, n_in_band, chunk)) + [n_in_band]
+    return [n_decays if d >= n_in_band else d * n_decays // n_in_band for d in done]
 
 
 def radial_moments(counts, scanner):
@@ -134,7 +151,7 @@ def inplane_model_rho(scanner, grid, rng, n):
     x0, y0 = x * np.cos(g) + y * np.sin(g), -x * np.sin(g) + y * np.cos(g)
     psi_max = np.arctan((width / 2 + 2) / (half - 2))  # wider than the face as seen from the voxel
     psi = rng.uniform(-psi_max, psi_max, n)
-    alpha = rng.normal(0, np.deg2rad(scanner.noncollinearity_fwhm_deg) / FWHM_PER_SIGMA, n)
+    alpha = rng.normal(0, np.deg2rad(scanner.acollinearity_fwhm_deg) / FWHM_PER_SIGMA, n)
 
     def detect(side, angle):
         dx, dy = side * np.cos(angle), side * np.sin(angle)
@@ -169,7 +186,7 @@ def blob(rng):
 
 def test_trace_bins_like_the_world_frame_recipe_of_geometry(blob):
     activity, grid = blob
-    trace = trace_decays(SCANNER, activity, grid, 300_000, seed=7)
+    trace = trace_decays(SCANNER, activity, 300_000, seed=7, grid=grid)
     detected = trace["outcome"] >= OUTSIDE_RADIAL
     assert detected.sum() > 5000
     t = {k: v[detected] for k, v in trace.items()}
@@ -186,9 +203,8 @@ def test_trace_bins_like_the_world_frame_recipe_of_geometry(blob):
 
 def test_trace_and_sinogram_hold_the_same_decays(blob):
     activity, grid = blob
-    n = 200_000
-    trace = trace_decays(SCANNER, activity, grid, n, seed=11)
-    sino, st = simulate(SCANNER, activity, grid, n, seed=11)
+    sino, st = simulate(SCANNER, activity, grid, 200_000, seed=11)
+    trace = trace_decays(SCANNER, activity, st.n_in_band, seed=st.seed, grid=grid)
     binned = trace["index"][trace["index"] >= 0]
     np.testing.assert_array_equal(sino.ravel(), np.bincount(binned, minlength=SCANNER.n_lors))
     assert st.n_binned == binned.size
@@ -199,7 +215,7 @@ def test_trace_and_sinogram_hold_the_same_decays(blob):
 
 def test_traced_annihilations_follow_the_activity(blob):
     activity, grid = blob
-    trace = trace_decays(SCANNER, activity, grid, 400_000, seed=3)
+    trace = trace_decays(SCANNER, activity, 400_000, seed=3, grid=grid)
     sigma = SCANNER.positron_range_fwhm_mm / FWHM_PER_SIGMA
     # Means: the activity's centroid (the range is zero-mean); variances: the activity's voxel-centre
     # variance + v^2/12 (uniform in the voxel) + sigma^2 (range), per axis.
@@ -217,7 +233,7 @@ def test_same_seed_same_sinogram_whatever_threads_and_chunks(blob):
     activity, grid = blob
     n = 300_000
     a, sa = simulate(SCANNER, activity, grid, n, seed=5, threads=1)
-    b, sb = simulate(SCANNER, activity, grid, n, seed=5, threads=2, chunk_decays=10_007)
+    b, sb = simulate(SCANNER, activity, grid, n, seed=5, threads=2, chunk=10_007)
     np.testing.assert_array_equal(a, b)
     assert (sa.n_binned, sa.n_detected_both, sa.n_entered_both) == (sb.n_binned, sb.n_detected_both, sb.n_entered_both)
     c, _ = simulate(SCANNER, activity, grid, n, seed=6)
@@ -226,36 +242,74 @@ def test_same_seed_same_sinogram_whatever_threads_and_chunks(blob):
 
 def test_counts_scale_with_decays_and_are_nested(blob):
     activity, grid = blob
-    n = 250_000
-    small, s1 = simulate(SCANNER, activity, grid, n, seed=21)
-    large, s4 = simulate(SCANNER, activity, grid, 4 * n, seed=22)
+    n = decays_for_band(SCANNER, activity, grid, 250_000)
+    small, s1 = first_simulate(SCANNER, activity, n, seed=21, backend="cpu", grid=grid)
+    large, s4 = first_simulate(SCANNER, activity, 4 * n, seed=22, backend="cpu", grid=grid)
     for sino, st, decays in ((small, s1, n), (large, s4, 4 * n)):
-        assert st.n_decays == decays
+        assert st.n_decays == decays                    # n_decays: ALL decays, as asked
         assert sino.sum() == st.n_binned
         assert st.n_binned + st.n_outside_radial == st.n_detected_both
-        assert st.n_detected_both <= st.n_entered_both <= st.n_decays
+        assert st.n_detected_both <= st.n_entered_both <= st.n_in_band <= st.n_decays
         assert 0 < st.band_fraction < 1
+        assert st.sensitivity == st.n_binned / st.n_decays
     p1, p4 = s1.n_binned / n, s4.n_binned / (4 * n)
     se = np.sqrt(p1 * (1 - p1) / n + p4 * (1 - p4) / (4 * n))
     assert abs(p1 - p4) < Z_MAX * se
 
 
+def test_n_decays_counts_all_decays_and_the_band_is_a_binomial_share(blob):
+    # n_decays means every decay of the activity (isotropic pair axes): the followed band decays are
+    # Binomial(n_decays, band_fraction), drawn from the seed -- so a user's n_decays is not a band count
+    activity, grid = blob
+    band = direction_band(SCANNER, activity, grid=grid)
+    n = 10**9                                           # all decays; only the band's ~1 % are followed
+    _, st = first_simulate(SCANNER, activity, n, seed=23, backend="cpu", grid=grid)
+    assert st.n_decays == n and st.band_fraction == band["band_fraction"]
+    f = st.band_fraction
+    assert abs(st.n_in_band - n * f) < Z_MAX * np.sqrt(n * f * (1 - f))
+    # per seed: another seed draws another band count, the same seed the same data
+    _, again = first_simulate(SCANNER, activity, n, seed=23, backend="cpu", grid=grid)
+    _, other = first_simulate(SCANNER, activity, n, seed=24, backend="cpu", grid=grid)
+    assert again.n_in_band == st.n_in_band and again.n_binned == st.n_binned
+    assert other.n_in_band != st.n_in_band
+    # over many seeds the band counts have the binomial's mean and variance
+    m = 10**6
+    counts = np.array([first_simulate(SCANNER, activity, m, seed=k, backend="cpu", grid=grid)[1].n_in_band
+                       for k in range(200)], np.float64)
+    var = m * f * (1 - f)
+    assert abs(counts.mean() - m * f) < Z_MAX * np.sqrt(var / counts.size)
+    assert abs(counts.var(ddof=1) / var - 1) < Z_MAX * np.sqrt(2 / (counts.size - 1))
+
+
+def test_seed_none_or_a_generator(blob):
+    activity, grid = blob
+    n = decays_for_band(SCANNER, activity, grid, 20_000)
+    a, sa = first_simulate(SCANNER, activity, n, backend="cpu", grid=grid)                  # fresh entropy
+    b, sb = first_simulate(SCANNER, activity, n, seed=sa.seed, backend="cpu", grid=grid)    # reproduced
+    np.testing.assert_array_equal(a, b)
+    assert sa.n_in_band == sb.n_in_band
+    c, sc = first_simulate(SCANNER, activity, n, seed=np.random.default_rng(4), backend="cpu", grid=grid)
+    d, sd = first_simulate(SCANNER, activity, n, seed=np.random.default_rng(4), backend="cpu", grid=grid)
+    assert sc.seed == sd.seed
+    np.testing.assert_array_equal(c, d)
+
+
 def test_progress_callback_sees_every_chunk(blob):
     activity, grid = blob
     seen = []
-    simulate_sinogram(SCANNER, activity, grid, 50_000, seed=1, backend="cpu", chunk_decays=20_000,
-                      progress=seen.append)
-    assert seen == [20_000, 40_000, 50_000]
+    _, st = simulate(SCANNER, activity, grid, 50_000, seed=1, chunk=20_000, progress=seen.append)
+    assert 40_000 < st.n_in_band < 60_000
+    assert seen == progress_reports(st.n_decays, st.n_in_band, 20_000)     # in all decays, the last n_decays
 
 
 # --- central point source: radial profile, angles, row pairs ----------------------------------------------------
 
 def test_aperture_alone_gives_the_halved_trapezoid():
-    # No positron range, no non-collinearity, mu so large that every photon interacts at the front
+    # No positron range, no acollinearity, mu so large that every photon interacts at the front
     # face: both photons of a pair through the centre interact at mirror-image points, so s is
     # cos(psi) times the mean of two independent U(-w/2, w/2) offsets -- a triangle of half-width
     # cos(psi) w / 2.
-    sc = RotatingScanner.small(positron_range_fwhm_mm=0.0, noncollinearity_fwhm_deg=0.0, mu_per_mm=1000.0)
+    sc = RotatingScanner.small(positron_range_fwhm_mm=0.0, acollinearity_fwhm_deg=0.0, mu_per_mm=1000.0)
     activity, grid = tiny_central_point()
     sino, st = simulate(sc, activity, grid, 1_000_000, seed=2)
     counts = sino.sum(axis=(0, 1, 2))
@@ -371,15 +425,15 @@ def pair_detection_per_decay(scanner, n_y=800, n_z=400):
 def test_detection_efficiency_of_a_central_point():
     # The default head width (48 columns, tan(psi) up to 0.48) makes obliquity matter: a path of
     # L / cos(theta) to the back face, and side faces crossed by deep oblique interactions.
-    sc = RotatingScanner.small(n_columns=48, positron_range_fwhm_mm=0.0, noncollinearity_fwhm_deg=0.0)
+    sc = RotatingScanner.small(n_columns=48, positron_range_fwhm_mm=0.0, acollinearity_fwhm_deg=0.0)
     activity, grid = tiny_central_point()
-    n = 2_000_000
-    _, st = simulate(sc, activity, grid, n, seed=13)
+    _, st = simulate(sc, activity, grid, 2_000_000, seed=13)
+    n = st.n_decays
     entered, detected = pair_detection_per_decay(sc)
-    # Fractions of the band's decays (binomial), compared with the band's share of the expectations.
-    for measured, expected in ((st.n_entered_both, entered), (st.n_binned, detected)):
-        p = expected / st.band_fraction
-        assert 0 < p <= 1
+    # Fractions of ALL decays (binomial: the band's share is binomial, and so is each class within it),
+    # compared with the expectations per isotropic decay.
+    for measured, p in ((st.n_entered_both, entered), (st.n_binned, detected)):
+        assert 0 < p <= st.band_fraction
         assert abs(measured / n - p) < Z_MAX * np.sqrt(p * (1 - p) / n) + 1e-4 * p, (measured / n, p)
 
 
@@ -387,20 +441,18 @@ def test_direction_band_loses_no_coincidence():
     # Photon 1's band must contain every direction that can reach head B from the source, whatever
     # the source. Widening the band (a source voxel far off-axis, zero activity, widens the bounding
     # box) must leave the sensitivity of a central point unchanged.
-    sc = RotatingScanner.small(positron_range_fwhm_mm=0.0, noncollinearity_fwhm_deg=0.0)
+    sc = RotatingScanner.small(positron_range_fwhm_mm=0.0, acollinearity_fwhm_deg=0.0)
     grid = ImageGrid((3, 101, 101), (2.0, 0.5, 0.5))
     tight = point_source(grid, 1, 50, 50)
     wide = tight.copy()
     wide[0, 0, 0] = wide[2, 100, 100] = 1e-9  # ~1e-9 of the decays, but the box spans 25 mm
-    n = 1_000_000
-    _, st_tight = simulate(sc, tight, grid, n, seed=17)
-    _, st_wide = simulate(sc, wide, grid, 8 * n, seed=18)
+    _, st_tight = simulate(sc, tight, grid, 1_000_000, seed=17)
+    _, st_wide = simulate(sc, wide, grid, 8_000_000, seed=18)
     assert st_wide.band_fraction > 10 * st_tight.band_fraction
-    # sensitivity = band_fraction x q, q = binned / decays ~ binomial
-    q1, q2 = st_tight.n_binned / n, st_wide.n_binned / (8 * n)
-    se = np.hypot(st_tight.band_fraction * np.sqrt(q1 * (1 - q1) / n),
-                  st_wide.band_fraction * np.sqrt(q2 * (1 - q2) / (8 * n)))
-    assert abs(st_tight.sensitivity - st_wide.sensitivity) < Z_MAX * se
+    # sensitivity = binned / decays, binomial over all decays
+    q1, q2 = st_tight.sensitivity, st_wide.sensitivity
+    se = np.hypot(np.sqrt(q1 * (1 - q1) / st_tight.n_decays), np.sqrt(q2 * (1 - q2) / st_wide.n_decays))
+    assert abs(q1 - q2) < Z_MAX * se
 
 
 # --- bad input --------------------------------------------------------------------------------------------------
@@ -436,15 +488,18 @@ def _activity(mutate):
     (_with(n_decays=2.5), {}, TypeError, "n_decays"),
     (_with(n_decays=True), {}, TypeError, "n_decays"),
     (_with(n_decays=2**63), {}, ValueError, "n_decays"),
+    (_with(n_decays=None), {}, TypeError, "n_decays"),
     (_with(scanner=SCANNER.to_dict()), {}, TypeError, "scanner"),
     (_with(grid=(11, 21, 21)), {}, TypeError, "grid"),
     (_good(), dict(seed=-1), ValueError, "seed"),
     (_good(), dict(seed=2**64), ValueError, "seed"),
+    (_good(), dict(seed="1"), TypeError, "seed"),
+    (_good(), dict(seed=1.5), TypeError, "seed"),
     (_good(), dict(backend="gpu"), ValueError, "backend"),
     (_good(), dict(backend=1), TypeError, "backend"),
     (_good(), dict(threads=0), ValueError, "threads"),
-    (_good(), dict(chunk_decays=0), ValueError, "chunk_decays"),
-    (_good(), dict(chunk_decays=2**63), ValueError, "chunk_decays"),
+    (_good(), dict(chunk=0), ValueError, "chunk"),
+    (_good(), dict(chunk=2**63), ValueError, "chunk"),
     (_good(), dict(xp="numpy"), TypeError, "xp"),
     (_good(), dict(progress="yes"), TypeError, "progress"),
 ])
@@ -452,7 +507,7 @@ def test_bad_input_names_the_argument(args, extra, exc, name):
     kw = dict(backend="cpu", progress=False)
     kw.update(extra)
     with pytest.raises(exc, match=name):
-        simulate_sinogram(args["scanner"], args["activity"], args["grid"], args["n_decays"], **kw)
+        first_simulate(args["scanner"], args["activity"], args["n_decays"], grid=args["grid"], **kw)
 
 
 def test_activity_beyond_the_heads_is_refused():
@@ -460,7 +515,7 @@ def test_activity_beyond_the_heads_is_refused():
     activity = np.zeros(grid.shape, np.float32)
     activity[0, 0, 0] = 1.0
     with pytest.raises(ValueError, match="activity"):
-        simulate_sinogram(SCANNER, activity, grid, 1000, backend="cpu", progress=False)
+        first_simulate(SCANNER, activity, 1000, backend="cpu", grid=grid)
 
 
 def test_binding_checks_its_arguments():
@@ -491,7 +546,7 @@ def test_binding_checks_its_arguments():
 def test_cuda_backend_without_a_gpu_is_an_error():
     activity, grid = central_point(SCANNER)
     with pytest.raises(RuntimeError, match="cuda"):
-        simulate_sinogram(SCANNER, activity, grid, 1000, backend="cuda", progress=False)
+        first_simulate(SCANNER, activity, 1000, backend="cuda", grid=grid)
 
 
 # --- GPU ---------------------------------------------------------------------------------------------------------
@@ -499,7 +554,7 @@ def test_cuda_backend_without_a_gpu_is_an_error():
 def _assert_same_decays(cpu, cpu_stats, gpu, gpu_stats):
     """CUDA and CPU binned the same decays, up to CPU_GPU_MISMATCH of the events."""
     allowed = max(CPU_GPU_MISMATCH * cpu_stats.n_binned, 2)
-    assert gpu_stats.n_decays == cpu_stats.n_decays
+    assert gpu_stats.n_decays == cpu_stats.n_decays and gpu_stats.n_in_band == cpu_stats.n_in_band
     assert gpu_stats.band_fraction == cpu_stats.band_fraction
     for name in ("n_entered_both", "n_detected_both", "n_binned", "n_outside_radial"):
         assert abs(getattr(gpu_stats, name) - getattr(cpu_stats, name)) <= allowed, name
@@ -511,9 +566,8 @@ def _assert_same_decays(cpu, cpu_stats, gpu, gpu_stats):
 @pytest.mark.gpu
 def test_cuda_matches_cpu_decay_for_decay(blob):
     activity, grid = blob
-    n = 3_000_000
-    cpu, cs = simulate(SCANNER, activity, grid, n, seed=31)
-    gpu, gs = simulate_sinogram(SCANNER, activity, grid, n, seed=31, backend="cuda", progress=False, xp=np)
+    cpu, cs = simulate(SCANNER, activity, grid, 3_000_000, seed=31)
+    gpu, gs = first_simulate(SCANNER, activity, cs.n_decays, seed=31, backend="cuda", grid=grid, xp=np)
     assert isinstance(gpu, np.ndarray) and gs.backend == "cuda"
     _assert_same_decays(cpu, cs, gpu, gs)
 
@@ -522,34 +576,32 @@ def test_cuda_matches_cpu_decay_for_decay(blob):
 def test_cuda_matches_cpu_for_a_point_with_every_blur():
     sc = RotatingScanner.small(intrinsic_fwhm_mm=0.8)
     activity, grid = central_point(sc)
-    n = 2_000_000
-    cpu, cs = simulate(sc, activity, grid, n, seed=32)
-    gpu, gs = simulate_sinogram(sc, activity, grid, n, seed=32, backend="cuda", progress=False, xp=np)
+    cpu, cs = simulate(sc, activity, grid, 2_000_000, seed=32)
+    gpu, gs = first_simulate(sc, activity, cs.n_decays, seed=32, backend="cuda", grid=grid, xp=np)
     _assert_same_decays(cpu, cs, gpu, gs)
 
 
 @pytest.mark.gpu
 def test_cuda_result_does_not_depend_on_chunks(blob):
     activity, grid = blob
-    n = 1_000_000
-    a, sa = simulate_sinogram(SCANNER, activity, grid, n, seed=33, backend="cuda", progress=False, xp=np)
+    n = decays_for_band(SCANNER, activity, grid, 1_000_000)
+    a, sa = first_simulate(SCANNER, activity, n, seed=33, backend="cuda", grid=grid, xp=np)
     seen = []
-    b, sb = simulate_sinogram(SCANNER, activity, grid, n, seed=33, backend="cuda", progress=seen.append, xp=np,
-                              chunk_decays=300_000)
+    b, sb = first_simulate(SCANNER, activity, n, seed=33, backend="cuda", progress=seen.append, grid=grid, xp=np,
+                           chunk=300_000)
     np.testing.assert_array_equal(a, b)
     assert sa.n_binned == sb.n_binned
-    assert seen == [300_000, 600_000, 900_000, 1_000_000]
+    assert seen == progress_reports(n, sb.n_in_band, 300_000)
 
 
 @pytest.mark.gpu
 def test_cuda_returns_cupy_when_asked(blob):
     cupy = pytest.importorskip("cupy")
     activity, grid = blob
-    n = 500_000
-    on_gpu, st = simulate_sinogram(SCANNER, cupy.asarray(activity), grid, n, seed=34, backend="cuda",
-                                   progress=False, xp=cupy)
+    n = decays_for_band(SCANNER, activity, grid, 500_000)
+    on_gpu, st = first_simulate(SCANNER, cupy.asarray(activity), n, seed=34, backend="cuda", grid=grid, xp=cupy)
     assert isinstance(on_gpu, cupy.ndarray) and on_gpu.dtype == cupy.float32
     assert on_gpu.shape == SCANNER.sinogram_shape
-    on_host, _ = simulate_sinogram(SCANNER, activity, grid, n, seed=34, backend="cuda", progress=False, xp=np)
+    on_host, _ = first_simulate(SCANNER, activity, n, seed=34, backend="cuda", grid=grid, xp=np)
     np.testing.assert_array_equal(cupy.asnumpy(on_gpu), on_host)
     assert float(on_gpu.sum()) == st.n_binned

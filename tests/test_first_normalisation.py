@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.integrate import quad
 
-from directpet.first import (RotatingScanner, SuperLORProjector, build_super_lor_table, geometric_normalisation,
-                             simulate_sinogram)
+from directpet.first import RotatingScanner, SuperLORProjector, build_super_lor_table, geometric_normalisation, simulate
+from directpet.first.monte_carlo import direction_band
 from directpet.geometry import ImageGrid
 from directpet.sim import CylinderSource
 
@@ -58,8 +58,9 @@ def test_monte_carlo_of_a_uniform_cylinder_matches_model_times_normalisation():
     g = s.grid
     fine = ImageGrid(tuple(2 * n for n in g.shape), tuple(0.5 * v for v in g.voxel_size))
     cyl = CylinderSource(0.45 * g.nx * g.voxel_size[2], 100.0)
-    sino, st = simulate_sinogram(s, cyl.voxelise(fine, 4).astype(np.float32), fine, 16_000_000, seed=5,
-                                 backend="cpu", progress=False)
+    activity = cyl.voxelise(fine, 4).astype(np.float32)
+    n_decays = round(16_000_000 / direction_band(s, activity, grid=fine)["band_fraction"])  # 1.6e7 followed
+    sino, st = simulate(s, activity, n_decays, seed=5, backend="cpu", grid=fine)
     P = SuperLORProjector(build_super_lor_table(s), "fast", backend="cpu")
     model = P.forward(cyl.voxelise(g, 4).astype(np.float32)) * geometric_normalisation(s)
     delta, _, kc = s.lor_rows()

@@ -6,9 +6,9 @@ import pytest
 
 from directpet import analysis, recon
 from directpet.first import (AngleSubsets, RotatingScanner, SinogramData, SuperLORProjector, build_super_lor_table,
-                             geometric_normalisation, interleaved_angle_subsets, model_consistent_sinogram,
-                             simulate_sinogram)
+                             geometric_normalisation, interleaved_angle_subsets, model_consistent_data, simulate)
 from directpet.first.model import tube_at
+from directpet.first.monte_carlo import direction_band
 from directpet.geometry import ImageGrid
 from directpet.recon.problem import spread_order
 from directpet.sim import point_sources
@@ -44,8 +44,8 @@ def test_osem_increases_the_likelihood(table, rng, method):
     shape = SMALL.sinogram_shape
     factors = rng.uniform(0.5, 1.0, shape).astype(np.float32)
     background = rng.uniform(0.01, 0.05, shape).astype(np.float32)
-    data = model_consistent_sinogram(P, _blob(rng, SMALL), factors, background, counts=2e5, rng=rng)
-    res = recon.osem(AngleSubsets(P, data, n_subsets=4), 6, track_loglik=True, progress=False)
+    data = model_consistent_data(P, _blob(rng, SMALL), factors=factors, background=background, counts=2e5, seed=rng)
+    res = recon.osem(AngleSubsets(P, data, 4), 6, track_loglik=True, progress=False)
     assert np.all(np.diff(res.loglik) > 0)
 
 
@@ -57,9 +57,9 @@ def test_osem_on_noise_free_data_approaches_the_phantom(table, rng, method):
 
     P = SuperLORProjector(table, method, backend="cpu")
     truth = gaussian_filter(_blob(rng, SMALL), (0.7, 1.5, 1.5)).astype(np.float32)
-    data = model_consistent_sinogram(P, truth, noise=False)
+    data = model_consistent_data(P, truth, noise=False)
     errs = []
-    recon.osem(AngleSubsets(P, data, n_subsets=3), 30, progress=False,
+    recon.osem(AngleSubsets(P, data, 3), 30, progress=False,
                callback=lambda it, sub, x: errs.append(np.linalg.norm(x - truth) / np.linalg.norm(truth)) and False)
     per_iteration = np.array(errs[2::3])
     assert np.all(np.diff(per_iteration) < 0)
@@ -71,8 +71,8 @@ def test_faithful_uses_its_own_back_projector_for_the_sensitivity(table, rng):
     projector for numerator and sensitivity), which back_with_sensitivity also returns."""
     P = SuperLORProjector(table, "faithful", backend="cpu")
     f = rng.uniform(0.5, 1.0, SMALL.sinogram_shape).astype(np.float32)
-    data = SinogramData(rng.poisson(3.0, SMALL.sinogram_shape).astype(np.float32), SMALL, f)
-    problem = AngleSubsets(P, data, n_subsets=3)
+    data = SinogramData(SMALL, rng.poisson(3.0, SMALL.sinogram_shape).astype(np.float32), f)
+    problem = AngleSubsets(P, data, 3)
     S = recon.sensitivity_image(problem)
     y = rng.uniform(0.1, 1.0, SMALL.sinogram_shape).astype(np.float32)
     _, sens = P.back_with_sensitivity(y, f)
@@ -89,8 +89,9 @@ def test_monte_carlo_point_source_lands_at_its_place_with_the_expected_width():
     plane = ImageGrid((1, 4 * g.ny + 1, 4 * g.nx + 1), (0.1, 0.1, 0.1))
     pos = np.array([[0.0, 0.0, 0.0], [6.0 * np.cos(0.5), 6.0 * np.sin(0.5), 0.0]])
     act, _ = point_sources(plane, pos)
-    sino, st = simulate_sinogram(s, act, plane, 4_000_000, seed=3, backend="cpu", progress=False)
-    data = SinogramData(sino, s, geometric_normalisation(s))
+    n_decays = round(4_000_000 / direction_band(s, act, grid=plane)["band_fraction"])   # 4e6 followed decays
+    sino, st = simulate(s, act, n_decays, seed=3, backend="cpu", grid=plane)
+    data = SinogramData(s, sino, geometric_normalisation(s))
     P = SuperLORProjector(build_super_lor_table(s), "fast", backend="cpu")
     res = recon.osem(AngleSubsets(P, data, 13), 10, progress=False)
     T = float(s.tan_alpha[s.n_rows - 1])
@@ -108,25 +109,36 @@ def test_monte_carlo_point_source_lands_at_its_place_with_the_expected_width():
 
 def test_sinogram_data_round_trip_and_checks(tmp_path, rng):
     shape = SMALL.sinogram_shape
-    d = SinogramData(rng.poisson(2.0, shape).astype(np.float32), SMALL,
+    d = SinogramData(SMALL, rng.poisson(2.0, shape).astype(np.float32),
                      rng.uniform(0.5, 1, shape).astype(np.float32), None, {"seed": 3})
     d.save(tmp_path / "s.npz")
-    back = SinogramData.load(tmp_path / "s.npz")
-    np.testing.assert_array_equal(back.prompts, d.prompts)
-    np.testing.assert_array_equal(back.factors, d.factors)
-    assert back.background is None and back.scanner == SMALL and back.meta == {"seed": 3}
+    for xp in (None, np, "numpy"):
+        back = SinogramData.load(tmp_path / "s.npz", xp=xp)
+        np.testing.assert_array_equal(back.prompts, d.prompts)
+        np.testing.assert_array_equal(back.factors, d.factors)
+        assert back.background is None and back.scanner == SMALL and back.meta == {"seed": 3}
+    with pytest.raises(TypeError):
+        SinogramData.load(tmp_path / "s.npz", np)          # xp is keyword-only
+    with pytest.raises(TypeError, match="xp"):
+        SinogramData.load(tmp_path / "s.npz", xp="gpu")
+    assert d.to(np) is not d and d.to("numpy").xp is np
     bad = d.prompts.copy()
     bad[0, 0, 0, 0] = -1
     with pytest.raises(ValueError, match="prompts"):
-        SinogramData(bad, SMALL)
+        SinogramData(SMALL, bad)
+    # a Poisson draw is int64: the message says how to store it
+    with pytest.raises(TypeError, match=r"prompts.*float32.*\.astype\(np\.float32\)"):
+        SinogramData(SMALL, rng.poisson(2.0, shape))
     nan = d.factors.copy()
     nan[1, 1, 1, 1] = np.nan
     with pytest.raises(ValueError, match="factors"):
-        SinogramData(d.prompts, SMALL, nan)
+        SinogramData(SMALL, d.prompts, nan)
     with pytest.raises(ValueError, match="background"):
-        SinogramData(d.prompts, SMALL, None, -np.ones(shape, np.float32))
+        SinogramData(SMALL, d.prompts, None, -np.ones(shape, np.float32))
     with pytest.raises(ValueError, match="prompts"):
-        SinogramData(d.prompts[:, :2], SMALL)
+        SinogramData(SMALL, d.prompts[:, :2])
+    with pytest.raises(TypeError, match="scanner"):
+        SinogramData(d.prompts, SMALL)                      # the scanner comes first, as in every family
     np.savez(tmp_path / "other.npz", prompts=d.prompts)
     with pytest.raises(ValueError, match="path"):
         SinogramData.load(tmp_path / "other.npz")
@@ -134,27 +146,38 @@ def test_sinogram_data_round_trip_and_checks(tmp_path, rng):
 
 def test_angle_subsets_reject_bad_arguments(table, rng):
     P = SuperLORProjector(table, backend="cpu")
-    data = SinogramData(rng.poisson(2.0, SMALL.sinogram_shape).astype(np.float32), SMALL)
+    data = SinogramData(SMALL, rng.poisson(2.0, SMALL.sinogram_shape).astype(np.float32))
     with pytest.raises(TypeError, match="projector"):
         AngleSubsets("P", data)
     with pytest.raises(TypeError, match="data"):
         AngleSubsets(P, data.prompts)
     other = RotatingScanner.small(n_angles=8)
     with pytest.raises(ValueError, match="data"):
-        AngleSubsets(P, SinogramData(np.ones(other.sinogram_shape, np.float32), other))
+        AngleSubsets(P, SinogramData(other, np.ones(other.sinogram_shape, np.float32)))
     with pytest.raises(ValueError, match="subsets"):
-        AngleSubsets(P, data, subsets=[[0, 1], [1, 2]])
-    with pytest.raises(ValueError, match="n_subsets"):
-        AngleSubsets(P, data, n_subsets=0)
+        AngleSubsets(P, data, [[0, 1], [1, 2]])
     with pytest.raises(ValueError, match="subsets"):
-        AngleSubsets(P, data, subsets=[])
-    with pytest.raises(TypeError, match="n_subsets"):
-        AngleSubsets(P, data, n_subsets=3.0)
+        AngleSubsets(P, data, [[0, 1], [2, 99]])             # an angle out of range, named as subsets
+    with pytest.raises(ValueError, match="subsets"):
+        AngleSubsets(P, data, 0)
+    with pytest.raises(ValueError, match="subsets"):
+        AngleSubsets(P, data, SMALL.n_angles + 1)
+    with pytest.raises(ValueError, match="subsets"):
+        AngleSubsets(P, data, [])
+    with pytest.raises(TypeError, match="subsets"):
+        AngleSubsets(P, data, 3.0)
+    with pytest.raises(TypeError, match="subsets"):
+        AngleSubsets(P, data, True)
     with pytest.raises(ValueError, match="n_iter"):
         recon.osem(AngleSubsets(P, data, 3), 0, progress=False)
-    problem = AngleSubsets(P, data, subsets=[list(range(0, 12, 2)), list(range(1, 12, 2))])
+    problem = AngleSubsets(P, data, [list(range(0, 12, 2)), list(range(1, 12, 2))])
     assert problem.n_subsets == 2 and problem.order() == [0, 1]
     assert problem.data(1).shape == (6,) + SMALL.sinogram_shape[1:]
+    dealt = AngleSubsets(P, data, 3)                          # an int: interleaved angles, spread order
+    assert dealt.n_subsets == 3 and [list(a) for a in dealt.angles] == [list(range(m, 12, 3)) for m in range(3)]
+    assert dealt.order() == spread_order(3)
+    with pytest.raises(ValueError, match=r"subsets: expected an integer in \[1, 12\], got 13"):
+        AngleSubsets(P, data)                                 # the default, 13 subsets, needs 13 angles
 
 
 @pytest.mark.gpu
@@ -163,7 +186,7 @@ def test_gpu_osem_with_data_on_the_device_matches_cpu(table, rng):
     truth = _blob(rng, SMALL)
     cpu = SuperLORProjector(table, "fast", backend="cpu")
     gpu = SuperLORProjector(table, "fast", backend="cuda")
-    data = model_consistent_sinogram(cpu, truth, counts=3e5, rng=rng)
+    data = model_consistent_data(cpu, truth, counts=3e5, seed=rng)
     a = recon.osem(AngleSubsets(cpu, data, 4), 4, progress=False).image
     b = recon.osem(AngleSubsets(gpu, data.to(cp), 4), 4, progress=False).image
     assert isinstance(b, cp.ndarray)

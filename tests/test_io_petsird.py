@@ -155,8 +155,8 @@ def test_element_centres_follow_the_transforms():
 @pytest.fixture(scope="module")
 def simulated():
     _, info = sphere_phantom(GRID, sphere_diameter_mm=30.0)
-    prompts = list(simulate_events(info, SCANNER, 30_000, randoms_fraction=0.2, rng=5, chunk_size=20_000, progress=False))
-    delayeds = simulate_randoms(SCANNER, 6_000, rng=6)
+    prompts = list(simulate_events(SCANNER, info, 30_000, randoms_fraction=0.2, seed=5, chunk_size=20_000, progress=False))
+    delayeds = simulate_randoms(SCANNER, 6_000, seed=6)
     return prompts, delayeds
 
 
@@ -330,11 +330,11 @@ def test_bad_arguments_name_themselves(tmp_path):
 def test_dualhead_histogram_round_trip(tmp_path):
     from directpet.dualhead import DualHeadScanner
     from directpet.dualhead import petsird as dualhead_petsird
-    from directpet.dualhead.monte_carlo import simulate_events as dualhead_events
+    from directpet.dualhead.monte_carlo import simulate as dualhead_simulate
 
     scanner = DualHeadScanner.small()
     activity = np.ones(scanner.grid.shape, np.float32)
-    counts, stats = dualhead_events(scanner, activity, n_trues=3000, seed=3, backend="cpu")
+    counts, stats = dualhead_simulate(scanner, activity, n_trues=3000, seed=3, backend="cpu")
     path = tmp_path / "dualhead.petsird"
     assert dualhead_petsird.write_counts(path, scanner, counts, block_events=1000) == int(counts.sum())
     np.testing.assert_array_equal(dualhead_petsird.read_counts(path, scanner), counts)

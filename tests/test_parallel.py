@@ -90,15 +90,15 @@ def direct_problem(rng, n_subsets=3):
     data = HistoImageData(rng.poisson(3.0, shape).astype(np.float32), GRID, VIEWS,
                           rng.uniform(0.5, 1.5, shape).astype(np.float32),
                           rng.uniform(0.1, 0.5, shape).astype(np.float32))
-    return ViewSubsets(proj, data, n_subsets=n_subsets)
+    return ViewSubsets(proj, data, n_subsets)
 
 
 def first_problem(rng):
     s = RotatingScanner.small()
     P = SuperLORProjector(build_super_lor_table(s), "fast", backend="cpu")
-    data = SinogramData(rng.poisson(2.0, s.sinogram_shape).astype(np.float32), s,
+    data = SinogramData(s, rng.poisson(2.0, s.sinogram_shape).astype(np.float32),
                         rng.uniform(0.5, 1.5, s.sinogram_shape).astype(np.float32))
-    return AngleSubsets(P, data, n_subsets=3)
+    return AngleSubsets(P, data, 3)
 
 
 def dualhead_problem(rng, skip=True):
@@ -177,7 +177,7 @@ def test_share_rejects_bad_ranks_and_subsets_smaller_than_the_group(rng):
 
     with pytest.raises(TypeError, match="cannot be shared.*subset_units, forward_units, adjoint_units"):
         NoUnits().share(0, 2)
-    one_view = ViewSubsets(p.projector, p.histo_data)   # block-RAMLA subsets: one view each
+    one_view = ViewSubsets(p.projector, p.histo_image_data)   # block-RAMLA subsets: one view each
     with pytest.raises(ValueError, match="block-RAMLA"):
         one_view.share(0, 2)
 
@@ -270,7 +270,7 @@ def _gpu_problem(seed):
     shape = (len(views),) + grid.shape
     data = HistoImageData(rng.poisson(3.0, shape).astype(np.float32), grid, views,
                           rng.uniform(0.5, 1.5, shape).astype(np.float32))
-    return ViewSubsets(proj, data, n_subsets=4), cp
+    return ViewSubsets(proj, data, 4), cp
 
 
 def _rank_image(comm, seed):

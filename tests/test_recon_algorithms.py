@@ -1,4 +1,4 @@
-"""MLEM, OSEM and block-RAMLA on DIRECT model-consistent data (science.md 1.9)."""
+"""MLEM, OSEM and block-RAMLA on DIRECT model-consistent data (docs/physics.rst 1.9)."""
 
 import numpy as np
 import pytest
@@ -43,7 +43,7 @@ def test_mlem_loglik_never_decreases(setup):
     rng = np.random.default_rng(1)
     s = rng.uniform(0.3, 1.0, (len(vs),) + GRID.shape).astype(np.float32)
     b = rng.uniform(0.0, 0.2, (len(vs),) + GRID.shape).astype(np.float32)
-    data = model_consistent_data(proj, img, s, b, counts=3e5, rng=2, viewset=vs)
+    data = model_consistent_data(proj, img, factors=s, background=b, counts=3e5, seed=2, viewset=vs)
     problem = ViewSubsets(proj, data)
     res = mlem(problem, 15, track_loglik=True, progress=False)
     ll = np.array(res.loglik)
@@ -57,7 +57,7 @@ def test_mlem_loglik_never_decreases(setup):
 def test_mlem_preserves_total_counts(setup):
     """With s = 1 and b = 0, sum_v sum H_v x+ = sum d after every MLEM iteration."""
     proj, vs, img, _ = setup
-    data = model_consistent_data(proj, img, counts=1e5, rng=3, viewset=vs)
+    data = model_consistent_data(proj, img, counts=1e5, seed=3, viewset=vs)
     x0 = np.random.default_rng(4).uniform(0.5, 1.5, GRID.shape).astype(np.float32)
     for n in (1, 3):
         x = mlem(ViewSubsets(proj, data), n, x0=x0, progress=False).image
@@ -90,7 +90,7 @@ def test_osem_converges_faster_than_mlem(setup):
     assert [sorted({v // 3 for v in b}) for b in blocks] == [[0, 3], [1, 4], [2, 5]]
     assert all(len(b) == 6 for b in blocks)
     calls = []
-    problem = ViewSubsets(proj, data, n_subsets=3)
+    problem = ViewSubsets(proj, data, 3)
     assert problem.subsets == blocks and problem.order() == [0, 1, 2]
     r_os = osem(problem, 8, callback=lambda it, sub, x: calls.append((it, sub)), track_loglik=True,
                 progress=False)
@@ -122,7 +122,7 @@ def test_block_ramla_single_step_formula(setup):
     rng = np.random.default_rng(5)
     s = rng.uniform(0.3, 1.0, (len(vs),) + GRID.shape).astype(np.float32)
     b = rng.uniform(0.01, 0.1, (len(vs),) + GRID.shape).astype(np.float32)
-    data = model_consistent_data(proj, img, s, b, counts=2e5, rng=6, viewset=vs)
+    data = model_consistent_data(proj, img, factors=s, background=b, counts=2e5, seed=6, viewset=vs)
     x0 = rng.uniform(0.5, 1.5, GRID.shape).astype(np.float32)
     v = 4
     got = []
@@ -131,7 +131,7 @@ def test_block_ramla_single_step_formula(setup):
                 callback=lambda it, sub, x: got.append(x.copy()) if sub == 0 else None, progress=False)
     S = sensitivity_image(problem).astype(np.float64)
     ybar = s[v] * proj.forward(x0, v) + data.background[v]
-    grad = proj.adjoint((s[v] * (data.histos[v] / ybar - 1)).astype(np.float32), v)
+    grad = proj.adjoint((s[v] * (data.prompts[v] / ybar - 1)).astype(np.float32), v)
     ref = np.maximum(x0 + 0.3 * x0 / (S / len(vs)) * grad, 1e-6 * x0.mean())
     np.testing.assert_allclose(got[0], ref, rtol=2e-5, atol=1e-6)
 
@@ -140,14 +140,14 @@ def test_errors(setup):
     proj, vs, img, _ = setup
     data = model_consistent_data(proj, img, noise=False, viewset=vs)
     with pytest.raises(ValueError, match="views"):
-        ViewSubsets(proj, HistoImageData(data.histos[:4], GRID))
+        ViewSubsets(proj, HistoImageData(data.prompts[:4], GRID))
     with pytest.raises(ValueError, match="x0"):
         mlem(ViewSubsets(proj, data), 1, x0=np.ones((4, 4, 4), np.float32), progress=False)
     with pytest.raises(ValueError, match="subsets"):
         ViewSubsets(proj, data, subsets=[[0, 1], [1, 2]])
-    with pytest.raises(ValueError, match="n_subsets"):
-        ViewSubsets(proj, data, n_subsets=len(vs) + 1)        # more blocks than views
-    assert sorted(v for b in ViewSubsets(proj, data, n_subsets=7).subsets for v in b) == list(range(len(vs)))
+    with pytest.raises(ValueError, match="subsets"):
+        ViewSubsets(proj, data, len(vs) + 1)                  # more blocks than views
+    assert sorted(v for b in ViewSubsets(proj, data, 7).subsets for v in b) == list(range(len(vs)))
     with pytest.raises(TypeError, match="data"):
         ViewSubsets(proj, [1, 2, 3])
     with pytest.raises(TypeError, match="problem"):
@@ -165,7 +165,7 @@ def test_fft_and_spatial_invariant_reconstructions_agree(setup):
     rng = np.random.default_rng(11)
     sens = rng.uniform(0.3, 1.0, (len(vs),) + GRID.shape).astype(np.float32)
     bg = np.full((len(vs),) + GRID.shape, 0.05, np.float32)
-    data = model_consistent_data(proj, img, sens, bg, counts=3e5, rng=7, viewset=vs)
+    data = model_consistent_data(proj, img, factors=sens, background=bg, counts=3e5, seed=7, viewset=vs)
     a = block_ramla(ViewSubsets(op, data), 10, progress=False).image
     b = block_ramla(ViewSubsets(proj, data), 10, progress=False).image
     assert np.linalg.norm(a - b) / np.linalg.norm(b) <= 1e-3

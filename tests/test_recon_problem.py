@@ -146,8 +146,8 @@ def _direct_problem(rng):
 def _arrays(problem, name):
     """The arrays of one kind of input, to be corrupted in place (DIRECT: whole stacks)."""
     if isinstance(problem, ViewSubsets):
-        return {"data": problem.histo_data.histos, "factors": problem.histo_data.sensitivity,
-                "background": problem.histo_data.background}[name]
+        return {"data": problem.histo_image_data.prompts, "factors": problem.histo_image_data.factors,
+                "background": problem.histo_image_data.background}[name]
     return {"data": problem._d, "factors": problem._f, "background": problem._b}[name][1]
 
 

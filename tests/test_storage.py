@@ -16,7 +16,8 @@ SMALL = RotatingScanner.small()
 def _good_files(tmp_path, rng):
     table = build_super_lor_table(SMALL)
     table.save(tmp_path / "table.npz")
-    SinogramData(rng.poisson(2.0, SMALL.sinogram_shape).astype(np.float32), SMALL).save(tmp_path / "sino.npz")
+    SinogramData(prompts=rng.poisson(2.0, SMALL.sinogram_shape).astype(np.float32), scanner=SMALL).save(
+        tmp_path / "sino.npz")
     grid = ImageGrid((3, 4, 5), 2.0)
     HistoImageData(rng.random((2,) + grid.shape, dtype=np.float32), grid).save(tmp_path / "histo.npz")
     return {"table": (tmp_path / "table.npz", SuperLORTable.load),
@@ -51,7 +52,7 @@ def test_broken_files_name_the_path(tmp_path, rng, kind):
     np.savez(tmp_path / "foreign.npz", something=np.ones(3))
     with pytest.raises(ValueError, match="path"):
         load(tmp_path / "foreign.npz")
-    json_key = "metadata" if kind == "histo" else "scanner"
+    json_key = "grid" if kind == "histo" else "scanner"      # a HistoImageData need not hold a scanner
     _rewrite(path, tmp_path / "badjson.npz", **{json_key: np.array("{not json")})
     with pytest.raises(ValueError, match="path"):
         load(tmp_path / "badjson.npz")
@@ -60,7 +61,7 @@ def test_broken_files_name_the_path(tmp_path, rng, kind):
         load(tmp_path / "list.npz")
 
 
-@pytest.mark.parametrize("kind", ["table", "sino"])
+@pytest.mark.parametrize("kind", ["table", "sino", "histo"])
 def test_wrong_versions_and_formats(tmp_path, rng, kind):
     path, load = _good_files(tmp_path, rng)[kind]
     for name, change in (("v99", {"version": np.array(99)}), ("vstr", {"version": np.array("one")}),

@@ -22,7 +22,7 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 import directpet  # noqa: E402
-from directpet.demo import KERNEL_MODELS, ha_noise_jobs, noise_realisation_job  # noqa: E402
+from directpet.direct.experiment import KERNEL_MODELS, ha_noise_jobs, noise_realisation_job  # noqa: E402
 from directpet.parallel import SweepResult, aggregate, gpu_worker_environments, make_cluster, run_sweep  # noqa: E402
 
 TIMING_COLUMNS = {"seconds", "seconds_recon", "seconds_sim", "seconds_projector", "worker"}

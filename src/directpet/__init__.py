@@ -1,19 +1,41 @@
-"""directpet: fast, trustworthy PET reconstruction operators.
+"""directpet: fast, trustworthy PET reconstruction operators for three scanner families.
 
-Projector families (each with its data, scanner and Monte Carlo)
------------------------------------------------------------------
-``directpet.direct``     DIRECT TOF histo-image projectors (spatially variant / asymmetric kernels).
-``directpet.first``      FIRST-style Super-LOR projectors for a rotating dual-head scanner (in progress).
+The three projector families, each with its scanner geometry, system model, projectors, data, Monte
+Carlo, subsets and experiment (the same file names and verbs in every family):
 
-Shared layers
--------------
-``directpet.recon``      MLEM, OSEM, block-RAMLA over any family's ``SubsetProblem``.
-``directpet.sim``        analytic phantoms, line-cylinder geometry, random streams.
-``directpet.analysis``   CRC, noise, contrast-noise curves, plots.
-``directpet.reference``  float64 NumPy references of every projector, for tests and users.
+``directpet.direct``
+    DIRECT: TOF histo-image projectors with spatially variant or asymmetric system-response kernels
+    (spatial, FFT and low-rank FFT) for a cylindrical TOF scanner. Units: views.
+``directpet.first``
+    FIRST: Super-LOR sinogram projectors for a rotating dual-head small-animal scanner. Units:
+    gantry angles.
+``directpet.dualhead``
+    Dual-head planar PET: projectors for a stationary pair of planar heads with a
+    symmetry-compressed detector-response model. Units: orientation classes.
 
-Conventions: images and histo-images are float32 C-contiguous arrays of shape ``(nz, ny, nx)``;
-lengths in mm, TOF timing in ps. Voxel centres are symmetric about the scanner axis.
+The shared layers:
+
+``directpet.operators``
+    The operator model every projector shares: ``forward(x, subset=None, out=None)``, ``adjoint``,
+    ``A.H``, ``A @ B``, ``A.subset(s)``, ``vstack``, ``A.norm()``.
+``directpet.recon``
+    MLEM, OSEM and block-RAMLA over any family's ``SubsetProblem``.
+``directpet.sim``
+    Analytic phantoms, line-cylinder geometry, random streams.
+``directpet.analysis``
+    CRC, noise, contrast-noise curves, resolution measures, plots.
+``directpet.io``
+    NIfTI images and PETSIRD list-mode, in and out.
+``directpet.autograd``
+    Any operator as a differentiable PyTorch function.
+``directpet.parallel``
+    One reconstruction on several GPUs (NCCL); sweeps of reconstructions on Dask.
+``directpet.reference``
+    float64 NumPy references of every projector, for tests (ours and yours).
+
+Conventions: images are float32 C-contiguous arrays of shape ``(nz, ny, nx)``; lengths in mm, TOF
+timing in ps; voxel centres are symmetric about the scanner axis. The documentation's conventions
+page gives every family's axes, signs and data layouts.
 """
 
 from ._backend import cuda_device_count, has_cuda

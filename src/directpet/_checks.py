@@ -273,6 +273,29 @@ def dataclass_from_dict(cls, d, name: str = "d"):
     return cls(**d)
 
 
+class DictRecord:
+    """``to_dict`` / ``from_dict`` / ``to_json`` of a dataclass record, as files store it (the
+    families' scanners): ``from_dict`` takes exactly a ``to_dict()`` mapping
+    (:func:`dataclass_from_dict`)."""
+
+    def to_dict(self) -> dict:
+        """Every field, by name."""
+        from dataclasses import asdict
+
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        """The record of a :meth:`to_dict` mapping (every field, nothing else)."""
+        return dataclass_from_dict(cls, d)
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as JSON (keys sorted)."""
+        import json
+
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+
 def read_only(a: np.ndarray) -> np.ndarray:
     """A read-only view of a NumPy array (the caller's array stays writable): what a validated object
     keeps, so that its checked values cannot be changed behind its back."""
@@ -365,6 +388,17 @@ def normalise_fields(obj, *, counts=(), positive=(), nonnegative=()):
         object.__setattr__(obj, name, real_number(name, getattr(obj, name), positive=True))
     for name in nonnegative:
         object.__setattr__(obj, name, real_number(name, getattr(obj, name), nonnegative=True))
+
+
+def normalise_head_fields(obj, *, counts=(), positive=(), nonnegative=()):
+    """:func:`normalise_fields` for a scanner of crystal heads (FIRST RotatingScanner, dual-head
+    DualHeadScanner): their shared physics fields, ``pitch_mm``, ``crystal_mm``, ``depth_mm``,
+    ``mu_per_mm`` (> 0) and ``positron_range_fwhm_mm``, ``acollinearity_fwhm_deg`` (>= 0), then the
+    scanner's own fields, then ``crystal_mm <= pitch_mm`` (a crystal fits its pitch)."""
+    normalise_fields(obj, counts=counts, positive=("pitch_mm", "crystal_mm", "depth_mm", "mu_per_mm") + tuple(positive),
+                     nonnegative=("positron_range_fwhm_mm", "acollinearity_fwhm_deg") + tuple(nonnegative))
+    if obj.crystal_mm > obj.pitch_mm:
+        raise ValueError(f"crystal_mm: {obj.crystal_mm} mm crystals do not fit a {obj.pitch_mm} mm pitch")
 
 
 def max_threads() -> int:

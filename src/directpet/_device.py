@@ -170,13 +170,14 @@ def decay_count(name: str, value) -> int:
 
 def monte_carlo_options(seed, threads, backend, xp, chunk, chunk_name: str, default_chunks):
     """Checked run options of an event Monte Carlo: ``(seed, threads (0: all), backend ('cpu' /
-    'cuda'), want_cupy, chunk)``; ``default_chunks`` = (CPU, CUDA) decays per chunk when ``chunk``
-    is None."""
+    'cuda'), want_cupy, chunk)``; ``seed`` an int in [0, 2**64), a Generator (one draw) or None
+    (fresh entropy), returned as the int the compiled generator takes; ``default_chunks`` = (CPU,
+    CUDA) decays per chunk when ``chunk`` is None."""
     from ._backend import resolve_backend
     from ._checks import check_threads
-    from .sim.random import check_seed
+    from .sim.random import seed_from_rng
 
-    seed = check_seed("seed", seed)
+    seed = seed_from_rng(seed, "seed")
     nthreads = check_threads(threads)
     if not isinstance(backend, str):
         raise TypeError(f"backend: expected 'auto', 'cpu' or 'cuda', got {type(backend).__name__}")

@@ -3,12 +3,13 @@ corrupt file into a ``ValueError`` naming ``path`` (never a BadZipFile, KeyError
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 import tokenize
 import zipfile
 import zlib
-from typing import Callable, Sequence, TypeVar
+from typing import Callable, Optional, Sequence, TypeVar
 
 import numpy as np
 
@@ -77,6 +78,28 @@ class _NotOurs(Exception):
     """A readable file that is not the expected kind (its message is final)."""
 
 
+def save_record(path, fmt: str, version: int, scanner, meta: dict, **arrays) -> None:
+    """Write a model file (``.npz``, compressed): ``format``, ``version``, ``scanner`` (its
+    ``to_json()``), ``meta`` (JSON) and ``arrays``. ``path``: a file path, not a directory."""
+    path = check_path(path, writing=True)
+    np.savez_compressed(path, format=np.array(fmt), version=np.array(version), scanner=np.array(scanner.to_json()),
+                        meta=np.array(json.dumps(meta, sort_keys=True, default=str)), **arrays)
+
+
+def read_record(path, what: str, fmt: str, version: int, scanner_cls, required: Sequence[str],
+                build: Callable[[object, object, dict], T]) -> T:
+    """Read a file of :func:`save_record`: the format and version checked, the scanner (a
+    ``scanner_cls.from_dict``) and ``meta`` decoded, then ``build(arrays, scanner, meta)``; every
+    failure a ValueError naming ``path`` (:func:`read_npz`). ``required``: the arrays it must hold."""
+    def parse(f):
+        check_format(f["format"], fmt, f["version"], version, path)
+        scanner = scanner_cls.from_dict(json_object(f["scanner"]))
+        meta = json_object(f["meta"]) if "meta" in f.files else {}
+        return build(f, scanner, meta)
+
+    return read_npz(path, what, ("format", "version", "scanner") + tuple(required), parse)
+
+
 def model_consistent_counts(projector, image, image_shape, *, counts=None, factors=None, background=None,
                             noise: bool = True, seed=None, source: str = "model_consistent_data"):
     """Prompts drawn from the reconstruction model itself, ``Poisson(f * A x + b)``: the one
@@ -119,29 +142,63 @@ def model_consistent_counts(projector, image, image_shape, *, counts=None, facto
     return prompts, f, bg, meta
 
 
-__all__ = ["CountData", "check_format", "json_object", "model_consistent_counts", "read_npz"]
+__all__ = ["CountData", "ScannerCounts", "check_format", "data_namespace", "json_object", "model_consistent_counts",
+           "read_npz", "read_record", "save_record"]
+
+
+def data_namespace(xp, name: str = "xp"):
+    """The array module of stored data: None, ``numpy`` or ``'numpy'`` give NumPy; ``cupy`` or
+    ``'cupy'`` give CuPy (imported: asked for, so it must be installed); anything else is a
+    TypeError naming ``name``."""
+    if xp is None or xp is np or (isinstance(xp, str) and xp == "numpy"):
+        return np
+    if (isinstance(xp, str) and xp == "cupy") or getattr(xp, "__name__", None) == "cupy":
+        import cupy  # optional: asked for by name
+
+        return cupy
+    raise TypeError(f"{name}: expected None, numpy, cupy, 'numpy' or 'cupy', got {type(xp).__name__} {xp!r}")
 
 
 class CountData:
     """prompts / factors / background of one scanner's measurement, shared by the families' data
-    classes (FIRST ``SinogramData``, dual-head ``DualHeadData``): checked the same way, stored in
-    the same ``.npz`` layout (``format``, ``version``, ``prompts``, optional ``factors`` /
-    ``background``, ``scanner`` and ``meta`` as JSON). A subclass sets ``FORMAT``, ``VERSION``,
-    ``WHAT`` (for error messages) and ``SCANNER`` (its scanner class); its fields are ``scanner``,
-    ``prompts``, ``factors``, ``background`` and ``meta`` (built by keyword, in any order)."""
+    classes (DIRECT ``HistoImageData``, FIRST ``SinogramData``, dual-head ``DualHeadData``): checked
+    the same way, stored in the same ``.npz`` layout (``format``, ``version``, ``prompts``, optional
+    ``factors`` / ``background``, ``scanner`` and ``meta`` as JSON, and the subclass's
+    ``JSON_FIELDS`` as JSON). A subclass is a dataclass; it sets ``FORMAT``, ``VERSION``, ``WHAT``
+    (for error messages) and ``SCANNER`` (its scanner class); its fields are ``scanner``,
+    ``prompts``, ``factors``, ``background`` and ``meta`` (built by keyword, in any order), plus any
+    of its own (``JSON_FIELDS`` are written by ``_json_fields`` and read back by
+    ``_from_json_fields``)."""
 
     FORMAT: str
     VERSION: int
     WHAT: str
     SCANNER: type
+    #: whether ``scanner`` may be None (stored as JSON ``null``)
+    SCANNER_OPTIONAL = False
+    #: further fields stored as JSON next to ``scanner`` (required in a file)
+    JSON_FIELDS: tuple = ()
+    #: whether :meth:`save` compresses by default
+    COMPRESS = True
+
+    def _json_fields(self) -> dict:
+        """The ``JSON_FIELDS`` as JSON-serialisable values."""
+        return {}
+
+    @classmethod
+    def _from_json_fields(cls, docs: dict) -> dict:
+        """Constructor keywords from the decoded ``JSON_FIELDS`` (a ValueError / TypeError /
+        LookupError for a damaged record)."""
+        return {}
 
     def _check_counts(self, shape_of):
         """The scanner's type, then every array: float32, ``shape_of(scanner)``, finite, >= 0, one
         namespace."""
         from .recon.problem import check_nonnegative
 
-        if not isinstance(self.scanner, self.SCANNER):
-            raise TypeError(f"scanner: expected a {self.SCANNER.__name__}, got {type(self.scanner).__name__}")
+        if not isinstance(self.scanner, self.SCANNER) and not (self.SCANNER_OPTIONAL and self.scanner is None):
+            alt = " or None" if self.SCANNER_OPTIONAL else ""
+            raise TypeError(f"scanner: expected a {self.SCANNER.__name__}{alt}, got {type(self.scanner).__name__}")
         if not hasattr(self.prompts, "dtype") or not hasattr(self.prompts, "shape"):
             raise TypeError(f"prompts: expected a NumPy or CuPy array, got {type(self.prompts).__name__}")
         xp = array_module(self.prompts)
@@ -162,30 +219,76 @@ class CountData:
         def conv(a):
             return None if a is None else xp.asarray(to_numpy(a) if xp is np else a, dtype=xp.float32)
 
-        return type(self)(scanner=self.scanner, prompts=conv(self.prompts), factors=conv(self.factors),
-                          background=conv(self.background), meta=dict(self.meta))
+        return dataclasses.replace(self, prompts=conv(self.prompts), factors=conv(self.factors),
+                                   background=conv(self.background), meta=dict(self.meta))
 
-    def save(self, path) -> None:
+    def to(self, xp):
+        """The same data with its arrays in ``xp`` (None / ``numpy`` / ``'numpy'`` or ``cupy`` /
+        ``'cupy'``); copies only when the namespace changes."""
+        return self._in(data_namespace(xp))
+
+    def save(self, path, compress: Optional[bool] = None) -> None:
         """``.npz`` with ``format``, ``version``, ``prompts``, optional ``factors`` / ``background``,
-        ``scanner`` (JSON) and ``meta`` (JSON); arrays are stored as NumPy float32. ``path``: a file
-        path, not a directory (NumPy appends ``.npz`` when it has no extension)."""
+        ``scanner`` (JSON), ``meta`` (JSON) and the class's ``JSON_FIELDS``; arrays are stored as
+        NumPy float32. ``path``: a file path, not a directory (NumPy appends ``.npz`` when it has no
+        extension). ``compress``: True / False, None for the class's default (``COMPRESS``)."""
+        from ._checks import flag
+
         path = check_path(path, writing=True)
+        compress = self.COMPRESS if compress is None else flag("compress", compress)
         host = self._in(np)
         arrays = {k: v for k, v in (("factors", host.factors), ("background", host.background)) if v is not None}
-        np.savez_compressed(path, format=np.array(self.FORMAT), version=np.array(self.VERSION), prompts=host.prompts,
-                            scanner=np.array(self.scanner.to_json()),
-                            meta=np.array(json.dumps(self.meta, sort_keys=True, default=str)), **arrays)
+        docs = {k: np.array(json.dumps(v, sort_keys=True)) for k, v in self._json_fields().items()}
+        (np.savez_compressed if compress else np.savez)(
+            path, format=np.array(self.FORMAT), version=np.array(self.VERSION), prompts=host.prompts,
+            scanner=np.array("null" if self.scanner is None else self.scanner.to_json()),
+            meta=np.array(json.dumps(self.meta, sort_keys=True, default=str)), **docs, **arrays)
+
+    @classmethod
+    def load(cls, path, *, xp=None):
+        """Read a file written by :meth:`save`; arrays in ``xp`` (None / ``numpy`` / ``'numpy'`` or
+        ``cupy`` / ``'cupy'``). A missing, damaged or foreign file, or one of another format version,
+        is a ValueError naming ``path``."""
+        return cls._read(path, data_namespace(xp))
 
     @classmethod
     def _read(cls, path, xp):
         """Read a file written by :meth:`save`, arrays in namespace xp."""
         def parse(f):
             check_format(f["format"], cls.FORMAT, f["version"], cls.VERSION, path)
-            scanner = cls.SCANNER.from_dict(json_object(f["scanner"]))
+            if cls.SCANNER_OPTIONAL and json.loads(str(f["scanner"])) is None:
+                scanner = None
+            else:
+                scanner = cls.SCANNER.from_dict(json_object(f["scanner"]))
+            extra = cls._from_json_fields({k: json.loads(str(f[k])) for k in cls.JSON_FIELDS})
             get = lambda k: f[k] if k in f.files else None  # noqa: E731
             meta = json_object(f["meta"]) if "meta" in f.files else {}
             return cls(scanner=scanner, prompts=f["prompts"], factors=get("factors"), background=get("background"),
-                       meta=meta)
+                       meta=meta, **extra)
 
-        data = read_npz(path, cls.WHAT, ("format", "version", "prompts", "scanner"), parse)
+        data = read_npz(path, cls.WHAT, ("format", "version", "prompts", "scanner") + tuple(cls.JSON_FIELDS), parse)
         return data if xp is np else data._in(xp)
+
+
+
+@dataclasses.dataclass
+class ScannerCounts(CountData):
+    """:class:`CountData` of a family whose data are the scanner's count arrays and nothing else
+    (FIRST ``SinogramData``, dual-head ``DualHeadData``). Fields, in this order: ``scanner``,
+    ``prompts``, ``factors`` (None: ones), ``background`` (None: zeros), ``meta``; checked on
+    construction, every array of ``counts_shape(scanner)``. A subclass sets ``FORMAT``, ``VERSION``,
+    ``WHAT``, ``SCANNER`` and ``counts_shape``."""
+
+    scanner: object
+    prompts: object
+    factors: Optional[object] = None
+    background: Optional[object] = None
+    meta: dict = dataclasses.field(default_factory=dict)
+
+    @staticmethod
+    def counts_shape(scanner) -> tuple:
+        """The shape of every array of this scanner's data."""
+        raise NotImplementedError
+
+    def __post_init__(self):
+        self._check_counts(self.counts_shape)

@@ -12,7 +12,7 @@ import time
 
 
 def _demo(args) -> int:
-    from .demo import ExperimentConfig, run_experiment, write_figures
+    from .direct.experiment import ExperimentConfig, run_experiment, write_figures
 
     cfg = ExperimentConfig(size=args.size, n_events=args.events, n_iter=args.iterations,
                            kernels=tuple(args.kernels.split(",")), backend=args.backend,
@@ -31,39 +31,28 @@ def _demo(args) -> int:
     return 0
 
 
-def _demo_first(args) -> int:
-    from .first.experiment import FirstExperimentConfig, run_first_experiment, write_first_figures
+def _demo_family(args) -> int:
+    """``directpet demo first`` / ``directpet demo dualhead``: the family's experiment module
+    (``ExperimentConfig``, ``run_experiment``, ``write_figures``), its table and figures."""
+    import importlib
 
-    cfg = FirstExperimentConfig(size=args.size, methods=tuple(args.methods.split(",")), n_iter=args.iterations,
-                                backend=args.backend, seed=args.seed, progress=not args.quiet)
+    exp = importlib.import_module(f".{args.family}.experiment", __package__)
+    cfg = exp.ExperimentConfig(size=args.size, methods=tuple(args.methods.split(",")), n_iter=args.iterations,
+                               backend=args.backend, seed=args.seed, progress=not args.quiet)
     t0 = time.perf_counter()
-    res = run_first_experiment(cfg)
-    paths = write_first_figures(res, args.out)
-    s, st = res.scanner, res.data_stats
-    print(f"\nFIRST rotating dual-head scanner: sinogram {s.n_radial} x {s.n_angles} x {s.n_rows ** 2}, image "
-          f"{s.grid.nx} x {s.grid.ny} x {s.grid.nz}; {res.table.n_super} Super-LORs; backend {res.backend}")
-    print(f"Monte Carlo data: Derenzo {st['derenzo'].n_binned:,} events, point sources {st['points'].n_binned:,}; "
-          f"OSEM {cfg.n_subsets} subsets x {cfg.n_iter} iterations\n")
-    print(res.table_text())
-    print(f"\nfigures: {', '.join(paths)}")
-    print(f"total {time.perf_counter() - t0:.1f} s (simulation {res.timings['simulation_s']:.1f} s)")
-    return 0
-
-
-def _demo_dualhead(args) -> int:
-    from .dualhead.experiment import DualHeadExperimentConfig, run_dualhead_experiment, write_dualhead_figures
-
-    cfg = DualHeadExperimentConfig(size=args.size, n_iter=args.iterations, backend=args.backend, seed=args.seed,
-                                   progress=not args.quiet)
-    t0 = time.perf_counter()
-    res = run_dualhead_experiment(cfg)
-    paths = write_dualhead_figures(res, args.out)
+    res = exp.run_experiment(cfg)
+    paths = exp.write_figures(res, args.out)
     s, g, st = res.scanner, res.scanner.grid, res.data_stats
-    print(f"\ndual-head planar scanner: {s.n_y} x {s.n_z} crystals per head, {s.n_lors:,} LORs; image "
-          f"{g.nz} x {g.ny} x {g.nx} voxels; model {res.model.n_taps:,} taps ({res.model.nbytes / 2**20:.0f} MiB) "
-          f"built in {res.timings['model_s']:.1f} s; backend {res.backend}")
-    print(f"Monte Carlo data: Derenzo {st['derenzo'].n_trues:,} trues, point sources {st['points'].n_trues:,}; "
-          f"OSEM {cfg.n_subsets} subsets x {cfg.n_iter} iterations\n")
+    if args.family == "first":
+        print(f"\nFIRST rotating dual-head scanner: sinogram {s.n_radial} x {s.n_angles} x {s.n_rows ** 2}, image "
+              f"{g.nx} x {g.ny} x {g.nz}; {res.model.n_super} Super-LORs; backend {res.backend}")
+        data = f"Derenzo {st['derenzo'].n_binned:,} events, point sources {st['points'].n_binned:,}"
+    else:
+        print(f"\ndual-head planar scanner: {s.n_y} x {s.n_z} crystals per head, {s.n_lors:,} LORs; image "
+              f"{g.nz} x {g.ny} x {g.nx} voxels; model {res.model.n_taps:,} taps ({res.model.nbytes / 2**20:.0f} MiB) "
+              f"built in {res.timings['model_s']:.1f} s; backend {res.backend}")
+        data = f"Derenzo {st['derenzo'].n_trues:,} trues, point sources {st['points'].n_trues:,}"
+    print(f"Monte Carlo data: {data}; OSEM {cfg.n_subsets} subsets x {cfg.n_iter} iterations\n")
     print(res.table_text())
     print(f"\nfigures: {', '.join(paths)}")
     print(f"total {time.perf_counter() - t0:.1f} s (simulation {res.timings['simulation_s']:.1f} s)")
@@ -112,13 +101,15 @@ def _points(args) -> int:
 def _info(args) -> int:
     from . import __version__, _backend
 
-    print(f"directpet {__version__}; CUDA compiled in: {_backend.has_cuda()}; "
-          f"devices: {_backend.cuda_device_count()} ({_backend.cuda_status()})")
+    print(f"directpet {__version__}: DIRECT TOF histo-image, FIRST Super-LOR and dual-head planar PET projectors")
+    print(_backend.device_summary())
     return 0
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="directpet", description="directpet: DIRECT TOF-PET operators")
+    """The ``directpet`` command (``argv``: its arguments, default ``sys.argv[1:]``); returns the exit status."""
+    ap = argparse.ArgumentParser(prog="directpet", description="directpet: PET reconstruction operators for DIRECT "
+                                 "TOF histo-images, FIRST Super-LOR sinograms and dual-head planar PET")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="DIRECT (default): simulate the sphere phantom, reconstruct, print CRC/noise, "
                                     "write figures; 'first': the FIRST Derenzo / point-source experiment; "
@@ -132,7 +123,8 @@ def main(argv=None) -> int:
     d.add_argument("--iterations", type=int, default=None,
                    help="DIRECT: block-RAMLA passes (default 30 small, 40 paper); FIRST, dualhead: OSEM iterations (24)")
     d.add_argument("--methods", default=None,
-                   help="FIRST: comma list of faithful, matched, fast (default all three on a GPU, fast on a CPU)")
+                   help="FIRST: comma list of faithful, matched, fast (default all three on a GPU, fast on a CPU); "
+                        "dualhead: comma list of default, alg1, alg2, alg3 (the last three on CUDA; default: default)")
     d.add_argument("--kernels", default="invariant-fft,invariant,variant1",
                    help="comma list of: invariant-fft, invariant, variant1, variant2, variant3")
     d.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"])
@@ -149,21 +141,15 @@ def main(argv=None) -> int:
         from ._backend import resolve_backend
 
         gpu = resolve_backend(args.backend) == "cuda"
-        if args.family == "first":
+        if args.family in ("first", "dualhead"):
             if args.size == "auto":
-                args.size = "full" if gpu else "small"
+                args.size = "full" if gpu else ("small" if args.family == "first" else "tiny")
             if args.size not in ("tiny", "small", "full"):
-                ap.error("--size: the FIRST demo takes tiny, small or full")
+                ap.error(f"--size: the {args.family} demo takes tiny, small or full")
             args.iterations = 24 if args.iterations is None else args.iterations
-            args.methods = args.methods or ("faithful,matched,fast" if gpu else "fast")
-            return _demo_first(args)
-        if args.family == "dualhead":
-            if args.size == "auto":
-                args.size = "full" if gpu else "tiny"
-            if args.size not in ("tiny", "small", "full"):
-                ap.error("--size: the dual-head demo takes tiny, small or full")
-            args.iterations = 24 if args.iterations is None else args.iterations
-            return _demo_dualhead(args)
+            if args.methods is None:
+                args.methods = ("faithful,matched,fast" if gpu else "fast") if args.family == "first" else "default"
+            return _demo_family(args)
         if args.size not in ("auto", "tiny", "small", "paper"):
             ap.error("--size: the DIRECT demo takes tiny, small or paper")
         if args.size == "auto":

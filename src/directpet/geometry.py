@@ -50,18 +50,22 @@ class ImageGrid:
 
     @property
     def nz(self) -> int:
+        """Slices (voxels along z, axis 0)."""
         return self.shape[0]
 
     @property
     def ny(self) -> int:
+        """Rows (voxels along y, axis 1)."""
         return self.shape[1]
 
     @property
     def nx(self) -> int:
+        """Columns (voxels along x, axis 2)."""
         return self.shape[2]
 
     @property
     def n_voxels(self) -> int:
+        """Voxels in the grid, ``nz * ny * nx``."""
         return self.nz * self.ny * self.nx
 
     def centres(self, axis: int) -> np.ndarray:
@@ -73,7 +77,7 @@ class ImageGrid:
 
     @property
     def max_transaxial_radius(self) -> float:
-        """Largest distance (mm) of a voxel centre from the scanner axis: the largest |LOR distance|."""
+        """Largest distance (mm) of a voxel centre from the scanner axis: the largest absolute LOR distance."""
         return float(np.hypot(self.centres(2)[-1], self.centres(1)[-1]))
 
     def index_of(self, z_mm, y_mm, x_mm):
@@ -90,3 +94,15 @@ class ImageGrid:
                 raise ValueError(f"{name}: {c!r} mm is too far from the grid for a voxel index")
             out.append(f.astype(np.int64))
         return tuple(out)
+
+
+def centred_coordinate(arg: str, count: str, spacing: str, doc: str):
+    """A scanner method ``f(self, index)`` returning ``(index - (n - 1) / 2) * step`` in mm, ``n`` and
+    ``step`` the scanner's attributes named ``count`` and ``spacing``: the position of an index on a
+    lattice centred on 0. Indices are real (fractional or out of range allowed) and may be arrays;
+    None, strings and NaN are errors naming ``arg``. ``doc`` is the method's docstring."""
+    def coordinate(self, index) -> np.ndarray:
+        return (real_array(arg, index) - 0.5 * (getattr(self, count) - 1)) * getattr(self, spacing)
+
+    coordinate.__doc__ = doc
+    return coordinate

@@ -199,6 +199,28 @@ class LinearOperator(ABC):
             raise TypeError(f"backend: expected 'auto', 'cpu' or 'cuda', got {type(backend).__name__}")
         self.backend = resolve_backend(backend)
 
+    def _set_model(self, model, model_cls: type, model_name: str, method: str, methods, backend: str, threads,
+                   check_finite: bool, cuda_only=()):
+        """The model-based projectors' common setup (FIRST SuperLORProjector, dual-head
+        DualHeadProjector): ``self.<model_name>`` (a ``model_cls``), ``method`` (one of ``methods``;
+        one of ``cuda_only`` needs the CUDA backend: a ValueError naming ``method`` otherwise),
+        ``scanner`` and ``grid`` (the model's), the run settings (:meth:`_set_runtime`) and
+        ``in_shape`` (the grid's shape)."""
+        from ._checks import expect_instance
+
+        setattr(self, model_name, expect_instance(model, model_cls, model_name))
+        if method not in methods:
+            raise ValueError(f"method: expected one of {tuple(methods)}, got {method!r}")
+        self.method = method
+        self.scanner = model.scanner
+        self.grid = model.scanner.grid
+        self._set_runtime(backend, threads, check_finite)
+        if method in cuda_only and self.backend != "cuda":
+            others = [m for m in methods if m not in cuda_only]
+            raise ValueError(f"method: {method!r} runs on the GPU only and needs backend=\"cuda\" (this projector "
+                             f"runs on {self.backend!r}); use method={others[0]!r} on the CPU")
+        self.in_shape = self.grid.shape
+
     def _name(self) -> str:
         return type(self).__name__
 

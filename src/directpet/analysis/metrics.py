@@ -1,4 +1,4 @@
-"""Contrast recovery, noise and contrast-noise curves ([HA] §6.1, science.md 1.10).
+"""Contrast recovery, noise and contrast-noise curves ([HA]_ §6.1; :ref:`physics-evaluation`).
 
 * CRC of sphere s: ``((p_s - p_b) / p_b) / c_s`` with p_s the mean in a circle of the sphere's
   diameter centred on it, p_b the mean in the background annulus around it (inner diameter =

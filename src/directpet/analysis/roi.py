@@ -1,4 +1,4 @@
-"""Regions of interest with partial-voxel weights ([HA] §6.1, science.md 1.10).
+"""Regions of interest with partial-voxel weights ([HA]_ §6.1; :ref:`physics-evaluation`).
 
 2D ROIs live in one transaxial slice: weights ``(ny, nx)`` are the fraction of each pixel's area
 inside the region, estimated with ``supersample x supersample`` sub-pixels. Axially, an ROI is
@@ -110,6 +110,8 @@ def weighted_std(plane: np.ndarray, w: np.ndarray) -> float:
 def roi_mean(image: np.ndarray, weights2d: np.ndarray, slices) -> float:
     """``sum_iz a_iz * weighted_mean(image[iz], weights2d)`` for slices ``[(iz, a_iz), ...]``.
 
+    Parameters
+    ----------
     image : (nz, ny, nx) real (float or integer) array; the slices used must be finite (a NaN or
         inf is a ValueError naming ``image``).
     weights2d : (ny, nx) real, finite weights >= 0, not all zero (e.g. :func:`circle_weights`).

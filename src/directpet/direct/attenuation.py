@@ -1,4 +1,4 @@
-"""Attenuation histo-images from a measured 3D attenuation map (science.md 1.3).
+"""Attenuation histo-images from a measured 3D attenuation map (:ref:`physics-direct`).
 
 For view v and voxel r the attenuation factor is the mean of ``exp(-integral of mu)`` over the
 LORs of the view that pass through r. Along one direction u the line integral through r is the
@@ -26,8 +26,8 @@ import numpy as np
 
 from .._checks import array_module, expect_instance, positive_int, real_number, real_values, require_memory
 from ..geometry import ImageGrid
-from .histo_data import require_stack_memory
-from .views import ViewSet, sub_samples
+from .data import require_stack_memory
+from .geometry import ViewSet, sub_samples
 
 
 def _ndimage(xp):

@@ -17,9 +17,9 @@ from typing import Optional, Sequence, Union
 from .._checks import expect_instance, like
 from ..geometry import ImageGrid
 from ..operators import LinearOperator
-from .histo_data import require_stack_memory
-from .kernels import SRKernel
-from .views import View, ViewSet, view_index
+from .data import require_stack_memory
+from .geometry import View, ViewSet, view_index
+from .model import SRKernel
 
 ViewsLike = Union[ViewSet, View, Sequence[View]]
 
@@ -50,6 +50,7 @@ class ViewProjector(LinearOperator):
 
     @property
     def n_views(self) -> int:
+        """The number of views (histo-images) of the projector; the same as ``n_units``."""
         return self.n_units
 
     @abstractmethod
@@ -89,6 +90,11 @@ class ViewProjector(LinearOperator):
 
 
 def as_view_list(views) -> list:
+    """The views as a non-empty list of :class:`~directpet.direct.geometry.View`.
+
+    ``views`` may be a :class:`~directpet.direct.geometry.ViewSet` (its views, in order), one View,
+    or a sequence of Views; anything else raises TypeError.
+    """
     if isinstance(views, ViewSet):
         return list(views.views)
     if isinstance(views, View):

@@ -6,9 +6,19 @@ from .. import _core
 from .._device import Staging, run_on_device
 
 METHODS = ("default", "slab", "slab_table", "columns", "tlp", "ilp")
+#: the schemes only the CUDA backend has (the CPU has one scheme: "default", also called "slab")
+CUDA_ONLY = ("slab_table", "columns", "tlp", "ilp")
 
 
 class CudaEngine:
+    """The CUDA backend of a HistoImageProjector: its per-view LUTs on the GPU and the staging
+    buffers of NumPy inputs.
+
+    ``op`` is the projector (it supplies ``grid`` and ``lut(v)``), ``method`` the CUDA scheme, one of
+    ``METHODS``. Device LUTs and launchers are built on first use of a view and kept for the life of
+    the engine.
+    """
+
     def __init__(self, op, method: str):
         self.op, self.method = op, method
         self._device_luts = {}
@@ -16,6 +26,7 @@ class CudaEngine:
         self._staging = Staging()
 
     def device_lut(self, v: int):
+        """The LUTs of view index ``v`` uploaded to the GPU (a ``_core.DirectDeviceLut``), cached."""
         lut = self._device_luts.get(v)
         if lut is None:
             h = self.op.lut(v)
@@ -24,6 +35,9 @@ class CudaEngine:
         return lut
 
     def launcher(self, forward: bool, v: int):
+        """The bare launch of view index ``v``: ``f(src_ptr, out_ptr, stream=0)`` runs the forward
+        (``forward=True``) or adjoint projection between raw device pointers to ``(nz, ny, nx)``
+        float32 arrays, asynchronously, with no argument checks. Cached per ``(forward, v)``."""
         key = (forward, v)
         if key not in self._launchers:
             lut, method = self.device_lut(v), self.method
@@ -35,4 +49,7 @@ class CudaEngine:
         return self._launchers[key]
 
     def project(self, forward: bool, src, out, v: int):
+        """``out = H_v src`` (forward) or ``H_v^T src`` for view index ``v``; ``src`` and ``out`` are
+        ``(nz, ny, nx)`` float32, both NumPy (staged through device buffers, ``out`` filled on return)
+        or both device arrays (used in place, on their current stream). Returns ``out``."""
         return run_on_device(self.launcher(forward, v), src, out, self._staging)

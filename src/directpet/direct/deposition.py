@@ -1,12 +1,13 @@
-"""DIRECT histo-images from events: deposition, correction histo-images, simulation (science.md 1.2, 1.3).
+"""DIRECT histo-images from events: deposition, correction histo-images, simulation (:ref:`conventions-direct`, :ref:`physics-direct`).
 
 * :func:`deposit` canonicalises each event's direction, bins it into a view and adds it at its
   most likely point (MLP) ``r_hat = m + (c/2) dt u12`` into that view's histo-image.
 * :func:`sensitivity_attenuation` computes the multiplicative correction histo-images
-  ``s_v = n_v * a_v`` of the model ``ybar_v = s_v * H_v x + b_v`` for a cylindrical scanner and a
-  water-cylinder phantom; :func:`randoms_background` the shape of uniform randoms.
+  ``f_v = n_v * a_v`` (the sensitivity s_v of [HA]) of the model ``ybar_v = f_v * H_v x + b_v`` for
+  a cylindrical scanner and a water-cylinder phantom; :func:`randoms_background` the shape of
+  uniform randoms.
 * :func:`simulate_histo_images` streams simulated events into histo-images and returns them with
-  their corrections as a :class:`~directpet.direct.histo_data.HistoImageData`.
+  their corrections as a :class:`~directpet.direct.data.HistoImageData`.
 
 All array work is written against the namespace ``xp`` of the inputs (NumPy or CuPy).
 """
@@ -25,11 +26,10 @@ from ..sim.lines import chord_length, cylinder_interval
 from ..sim.phantoms import AnalyticPhantom, PhantomInfo, WaterCylinder
 from ..sim.random import make_rng, seed_from_rng
 from ._validate import check_weights, event_count
-from .events import EventBatch, check_randoms_fraction
-from .histo_data import HistoImageData, require_stack_memory
-from .kernels import SRKernel
-from .scanner import CylindricalScanner
-from .views import ViewSet, bin_canonical, sub_samples
+from .data import HistoImageData, require_stack_memory
+from .geometry import CylindricalScanner, ViewSet, bin_canonical, sub_samples
+from .model import SRKernel
+from .monte_carlo import EventBatch, check_randoms_fraction
 
 
 # --- view binning and deposition ----------------------------------------------------------------------
@@ -37,7 +37,7 @@ from .views import ViewSet, bin_canonical, sub_samples
 def bin_views(p1, p2, viewset: ViewSet, xp=None):
     """View index of the LORs p1 -> p2 ((n, 3) (x, y, z) mm) and whether they were flipped.
 
-    :func:`~directpet.direct.views.bin_canonical` of the direction ``u = p2 - p1``: it is negated
+    :func:`~directpet.direct.geometry.bin_canonical` of the direction ``u = p2 - p1``: it is negated
     (p1, p2 swapped, dt negated) when its azimuth is outside [0, pi), and ``u`` and ``-u`` get the
     same view exactly; tilts outside +-theta_max get view -1. Returns ``(view (n,) int64, flipped (n,) bool)``.
     p1 and p2 must hold real, finite numbers (a NaN endpoint is corrupt data, not an LOR outside
@@ -63,9 +63,10 @@ class DepositStats:
     n_randoms_deposited: int = 0
     n_outside_views: int = 0   # tilt outside the view acceptance
     n_outside_grid: int = 0    # MLP outside the image grid
-    n_decays: int = 0          # sum of EventBatch.n_decays
+    n_in_band: int = 0         # sum of EventBatch.n_in_band (decays drawn in the tilt band)
 
     def add(self, other: "DepositStats"):
+        """Add ``other``'s counts to these (in place)."""
         for f in fields(self):
             setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
@@ -76,8 +77,8 @@ def deposit(events, grid: ImageGrid, viewset: ViewSet, *, out=None, mode: str = 
 
     Parameters
     ----------
-    events : an :class:`~directpet.direct.events.EventBatch` or an iterable of them (a generator from
-        :func:`~directpet.direct.events.simulate_events` streams without keeping the events).
+    events : an :class:`~directpet.direct.monte_carlo.EventBatch` or an iterable of them (a generator
+        from :func:`~directpet.direct.monte_carlo.simulate_events` streams without keeping the events).
     grid, viewset : the histo-image lattice and the views.
     out : optional existing histo-image array to add into (accumulation over calls).
     mode : ``'nearest'`` adds 1 to the voxel containing the MLP (default, as in [HA]);
@@ -135,7 +136,7 @@ def _batches(events):
 
 def _deposit_batch(batch, grid, viewset, out, mode, xp) -> DepositStats:
     n = len(batch)
-    st = DepositStats(n_events=n, n_decays=int(getattr(batch, "n_decays", 0)))
+    st = DepositStats(n_events=n, n_in_band=int(getattr(batch, "n_in_band", 0)))
     if n == 0:
         return st
     finite = xp.isfinite(batch.p1).all(axis=1) & xp.isfinite(batch.p2).all(axis=1) & xp.isfinite(batch.dt_ps)
@@ -258,7 +259,7 @@ def _check_geometry(grid, viewset, scanner) -> CylindricalScanner:
 def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None,
                             scanner: Optional[CylindricalScanner] = None, *, n_quad: int = 4, xp=np,
                             attenuation=None):
-    """Per-view sensitivity-times-attenuation histo-images ``s_v = n_v * a_v`` (science.md 1.3).
+    """Per-view sensitivity-times-attenuation histo-images ``s_v = n_v * a_v`` (:ref:`physics-direct`).
 
     Parameters
     ----------
@@ -274,8 +275,10 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
     -------
     (n_views, nz, ny, nx) float32.
 
-    Approximations
-    --------------
+    Notes
+    -----
+    The approximations made:
+
     * ``a_v(r) = exp(-mu * chord)`` along the view's *representative* direction u_v through the
       voxel centre (analytic chord through the finite water cylinder), as in DIRECT, which ignores
       the spread of directions inside a view. At the centre of a 350 mm cylinder and tilt theta_v
@@ -286,7 +289,7 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
       angle of the largest cell. A voxel near the centre, which sees every direction of a cell, has
       ``n_v = Omega_v / max Omega`` (1 for the central tilt bin). Detector efficiencies, gaps,
       depth of interaction and the voxel's extent are not modelled. Without attenuation this is
-      the relative acceptance of :func:`~directpet.direct.events.simulate_events` for an
+      the relative acceptance of :func:`~directpet.direct.monte_carlo.simulate_events` for an
       annihilation at the voxel centre.
     """
     scanner = _check_geometry(grid, viewset, scanner)
@@ -319,7 +322,7 @@ def randoms_from_delayeds(delayeds, grid: ImageGrid, viewset: ViewSet, *, smooth
                           xp=None):
     """The randoms background ``b_v`` (n_views, nz, ny, nx) float32 estimated from delayed coincidences.
 
-    Delayed events (an :class:`~directpet.direct.events.EventBatch` or an iterable of them, e.g. a
+    Delayed events (an :class:`~directpet.direct.monte_carlo.EventBatch` or an iterable of them, e.g. a
     scanner's delayed-window list-mode stream) are deposited like prompts (their time differences
     carry no position, so their most-likely points spread along each LOR's in-FOV segment as the
     randoms do); ``smooth_fwhm_mm`` (a scalar or (z, y, x) in mm) then smooths every view with a
@@ -379,7 +382,7 @@ def randoms_background(grid: ImageGrid, viewset: ViewSet, scanner: Optional[Cyli
                        total: float = 1.0, n_quad: int = 4, xp=np):
     """Expected deposited uniform randoms (n_views, nz, ny, nx) float32, summing to ``total``.
 
-    Matches :func:`~directpet.direct.events.simulate_randoms`: endpoints uniform on the detector
+    Matches :func:`~directpet.direct.monte_carlo.simulate_randoms`: endpoints uniform on the detector
     surface give a density of lines (per solid angle and perpendicular area) proportional to
     ``|p1 - p2|^2 / (cos a1 cos a2) = 4 R^2 / cos(theta)^4``, independent of the LOR's transaxial
     distance s. Each random is spread uniformly along its in-FOV length
@@ -414,28 +417,31 @@ def randoms_background(grid: ImageGrid, viewset: ViewSet, scanner: Optional[Cyli
 
 # --- simulation convenience ---------------------------------------------------------------------------------
 
-def simulate_histo_images(phantom_info, scanner: CylindricalScanner, grid: ImageGrid, viewset: ViewSet,
-                          n_events: int, *, kernel: Optional[SRKernel] = None, randoms_fraction: float = 0.0,
-                          with_corrections: bool = True, mode: str = "nearest", n_quad: int = 4,
-                          chunk_size: int = 10_000_000, rng=None, xp=np, progress: bool = True,
+def simulate_histo_images(scanner: CylindricalScanner, activity, n_events: int, *, grid: ImageGrid,
+                          viewset: ViewSet, seed=None, kernel: Optional[SRKernel] = None,
+                          randoms_fraction: float = 0.0, with_corrections: bool = True, mode: str = "nearest",
+                          n_quad: int = 4, chunk_size: int = 10_000_000, xp=np, progress: bool = True,
                           engine: str = "auto", threads: Optional[int] = None,
                           **event_kw) -> HistoImageData:
-    """Simulate list-mode events and stream them into histo-images (science.md 1.12).
+    """Simulate the prompts of ``activity`` (a PhantomInfo or AnalyticPhantom) in ``scanner`` and
+    deposit them into the histo-images of ``grid`` and ``viewset`` (:ref:`physics-data`).
 
-    ``n_events`` prompts are deposited. With ``with_corrections`` the data carry
-    :func:`sensitivity_attenuation` as ``sensitivity`` and, when there are randoms,
-    :func:`randoms_background` scaled to the number of randoms deposited in the grid as
-    ``background``. ``meta`` records the counts (:class:`DepositStats`), the engine and the seed.
+    ``n_events`` prompts (trues + randoms) are deposited. ``seed``: int, Generator or None (fresh
+    entropy). With ``with_corrections`` the data carry :func:`sensitivity_attenuation` as
+    ``factors`` and, when there are randoms, :func:`randoms_background` scaled to the number of
+    randoms deposited in the grid as ``background``. ``meta`` records the counts
+    (:class:`DepositStats`), the engine and the seed.
 
     engine : ``'compiled'`` simulates the trues with the fused C++/CUDA path
-        (:func:`~directpet.direct.simulation.simulate_deposit`; CPU for NumPy ``xp``, CUDA for CuPy);
-        ``'python'`` streams :func:`~directpet.direct.events.simulate_events` chunks (extra keywords
+        (:func:`~directpet.direct.monte_carlo.simulate`; CPU for NumPy ``xp``, CUDA for CuPy);
+        ``'python'`` streams :func:`~directpet.direct.monte_carlo.simulate_events` chunks (extra keywords
         go there) through :func:`deposit`; ``'auto'`` (default) is ``'compiled'`` whenever it
         applies (``mode='nearest'``, event keywords among ``attenuation``, ``blur``, ``tof``, and
         for CuPy a compiled CUDA backend with a usable GPU), else ``'python'``. With randoms, the
         compiled engine splits the prompts into Binomial(n_events, randoms_fraction) randoms, drawn
         and deposited by the Python path, and the rest trues. The two engines agree in
         distribution, not event by event.
+
     threads : CPU threads of the compiled engine (None: OpenMP's default).
     """
     if engine not in ("auto", "compiled", "python"):
@@ -454,18 +460,18 @@ def simulate_histo_images(phantom_info, scanner: CylindricalScanner, grid: Image
     if engine == "auto":
         engine = "python" if why_not else "compiled"
     if engine == "compiled":
-        histos, stats, seed = _simulate_compiled(phantom_info, scanner, grid, viewset, n_events, randoms_fraction,
-                                                 chunk_size, rng, xp, progress, threads, event_kw)
+        prompts, stats, seed = _simulate_compiled(scanner, activity, grid, viewset, n_events, randoms_fraction,
+                                                  chunk_size, seed, xp, progress, threads, event_kw)
     else:
-        from .events import simulate_events
+        from .monte_carlo import simulate_events
 
-        seed = rng if isinstance(rng, (int, np.integer)) else None
-        stream = simulate_events(phantom_info, scanner, n_events, chunk_size=chunk_size,
-                                 randoms_fraction=randoms_fraction, rng=rng, xp=xp, progress=progress, **event_kw)
-        histos, stats = deposit(stream, grid, viewset, mode=mode, xp=xp, return_stats=True)
-    sens = bg = None
+        stream = simulate_events(scanner, activity, n_events, seed=seed, chunk_size=chunk_size,
+                                 randoms_fraction=randoms_fraction, xp=xp, progress=progress, **event_kw)
+        prompts, stats = deposit(stream, grid, viewset, mode=mode, xp=xp, return_stats=True)
+        seed = seed if isinstance(seed, (int, np.integer)) else None      # recorded in meta when an int
+    factors = bg = None
     if with_corrections:
-        sens = sensitivity_attenuation(grid, viewset, phantom_info, scanner, n_quad=n_quad, xp=xp)
+        factors = sensitivity_attenuation(grid, viewset, activity, scanner, n_quad=n_quad, xp=xp)
         if stats.n_randoms_deposited > 0:
             bg = randoms_background(grid, viewset, scanner, total=stats.n_randoms_deposited,
                                     n_quad=n_quad, xp=xp)
@@ -473,7 +479,7 @@ def simulate_histo_images(phantom_info, scanner: CylindricalScanner, grid: Image
     meta = {"source": "simulate_histo_images", "n_prompts": int(n_events),
             "randoms_fraction": float(randoms_fraction), "deposit_mode": mode, "engine": engine,
             "seed": None if seed is None else int(seed), **asdict(stats)}
-    return HistoImageData(histos, grid, viewset, sens, bg, kernel, scanner, meta)
+    return HistoImageData(prompts, grid, viewset, factors, bg, kernel, scanner, meta)
 
 
 _COMPILED_EVENT_KEYWORDS = ("attenuation", "blur", "tof")
@@ -494,16 +500,15 @@ def _compiled_unsupported(mode, xp, event_kw) -> str:
     return ""
 
 
-def _simulate_compiled(phantom_info, scanner, grid, viewset, n_events, randoms_fraction, chunk_size, rng, xp,
+def _simulate_compiled(scanner, activity, grid, viewset, n_events, randoms_fraction, chunk_size, seed, xp,
                        progress, threads, event_kw):
-    """Trues by the compiled fused path, randoms (if any) by the Python path. -> (histos, stats, seed)."""
-    from .events import simulate_randoms
-    from .simulation import simulate_deposit
+    """Trues by the compiled fused path, randoms (if any) by the Python path. -> (prompts, stats, seed)."""
+    from .monte_carlo import simulate, simulate_randoms
 
     n_events = event_count("n_events", n_events)
     chunk_size = positive_int("chunk_size", chunk_size)
     randoms_fraction = check_randoms_fraction(randoms_fraction)
-    seed = seed_from_rng(rng)
+    seed = seed_from_rng(seed, "seed")
     # Each prompt is a random with probability randoms_fraction, independently (what the Python
     # engine's per-chunk Poisson randoms and random truncation amount to).
     host = np.random.default_rng([seed, 1])
@@ -512,26 +517,25 @@ def _simulate_compiled(phantom_info, scanner, grid, viewset, n_events, randoms_f
     shape = (len(viewset),) + grid.shape
     stats = DepositStats(n_events=n_events)
     if n_trues > 0:
-        histos, st = simulate_deposit(phantom_info, scanner, grid, viewset, n_trues,
-                                      backend="cpu" if xp is np else "cuda", seed=seed, threads=threads,
-                                      progress=progress, **event_kw)
-        if xp is not np and isinstance(histos, np.ndarray):      # CUDA backend without CuPy output
-            histos = xp.asarray(histos)
-        stats.n_deposited, stats.n_decays = st["n_deposited"], st["n_decays"]
-        stats.n_outside_views, stats.n_outside_grid = st["n_outside_views"], st["n_outside_grid"]
+        prompts, st = simulate(scanner, activity, n_trues=n_trues, seed=seed, backend="cpu" if xp is np else "cuda",
+                               progress=progress, grid=grid, viewset=viewset, threads=threads, **event_kw)
+        if xp is not np and isinstance(prompts, np.ndarray):      # CUDA backend without CuPy output
+            prompts = xp.asarray(prompts)
+        stats.n_deposited, stats.n_in_band = st.n_deposited, st.n_in_band
+        stats.n_outside_views, stats.n_outside_grid = st.n_outside_views, st.n_outside_grid
     else:
-        histos = xp.zeros(shape, dtype=xp.float32)
+        prompts = xp.zeros(shape, dtype=xp.float32)
     gen = make_rng(np.random.default_rng([seed, 2]), xp)
 
-    def randoms():                               # in chunks, deposited into the same histos
+    def randoms():                               # in chunks, deposited into the same prompts
         for done in range(0, n_randoms, chunk_size):
-            yield simulate_randoms(scanner, min(chunk_size, n_randoms - done), rng=gen, xp=xp)
+            yield simulate_randoms(scanner, min(chunk_size, n_randoms - done), seed=gen, xp=xp)
 
     if n_randoms:
-        _, st = deposit(randoms(), grid, viewset, out=histos, xp=xp, return_stats=True)
+        _, st = deposit(randoms(), grid, viewset, out=prompts, xp=xp, return_stats=True)
         st.n_events = 0                          # already counted as prompts
         stats.add(st)
-    return histos, stats, seed
+    return prompts, stats, seed
 
 
 __all__ = ["DepositStats", "bin_views", "deposit", "randoms_background", "sensitivity_attenuation",

@@ -1,4 +1,4 @@
-"""FFT projectors of DIRECT for invariant kernels (science.md 1.8).
+"""FFT projectors of DIRECT for invariant kernels (:ref:`physics-direct`).
 
 For a shift-invariant kernel K_v the DIRECT forward projection is a convolution,
 ``H_v x = K_v * x``, and the back projection the correlation ``H_v^T y = K_v (star) y``; both are
@@ -18,7 +18,7 @@ csrc/direct/fft*.{hpp,cpp,cu}). Two modes:
     small Gibbs ripples (negative lobes) along the short LOR axes. Needs a symmetric invariant
     Gaussian kernel (``kernel.is_symmetric_invariant``).
 
-Padding. For N voxels on an axis and a kernel half-extent h (largest |offset| of mSR on that axis,
+Padding. For N voxels on an axis and a kernel half-extent h (largest ``|offset|`` of mSR on that axis,
 capped at N - 1 because longer offsets never couple two voxels of the image), a cyclic length
 ``M >= N + h`` makes the cyclic convolution equal the linear one on the N outputs. ``padding="auto"``
 rounds that minimum up to an FFT-friendly size (prime factors 2, 3, 5, 7, which FFTW and cuFFT handle
@@ -40,9 +40,9 @@ from .. import _core
 from .._checks import require_host_arrays, require_memory
 from ..geometry import ImageGrid
 from .base import ViewProjector, ViewsLike
-from .kernels import SRKernel, sigma_from_fwhm, tof_fwhm_mm
+from .geometry import View
 from .lut import build_lut
-from .views import View
+from .model import SRKernel, sigma_from_fwhm, tof_fwhm_mm
 
 MODES = ("spatial-exact", "spectral")
 PLANNERS = ("measure", "estimate")
@@ -65,7 +65,7 @@ def fft_friendly_size(n: int) -> int:
 
 def minimal_padding(shape, half_extent) -> tuple:
     """Smallest cyclic lengths (Mz, My, Mx) that give the linear convolution on the image:
-    ``M = N + min(h, N - 1)`` per axis (offsets with |d| >= N never couple two image voxels)."""
+    ``M = N + min(h, N - 1)`` per axis (offsets with ``|d| >= N`` never couple two image voxels)."""
     return tuple(int(n + min(int(h), n - 1)) for n, h in zip(shape, half_extent))
 
 
@@ -227,7 +227,7 @@ class _ConvolutionProjector(ViewProjector):
 
 
 class FFTProjector(_ConvolutionProjector):
-    """DIRECT forward / back projector for invariant kernels by FFT (science.md 1.8).
+    """DIRECT forward / back projector for invariant kernels by FFT (:ref:`physics-direct`).
 
     Same interface as :class:`~directpet.direct.HistoImageProjector`: ``forward(image, subset=None,
     out=None)``, ``adjoint(histo_images, subset=None, out=None)`` over the views, ``n_views``,

@@ -7,7 +7,7 @@ per support offset d_i) is factored with a truncated SVD (float64)::
 
 Each B_j is an invariant kernel on the support and each column of C becomes a per-pixel coefficient
 map ``c_j(y, x) = C[LORmap(y, x), j]`` (broadcast along z, like LORmap). Then, with
-``H x (r) = sum_{r'} x(r') K_{a(r')}(r - r')`` (science.md 1.4),
+``H x (r) = sum_{r'} x(r') K_{a(r')}(r - r')`` (:ref:`physics-direct`),
 
     forward   H_r x = sum_j B_j * (c_j . x)        (convolution: r FFTs in, one FFT out)
     adjoint   H_r^T y = sum_j c_j . (B_j star y)   (correlation: one FFT in, r FFTs out)
@@ -19,7 +19,7 @@ the smallest r whose relative Frobenius kernel error ``||V - C B||_F / ||V||_F``
 
 Image-space error. With E = V - C B (rows E_a),
 ``||(H - H_r) x||_2 <= sqrt(max_a ||E_a||_1 * sum_i max_a |E_a,i|) ||x||_2`` (Schur test: the first
-factor bounds the column sums of |H - H_r|, the second its row sums); :meth:`LowRankProjector.
+factor bounds the column sums of ``|H - H_r|``, the second its row sums); :meth:`LowRankProjector.
 operator_error_bound` returns that factor. It is rigorous but pessimistic; in practice the relative
 image error ``||(H - H_r) x|| / ||H x||`` on random images is well below the kernel error (see
 tests/test_direct_lowrank.py for the measured ratio).
@@ -36,8 +36,8 @@ import numpy as np
 from .._checks import positive_int, real_number, require_memory
 from ..geometry import ImageGrid
 from .fft import ViewsLike, _ConvolutionProjector, layout_kernels
-from .kernels import SRKernel
 from .lut import DirectLUT, build_lut
+from .model import SRKernel
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class LowRankFactors:
 
     @property
     def rank(self) -> int:
+        """The rank r of the factorisation (the number of rows of ``kernels``)."""
         return int(self.kernels.shape[0])
 
 

@@ -1,4 +1,4 @@
-"""The three DIRECT look-up tables of one view (science.md 1.6), built in C++ and kept as NumPy.
+"""The three DIRECT look-up tables of one view (:ref:`physics-direct`), built in C++ and kept as NumPy.
 
 ``lormap`` (ny, nx) int32
     Kernel identifier of every transaxial voxel position: ``floor(s / epsilon) + a0`` with s the
@@ -21,12 +21,22 @@ import numpy as np
 from .. import _core
 from .._checks import expect_instance, flag, integer, integer_array, real_values, require_memory
 from ..geometry import ImageGrid
-from .kernels import SRKernel, sigma_from_fwhm, tof_fwhm_mm
-from .views import View
+from .geometry import View
+from .model import SRKernel, sigma_from_fwhm, tof_fwhm_mm
 
 
 @dataclass(frozen=True)
 class DirectLUT:
+    """The DIRECT look-up tables of one view on one image grid (see the module docstring).
+
+    ``lormap`` (ny, nx) int32 kernel identifiers, ``offsets`` (N, 3) int32 support (dz, dy, dx),
+    ``flip`` (N,) int32 index of the negated offset, ``values`` (n_kernels, N) float32 kernel values
+    (unit row sums); ``a0`` is the identifier offset and ``epsilon`` the bin width (mm) of the signed
+    LOR distance in ``lormap = floor(s / epsilon) + a0``; ``s_centres`` and ``sigma_radial``
+    (n_kernels,) give each identifier's bin centre and radial sigma (mm); ``semi_axes`` the (TOF,
+    radial, axial) semi-axes (mm) of the support ellipsoid. Made by ``build_lut``.
+    """
+
     view: View
     grid: ImageGrid
     lormap: np.ndarray
@@ -60,15 +70,17 @@ class DirectLUT:
 
     @property
     def n_offsets(self) -> int:
+        """N, the number of offsets in the kernel support (rows of ``offsets``)."""
         return int(self.offsets.shape[0])
 
     @property
     def n_kernels(self) -> int:
+        """The number of kernel identifiers (rows of ``values``)."""
         return int(self.values.shape[0])
 
     @property
     def half_extent(self) -> tuple:
-        """Largest |offset| along (z, y, x), voxels."""
+        """Largest ``|offset|`` along (z, y, x), voxels."""
         return tuple(int(v) for v in np.abs(self.offsets).max(axis=0))
 
     def kernel_volume(self, identifier: int) -> np.ndarray:

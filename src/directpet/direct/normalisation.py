@@ -1,4 +1,4 @@
-"""Normalisation histo-images from detector-pair efficiencies (science.md 1.3).
+"""Normalisation histo-images from detector-pair efficiencies (:ref:`physics-direct`).
 
 A measured count in histo-image bin (view v, voxel r) comes from the LORs of the view's direction
 cell that pass through r; each LOR joins two crystals i, j with a coincidence efficiency e_ij. The
@@ -32,10 +32,9 @@ import numpy as np
 from .._checks import expect_instance, real_values
 from ..geometry import ImageGrid
 from ..io.petsird import PetsirdScanner
-from .histo_data import require_stack_memory
+from .data import require_stack_memory
+from .geometry import CylindricalScanner, ViewSet, _exits, sub_samples
 from .petsird import ring_shape
-from .scanner import CylindricalScanner, _exits
-from .views import ViewSet, sub_samples
 
 
 def crystals_of_points(x, y, z, n_per_ring: int, n_rings: int, axial_length_mm: float, xp=np):

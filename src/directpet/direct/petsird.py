@@ -31,10 +31,9 @@ from ..geometry import ImageGrid
 from ..io.petsird import (Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter, _petsird, nearest_elements,
                           single_type_header)
 from .deposition import deposit
-from .events import EventBatch
-from .kernels import C_MM_PER_PS
-from .scanner import CylindricalScanner
-from .views import ViewSet
+from .geometry import CylindricalScanner, ViewSet
+from .model import C_MM_PER_PS
+from .monte_carlo import EventBatch
 
 
 def scanner_header(scanner: CylindricalScanner, *, crystal_mm: float = 4.0, depth_mm: float = 20.0,

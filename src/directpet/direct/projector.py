@@ -1,4 +1,4 @@
-"""DIRECT histo-image projectors with LUT kernels: image <-> per-view histo-images (science.md 1.7)."""
+"""DIRECT histo-image projectors with LUT kernels: image <-> per-view histo-images (:ref:`physics-direct`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from .. import _core
 from .._checks import require_host_arrays
 from ..geometry import ImageGrid
 from .base import ViewProjector, ViewsLike
-from .kernels import SRKernel
+from .geometry import view_index
 from .lut import DirectLUT, build_lut
-from .views import view_index
+from .model import SRKernel
 
 __all__ = ["HistoImageProjector"]
 
@@ -33,8 +33,9 @@ class HistoImageProjector(ViewProjector):
     backend : 'auto' (CUDA when usable, else CPU), 'cpu' or 'cuda' (an error without a GPU).
         The chosen one is in ``self.backend``.
     threads : CPU threads (None: OpenMP default).
-    method : CUDA scheme: "default" (= "slab"), "slab_table", "columns", "tlp" or "ilp" (the
-        paper's schemes, kept as measured baselines). Ignored on the CPU.
+    method : "default" (= "slab"), or a CUDA-only scheme: "slab_table", "columns", "tlp" or "ilp"
+        (the last two the paper's schemes, kept as measured baselines). A CUDA-only scheme on the
+        CPU backend is a ValueError naming ``method``.
     luts : optional {view index: DirectLUT} to use instead of building them (arbitrary kernels).
     check_finite : reject NaN / inf inputs (one extra pass over the input).
     """
@@ -43,10 +44,13 @@ class HistoImageProjector(ViewProjector):
                  backend: str = "auto", threads: Optional[int] = None, method: str = "default",
                  luts: Optional[dict] = None, check_finite: bool = True):
         super().__init__(grid, views, kernel, backend=backend, threads=threads, check_finite=check_finite)
-        from .cuda_engine import METHODS, CudaEngine
+        from .cuda_engine import CUDA_ONLY, METHODS, CudaEngine
 
         if method not in METHODS:
             raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
+        if method in CUDA_ONLY and self.backend != "cuda":
+            raise ValueError(f"method: {method!r} is a CUDA scheme and needs backend=\"cuda\" (this projector runs "
+                             f"on {self.backend!r}); use method='default' on the CPU")
         self.method = method
         self._luts = {}
         if luts is not None and not isinstance(luts, Mapping):

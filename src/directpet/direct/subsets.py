@@ -1,25 +1,27 @@
 """DIRECT as a :class:`~directpet.recon.SubsetProblem`: views, or blocks of views, as subsets.
 
 :class:`ViewSubsets` pairs a DIRECT projector with histo-image data for the reconstruction layer
-(:mod:`directpet.recon`). With ``ybar_v = s_v * H_v x + b_v`` per view, the sensitivity histo-images
-s_v are the problem's multiplicative factors and b_v its background.
+(:mod:`directpet.recon`). With ``ybar_v = f_v * H_v x + b_v`` per view, the factors f_v (the
+sensitivity s_v of [HA]) are the problem's multiplicative factors and b_v its background.
 
-* default: one view per subset (subset s is view s), visited in the views' geometric order
-  (bit-reversed azimuths, tilts 0, +, -): block-RAMLA as in [HA] section 6;
-* ``n_subsets=k``: k blocks of views from :func:`make_blocks` (interleaved azimuths, all tilts),
-  the usual OSEM subsets;
+* ``subsets=None`` (default): one view per subset (subset s is view s), visited in the views'
+  geometric order (bit-reversed azimuths, tilts 0, +, -): block-RAMLA as in [HA] section 6;
+* ``subsets=k`` (an int): k blocks of views from :func:`make_blocks` (interleaved azimuths, all
+  tilts), the usual OSEM subsets;
 * ``subsets=[[...], ...]``: explicit blocks.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Union
+
+import numpy as np
 
 from .._checks import array_module, expect_attributes, positive_int, require_memory
 from ..geometry import ImageGrid
 from ..recon.problem import StoredSubsets, check_nonnegative, spread_order
-from .histo_data import HistoImageData
-from .views import ViewSet, same_views, same_viewset, view_index
+from .data import HistoImageData
+from .geometry import ViewSet, check_views_match, view_index
 
 
 #: Bytes per view index held in a Python list (an int object and its list slot).
@@ -35,14 +37,19 @@ def make_blocks(n_views: int, n_subsets: int, viewset: Optional[ViewSet] = None)
     the blocks in turn. Without a ViewSet, views ``v % n_subsets == m``. The blocks are listed in
     bit-reversed (van der Corput) order of m, so consecutive blocks are far apart.
     """
-    m_total = positive_int("n_subsets", n_subsets)
+    return _make_blocks(n_views, n_subsets, viewset, "n_subsets")
+
+
+def _make_blocks(n_views, n_subsets, viewset, name: str) -> List[List[int]]:
+    """:func:`make_blocks`, its errors naming the block count ``name``."""
+    m_total = positive_int(name, n_subsets)
     n_views = positive_int("n_views", n_views)
     if viewset is not None and not isinstance(viewset, ViewSet):
         raise TypeError(f"viewset: expected a ViewSet or None, got {type(viewset).__name__}")
     if viewset is not None and n_views != len(viewset):
         raise ValueError(f"n_views: {n_views} views, but the viewset has {len(viewset)}; they must agree")
     if m_total > n_views:
-        raise ValueError(f"n_subsets: {m_total} exceeds the {n_views} views")
+        raise ValueError(f"{name}: {m_total} blocks exceed the {n_views} views")
     # the blocks list every view once (a Python int and a list slot each, twice while they are ordered)
     require_memory("n_views", 2.0 * _BYTES_PER_LISTED_VIEW * n_views, f"blocks of {n_views} view indices")
     if viewset is not None and m_total <= viewset.n_phi:
@@ -65,35 +72,32 @@ class ViewSubsets(StoredSubsets):
     projector : a DIRECT projector (:class:`HistoImageProjector`, :class:`FFTProjector`,
         :class:`LowRankProjector`, or anything with ``forward(x, views, out)`` giving the stack
         ``(len(views), nz, ny, nx)``, ``adjoint(y, views, out)``, ``n_views`` and ``grid``).
-    data : a :class:`HistoImageData` (histo-images d_v, optional sensitivity s_v and background
-        b_v) or an ``(n_views, nz, ny, nx)`` float32 array of counts (no corrections, no views).
+    data : a :class:`HistoImageData` (prompts d_v, optional factors f_v and background b_v) or an
+        ``(n_views, nz, ny, nx)`` float32 array of counts (no corrections, no views).
         It must be the projector's: the same grid (shape and voxel size), the same number of
         views and, when it carries a ViewSet, the projector's views (the same ViewSet, or the same
         directions when the projector was given Views); otherwise a ValueError naming ``data``.
-    subsets : explicit blocks: lists of view indices that together hold every view exactly once;
-        subset s is ``subsets[s]``, visited in the given order.
-    n_subsets : k blocks from ``make_blocks(n_views, k, data.viewset)``, visited as listed.
-        Without ``subsets`` and ``n_subsets``: one view per subset, visited in
-        ``data.viewset.geometric_order()`` (0 .. n_views-1 when the data carry no ViewSet).
+    subsets : None (default): one view per subset, visited in ``data.viewset.geometric_order()``
+        (0 .. n_views-1 when the data carry no ViewSet): the paper's block-RAMLA; an int k: k
+        interleaved blocks from ``make_blocks(n_views, k, data.viewset)``, visited as listed; or
+        explicit blocks: lists of view indices that together hold every view exactly once, subset s
+        being ``subsets[s]``, visited in the given order.
 
     A subset's data, factors, background and projections are ``(len(views), nz, ny, nx)`` stacks,
     also for one view (``(1, nz, ny, nx)``, a view into ``data``, no copy); a multi-view subset's
     data are copied contiguous once, here.
 
-    Attributes: ``projector``, ``histo_data`` (the HistoImageData), ``subsets`` (the view indices
-    of each subset), ``n_subsets``, ``image_shape`` (the grid's ``(nz, ny, nx)``).
+    Attributes: ``projector``, ``histo_image_data`` (the HistoImageData), ``subsets`` (the view
+    indices of each subset), ``n_subsets``, ``image_shape`` (the grid's ``(nz, ny, nx)``).
     """
 
-    def __init__(self, projector, data, subsets: Optional[Sequence[Sequence[int]]] = None,
-                 n_subsets: Optional[int] = None):
+    def __init__(self, projector, data, subsets: Union[None, int, Sequence[Sequence[int]]] = None):
         self.projector = check_projector(projector)
-        self.histo_data = _as_data(projector, data)
-        n_views = self.histo_data.n_views
-        viewset = self.histo_data.viewset
-        if subsets is not None and n_subsets is not None:
-            raise ValueError("subsets: give subsets or n_subsets, not both")
-        if n_subsets is not None:
-            self.subsets = make_blocks(n_views, n_subsets, viewset)
+        self.histo_image_data = _as_data(projector, data)
+        n_views = self.histo_image_data.n_views
+        viewset = self.histo_image_data.viewset
+        if _block_count(subsets):
+            self.subsets = _make_blocks(n_views, subsets, viewset, "subsets")
             order = range(len(self.subsets))
         elif subsets is not None:
             self.subsets = _check_subsets(subsets, n_views)
@@ -105,9 +109,9 @@ class ViewSubsets(StoredSubsets):
         # fast path (block-RAMLA makes two such calls per view and iteration)
         self._units = [views[0] if len(views) == 1 else views for views in self.subsets]
         self.image_shape = tuple(projector.grid.shape)
-        d = self.histo_data
+        d = self.histo_image_data
         self.store(*([None if stack is None else _subset_part(stack, views) for views in self.subsets]
-                     for stack in (d.histos, d.sensitivity, d.background)), order)
+                     for stack in (d.prompts, d.factors, d.background)), order)
 
     # --- the SubsetProblem interface --------------------------------------------------------------
     def forward(self, x, subset: int, out=None):
@@ -120,37 +124,39 @@ class ViewSubsets(StoredSubsets):
 
     # --- unit hooks: the views of a subset (StoredSubsets.share splits them across processes) -----
     def subset_units(self, subset: int) -> list:
+        """The view indices of ``subset``."""
         return list(self.subsets[subset])
 
     def forward_units(self, x, units, out=None, data=None):
-        """The stack ``(len(units), nz, ny, nx)`` of H_v x over the views in ``units``."""
+        """The stack ``(len(units), nz, ny, nx)`` of H_v x over the views in ``units`` (``data`` unused)."""
         return self.projector.forward(x, units, out=out)
 
     def adjoint_units(self, y, units, out=None):
+        """sum over the views in ``units`` of H_v^T y_k: an image ``(nz, ny, nx)``."""
         return self.projector.adjoint(y, units, out=out)
 
     @property
     def xp(self):
-        return self.histo_data.xp
+        return self.histo_image_data.xp
 
     def subset_shape(self, subset: int) -> tuple:
         return tuple(self._data[subset].shape)
 
     def check(self) -> "ViewSubsets":
-        """Validate the whole stacks at once: histo-images as ``data``, sensitivity as ``factors``,
+        """Validate the whole stacks at once: prompts as ``data``, factors as ``factors``,
         background as ``background`` (finite, non-negative float32; see SubsetProblem.check)."""
-        d, xp = self.histo_data, self.histo_data.xp
-        check_nonnegative(d.histos, "data", None, xp, None)
-        for name, stack in (("factors", d.sensitivity), ("background", d.background)):
+        d, xp = self.histo_image_data, self.histo_image_data.xp
+        check_nonnegative(d.prompts, "data", None, xp, None)
+        for name, stack in (("factors", d.factors), ("background", d.background)):
             if stack is not None:
-                check_nonnegative(stack, name, None, xp, d.histos.shape)
+                check_nonnegative(stack, name, None, xp, d.prompts.shape)
         return self
 
     def totals(self):
         """One float64 reduction per stack (the subsets partition the views)."""
-        d, xp = self.histo_data, self.histo_data.xp
+        d, xp = self.histo_image_data, self.histo_image_data.xp
         b_sum = 0.0 if d.background is None else float(d.background.sum(dtype=xp.float64))
-        return float(d.histos.sum(dtype=xp.float64)), b_sum, int(d.histos.size)
+        return float(d.prompts.sum(dtype=xp.float64)), b_sum, int(d.prompts.size)
 
 
 _PROJECTOR_API = ("forward", "adjoint", "n_views", "grid")
@@ -166,25 +172,6 @@ def check_projector(projector, name: str = "projector", needs=_PROJECTOR_API):
     if not isinstance(projector.grid, ImageGrid):
         raise TypeError(f"{name}: expected {what}, got {type(projector).__name__} (its grid is not an ImageGrid)")
     return projector
-
-
-def check_views_match(viewset: Optional[ViewSet], projector, name: str) -> None:
-    """ValueError naming ``name`` when ``viewset`` (the data's views) is not the projector's: the
-    same ViewSet (azimuth and tilt bins, tilt range) when the projector was made from one, else
-    the same view directions in the same order (checked when the projector says which it has)."""
-    theirs = getattr(projector, "viewset", None)
-    views = getattr(projector, "views", None)
-    if viewset is None:
-        return
-    if isinstance(theirs, ViewSet):
-        ok, what = same_viewset(viewset, theirs), repr(theirs)
-    elif views is not None:
-        ok, what = same_views(viewset.views, views), f"{len(views)} views given one by one"
-    else:
-        return
-    if not ok:
-        raise ValueError(f"{name}: its views, {viewset!r}, are not the projector's ({what}): data and "
-                         "projector must describe the same views in the same order")
 
 
 def _as_data(projector, data) -> HistoImageData:
@@ -206,11 +193,21 @@ def _as_data(projector, data) -> HistoImageData:
     return d
 
 
+def _block_count(subsets) -> bool:
+    """Whether ``subsets`` is a number of blocks (an integer, or a 0-d integer array), not lists."""
+    if isinstance(subsets, (bool, np.bool_)):
+        return False
+    if isinstance(subsets, np.ndarray):
+        return subsets.ndim == 0 and subsets.dtype.kind in "iu"
+    return isinstance(subsets, (int, np.integer))
+
+
 def _check_subsets(subsets, n_views: int) -> List[List[int]]:
     try:
         blocks = [list(b) for b in subsets]
     except TypeError:
-        raise TypeError(f"subsets: expected lists of view indices, got {type(subsets).__name__}") from None
+        raise TypeError(f"subsets: expected a number of blocks (an integer) or a sequence of lists of view indices, "
+                        f"got {type(subsets).__name__} {repr(subsets)[:40]}") from None
     blocks = [[view_index(v, n_views, "subsets") for v in b] for b in blocks]
     flat = sorted(v for b in blocks for v in b)
     if not blocks or any(len(b) == 0 for b in blocks) or flat != list(range(n_views)):
@@ -226,4 +223,4 @@ def _subset_part(stack, views: List[int]):
     return array_module(stack).ascontiguousarray(stack[views])
 
 
-__all__ = ["ViewSubsets", "check_projector", "check_views_match", "make_blocks"]
+__all__ = ["ViewSubsets", "check_projector", "make_blocks"]

@@ -14,6 +14,9 @@ from .._device import Staging, run_on_device_arrays
 
 
 class CudaEngine:
+    """The CUDA backend of a DualHeadProjector: its model on the GPU (``window_limit``: the tiled
+    kernels' largest window, 0 for the default) and the staging buffers of NumPy inputs."""
+
     def __init__(self, op, window_limit: int = 0):
         self.op = op
         self.model = _core.DualHeadDeviceModel(op._model, window_limit=int(window_limit))

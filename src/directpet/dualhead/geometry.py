@@ -1,4 +1,4 @@
-"""Geometry and LOR layout of a stationary dual-head planar PET scanner (science.md 3.1, 3.2).
+"""Geometry and LOR layout of a stationary dual-head planar PET scanner (:ref:`conventions-dualhead`).
 
 Scanner
 -------
@@ -37,14 +37,13 @@ same arithmetic for the compiled code.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Tuple
 
 import numpy as np
 
-from .._checks import dataclass_from_dict, integer, integer_array, normalise_fields, real_array, require_memory
-from ..geometry import ImageGrid
+from .._checks import DictRecord, integer, integer_array, normalise_head_fields, require_memory
+from ..geometry import ImageGrid, centred_coordinate
 
 #: the compiled code's voxel offsets and indices along y and z are int16
 INT16_MAX = 32767
@@ -54,7 +53,7 @@ SIGNS = ((1, 1), (-1, 1), (1, -1), (-1, -1))
 
 
 @dataclass(frozen=True)
-class DualHeadScanner:
+class DualHeadScanner(DictRecord):
     """A stationary pair of planar heads (defaults: the paper's HRRT-head small-animal scanner).
 
     Parameters
@@ -86,11 +85,8 @@ class DualHeadScanner:
     acollinearity_fwhm_deg: float = 0.5
 
     def __post_init__(self):
-        normalise_fields(self, counts=("n_y", "n_z", "voxels_per_crystal", "n_planes"),
-                         positive=("pitch_mm", "crystal_mm", "depth_mm", "gap_mm", "plane_mm", "mu_per_mm"),
-                         nonnegative=("positron_range_fwhm_mm", "acollinearity_fwhm_deg"))
-        if self.crystal_mm > self.pitch_mm:
-            raise ValueError(f"crystal_mm: {self.crystal_mm} mm crystals do not fit a {self.pitch_mm} mm pitch")
+        normalise_head_fields(self, counts=("n_y", "n_z", "voxels_per_crystal", "n_planes"),
+                              positive=("gap_mm", "plane_mm"))
         if self.n_planes % 2 == 0:
             raise ValueError(f"n_planes: expected an odd number (a central plane at x = 0), got {self.n_planes}")
         if self.n_planes * self.plane_mm > self.gap_mm + 1e-9:
@@ -113,6 +109,7 @@ class DualHeadScanner:
     # --- sizes ----------------------------------------------------------------------------------
     @property
     def D(self) -> int:
+        """Voxels per crystal pitch along y and z (``voxels_per_crystal``)."""
         return self.voxels_per_crystal
 
     @property
@@ -128,6 +125,7 @@ class DualHeadScanner:
 
     @property
     def n_crystals(self) -> int:
+        """Crystals of one head's front layer: ``n_y * n_z``."""
         return self.n_y * self.n_z
 
     @property
@@ -142,22 +140,15 @@ class DualHeadScanner:
 
     @property
     def upper_front_mm(self) -> float:
+        """x (mm) of the upper head's front face (the lower one's is at minus this): ``gap_mm / 2``."""
         return 0.5 * self.gap_mm
 
     # --- coordinates ----------------------------------------------------------------------------
-    # coordinate helpers: real (possibly fractional or out-of-range) indices, arrays allowed;
-    # None, strings and NaN are errors naming the argument
-    def crystal_y_mm(self, c) -> np.ndarray:
-        """y (mm) of crystal column(s) c_y."""
-        return (real_array("c", c) - 0.5 * (self.n_y - 1)) * self.pitch_mm
-
-    def crystal_z_mm(self, c) -> np.ndarray:
-        """z (mm) of crystal row(s) c_z."""
-        return (real_array("c", c) - 0.5 * (self.n_z - 1)) * self.pitch_mm
-
-    def plane_x_mm(self, p) -> np.ndarray:
-        """x (mm) of image plane(s) p."""
-        return (real_array("p", p) - 0.5 * (self.n_planes - 1)) * self.plane_mm
+    # coordinate helpers (directpet.geometry.centred_coordinate): real, possibly fractional or
+    # out-of-range indices, arrays allowed; None, strings and NaN are errors naming the argument
+    crystal_y_mm = centred_coordinate("c", "n_y", "pitch_mm", "y (mm) of crystal column(s) c_y.")
+    crystal_z_mm = centred_coordinate("c", "n_z", "pitch_mm", "z (mm) of crystal row(s) c_z.")
+    plane_x_mm = centred_coordinate("p", "n_planes", "plane_mm", "x (mm) of image plane(s) p.")
 
     # --- classes and layout ---------------------------------------------------------------------
     def class_of(self, k) -> Tuple[np.ndarray, np.ndarray]:
@@ -183,6 +174,7 @@ class DualHeadScanner:
         return np.concatenate([[0], np.cumsum(self.class_lor_counts(classes))]).astype(np.int64)
 
     def lor_count(self, classes=None) -> int:
+        """LORs of the listed classes together (all classes: ``n_lors``)."""
         return int(self.class_lor_counts(classes).sum())
 
     def class_list(self, classes=None, name: str = "classes") -> np.ndarray:
@@ -238,18 +230,7 @@ class DualHeadScanner:
             raise ValueError(f"{name}: expected indices in [0, {n}), got values in [{int(a.min())}, {int(a.max())}]")
         return a
 
-    # --- (de)serialisation ----------------------------------------------------------------------
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "DualHeadScanner":
-        """The scanner of a :meth:`to_dict` mapping (every field, nothing else)."""
-        return dataclass_from_dict(cls, d)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
-
+    # --- a configuration for tests -------------------------------------------------------------
     @classmethod
     def small(cls, **kw) -> "DualHeadScanner":
         """A small configuration for tests and CI (every physical parameter as the default):

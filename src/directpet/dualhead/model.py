@@ -1,6 +1,6 @@
-"""The dual-head system model in the projectors' format: per-class, per-plane patches (science.md 3.4).
+"""The dual-head system model in the projectors' format: per-class, per-plane patches (:ref:`physics-dualhead`).
 
-By shift invariance (science.md 3.3) the response of LOR ``(c_u, c_l)`` restricted to plane ``p`` is
+By shift invariance (:ref:`physics-dualhead`) the response of LOR ``(c_u, c_l)`` restricted to plane ``p`` is
 one *patch* per orientation, moved by ``D c_u``; the y/z reflections give the patches of the signed
 orientations of a class from the class's ``(+,+)`` patch. So the model is stored per orientation
 class ``k = (a_y, a_z)`` and plane ``p`` as a list of taps ``(dy, dz, w)``: LOR ``(c_u, c_l)`` of
@@ -24,15 +24,14 @@ Monte Carlo matrix (e.g. GATE) converted to this layout loads and is used as giv
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
 from .. import _core
-from .._checks import check_path, expect_instance, integer, integer_array, meta_dict, read_only, real_array
-from .._storage import check_format, json_object, read_npz
+from .._checks import expect_instance, integer, integer_array, meta_dict, read_only, real_array
+from .._storage import read_record, save_record
 from .geometry import DualHeadScanner
 
 _FORMAT = "directpet.dualhead.PatchModel"
@@ -124,6 +123,7 @@ class PatchModel:
     # --- access ---------------------------------------------------------------------------------
     @property
     def n_taps(self) -> int:
+        """Taps stored in the model (all classes and planes)."""
         return int(self.tap_start[-1])
 
     @property
@@ -155,23 +155,17 @@ class PatchModel:
     # --- files ----------------------------------------------------------------------------------
     def save(self, path) -> None:
         """Write the ``.npz`` layout documented in the module docstring."""
-        path = check_path(path, writing=True)
-        np.savez_compressed(path, format=np.array(_FORMAT), version=np.array(_VERSION),
-                            scanner=np.array(self.scanner.to_json()), tap_start=self.tap_start,
-                            tap_dy=self.tap_dy, tap_dz=self.tap_dz, tap_w=self.tap_w,
-                            meta=np.array(json.dumps(self.meta, sort_keys=True, default=str)))
+        save_record(path, _FORMAT, _VERSION, self.scanner, self.meta, tap_start=self.tap_start, tap_dy=self.tap_dy,
+                    tap_dz=self.tap_dz, tap_w=self.tap_w)
 
     @classmethod
     def load(cls, path) -> "PatchModel":
         """Read a model written by :meth:`save` (or by another tool following the same layout)."""
-        def parse(f):
-            check_format(f["format"], _FORMAT, f["version"], _VERSION, path)
-            scanner = DualHeadScanner.from_dict(json_object(f["scanner"]))
-            meta = json_object(f["meta"]) if "meta" in f.files else {}
+        def build(f, scanner, meta):
             return cls(scanner, f["tap_start"], f["tap_dy"], f["tap_dz"], f["tap_w"], meta)
 
-        return read_npz(path, "dual-head patch model", ("format", "version", "scanner", "tap_start", "tap_dy",
-                                                        "tap_dz", "tap_w"), parse)
+        return read_record(path, "dual-head patch model", _FORMAT, _VERSION, DualHeadScanner,
+                           ("tap_start", "tap_dy", "tap_dz", "tap_w"), build)
 
 
 __all__ = ["PatchModel"]

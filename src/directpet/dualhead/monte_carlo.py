@@ -1,6 +1,6 @@
-"""Event-level Monte Carlo of the stationary dual-head scanner (science.md 3).
+"""Event-level Monte Carlo of the stationary dual-head scanner (:ref:`physics-dualhead`).
 
-:func:`simulate_events` draws decays from an activity image and follows them through physics and the
+:func:`simulate` draws decays from an activity image and follows them through physics and the
 detector geometry of :class:`~directpet.dualhead.DualHeadScanner` alone -- no patch model, no
 projector -- so that reconstructing its data with the analytic model is an honest test (no inverse
 crime). Per decay (``csrc/dualhead/monte_carlo.hpp``, one header for the CPU and the GPU):
@@ -36,9 +36,9 @@ LOR holds fewer than 2**24 counts.
 
 Stopping at a number of trues
 -----------------------------
-``simulate_events(..., n_trues=N)`` simulates decays ``0, 1, 2, ...`` until exactly ``N`` trues are
+``simulate(..., n_trues=N)`` simulates decays ``0, 1, 2, ...`` until exactly ``N`` trues are
 detected: the result is the histogram of decays ``0 .. D - 1`` where decay ``D - 1`` gave the N-th
-true, and ``stats.n_decays = D`` (so ``simulate_events(..., stats.n_decays)`` reproduces it). It
+true, and ``stats.n_decays = D`` (so ``simulate(..., stats.n_decays, seed=stats.seed)`` reproduces it). It
 runs chunks sized from the sensitivity measured so far, leaving a margin of four standard deviations;
 the last chunk reaches (usually overshoots) the target, and the decays after the N-th true are located
 by bisection (count-only runs) and taken back out (a run adding -1). The extra work is about twice the
@@ -52,13 +52,11 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-import numpy as np
-
 from .. import _core
 from .._checks import expect_instance, integer, require_memory
 from .._device import decay_count, host_volume, monte_carlo_options
-from .._progress import progress_callback
-from ..sim.random import check_seed
+from .._monte_carlo import CountsBuffer, MonteCarloStatsBase, reporting
+from ..sim.random import seed_from_rng
 from .geometry import DualHeadScanner
 
 # Decays per call (between progress updates and Ctrl-C checks): a fraction of a second each.
@@ -72,30 +70,22 @@ FATES = tuple(_core.DUALHEAD_MC_FATES)         # no_crystal, passed, interacted
 
 
 @dataclass(frozen=True)
-class MonteCarloStats:
-    """What happened to the decays of one :func:`simulate_events` call.
+class MonteCarloStats(MonteCarloStatsBase):
+    """What happened to the decays of one :func:`simulate` call.
 
-    Classes are nested: ``n_trues <= n_crossed <= n_in_band <= n_decays``; ``n_trues`` equals the sum
-    of the returned counts.
+    ``n_decays`` counts ALL decays of the activity (decays ``0 .. n_decays - 1``, isotropic pair
+    axes); those out of the direction band (``n_decays - n_in_band``) cannot reach the upper crystals
+    and are counted without being followed. Classes are nested: ``n_trues <= n_crossed <= n_in_band
+    <= n_decays``; ``n_trues`` equals the sum of the returned counts.
     """
 
-    n_decays: int          # decays simulated: every decay of the activity (isotropic), 0 .. n_decays - 1
     n_trues: int           # detected coincidences (both photons detected): the histogram's sum
-    n_in_band: int         # pair axis inside the direction band (the rest cannot reach the upper crystals)
     n_crossed: int         # both photons' lines cross crystals of their heads
-    band_fraction: float   # share of isotropic pair axes inside the band
-    backend: str
-    seed: int
-    seconds: float         # the simulation, after the alias table of the activity was built
 
     @property
     def sensitivity(self) -> float:
         """Detected coincidences per decay (absolute coincidence sensitivity of the activity)."""
         return self.n_trues / self.n_decays
-
-    @property
-    def decays_per_second(self) -> float:
-        return self.n_decays / self.seconds if self.seconds > 0 else float("inf")
 
 
 def scanner_parameters(scanner: DualHeadScanner) -> dict:
@@ -103,9 +93,9 @@ def scanner_parameters(scanner: DualHeadScanner) -> dict:
     return scanner.to_dict()
 
 
-def simulate_events(scanner: DualHeadScanner, activity, n_decays: Optional[int] = None, *, seed: int,
-                    n_trues: Optional[int] = None, backend: str = "auto", chunk: Optional[int] = None,
-                    threads: Optional[int] = None, progress=False, xp=None):
+def simulate(scanner: DualHeadScanner, activity, n_decays: Optional[int] = None, *, n_trues: Optional[int] = None,
+             seed=None, backend: str = "auto", progress=False, threads: Optional[int] = None,
+             chunk: Optional[int] = None, xp=None):
     """Simulate decays of ``activity`` and histogram the detected coincidences by LOR.
 
     Parameters
@@ -115,16 +105,19 @@ def simulate_events(scanner: DualHeadScanner, activity, n_decays: Optional[int] 
     activity : float32 C-contiguous image of ``scanner.grid.shape`` ``(n_z D, n_y D, n_planes)``
         ``[v_z, v_y, p]``, finite, >= 0, not all zero (NumPy, or CuPy: copied to the host for the alias
         table). Decays are drawn in proportion to voxel activity, uniformly inside the voxel.
-    n_decays : decays to simulate (numbers ``0 .. n_decays - 1``); give this or ``n_trues``.
-    seed : integer in [0, 2**64); the result depends only on (seed, n_decays).
+    n_decays : ALL decays of the activity to simulate (numbers ``0 .. n_decays - 1``, isotropic pair
+        axes; those out of the direction band are counted in ``stats.n_in_band`` without being
+        followed); give this or ``n_trues``.
     n_trues : instead of n_decays: simulate until exactly this many coincidences are detected (see the
         module docstring); ``stats.n_decays`` then says how many decays that took.
+    seed : an integer in [0, 2**64), a NumPy Generator (one draw) or None (fresh entropy); the result
+        depends only on (``stats.seed``, ``stats.n_decays``).
     backend : ``'auto'`` (CUDA when usable, else CPU), ``'cpu'`` or ``'cuda'`` (an error without a GPU).
-    chunk : decays per compiled call, between progress updates / Ctrl-C checks (None: 2**22 on the
-        CPU, 2**28 on the GPU, at most 2**31 there); does not change the result.
-    threads : CPU threads (None: OpenMP's default); does not change the result.
     progress : False (quiet), True (a tqdm bar) or a callable called after every chunk with the decays
         done so far (with ``n_trues``: the trues so far).
+    threads : CPU threads (None: OpenMP's default); does not change the result.
+    chunk : decays per compiled call, between progress updates / Ctrl-C checks (None: 2**22 on the
+        CPU, 2**28 on the GPU, at most 2**31 there); does not change the result.
     xp : the array module of the result: None (NumPy on the CPU; on CUDA, CuPy when importable, else
         NumPy), ``numpy`` or ``cupy``.
 
@@ -146,30 +139,27 @@ def simulate_events(scanner: DualHeadScanner, activity, n_decays: Optional[int] 
 
     engine = _core.DualHeadMonteCarlo(scanner_parameters(scanner), host_activity)
     t0 = time.perf_counter()
-    runner, finish = _backend_runner(engine, chosen, seed, nthreads, scanner.n_lors, want_cupy)
-    bar, callback = progress_callback(progress, n_decays if n_decays is not None else n_trues,
-                                      unit="decay" if n_decays is not None else "true", desc="dual-head Monte Carlo")
-    try:
-        driver = _Driver(runner, chunk, callback, counting_trues=n_decays is None)
+    counts = CountsBuffer(scanner.n_lors, chosen, want_cupy)
+    runner = _backend_runner(engine, chosen, seed, nthreads, counts)
+    with reporting(progress, n_decays if n_decays is not None else n_trues,
+                   unit="decay" if n_decays is not None else "true", desc="dual-head Monte Carlo") as update:
+        driver = _Driver(runner, chunk, update, counting_trues=n_decays is None)
         if n_decays is not None:
             totals = driver.run(0, n_decays, +1)
         else:
             totals = driver.run_to_trues(n_trues)
-        counts = finish()
-    finally:
-        if bar is not None:
-            bar.close()
     band = engine.band
-    stats = MonteCarloStats(n_decays=int(totals["n_decays"]), n_trues=int(totals["n_trues"]),
-                            n_in_band=int(totals["n_in_band"]), n_crossed=int(totals["n_crossed"]),
+    stats = MonteCarloStats(n_decays=int(totals["n_decays"]), n_in_band=int(totals["n_in_band"]),
                             band_fraction=float(band["band_fraction"]), backend=chosen, seed=seed,
-                            seconds=time.perf_counter() - t0)
-    return counts, stats
+                            seconds=time.perf_counter() - t0, n_trues=int(totals["n_trues"]),
+                            n_crossed=int(totals["n_crossed"]))
+    return counts.result(), stats
 
 
-def trace_events(scanner: DualHeadScanner, activity, n_decays: int, *, seed: int, first: int = 0) -> dict:
-    """Decays ``first .. first + n_decays - 1`` of :func:`simulate_events`'s stream with their
-    histories (CPU; the same decays as the histogram of the same seed). At most 2**24 decays.
+def trace_events(scanner: DualHeadScanner, activity, n_decays: int, *, seed=None, first: int = 0) -> dict:
+    """Decays ``first .. first + n_decays - 1`` of :func:`simulate`'s stream with their histories
+    (CPU; the same decays as the histogram of the same seed; ``seed`` as in :func:`simulate`). At
+    most 2**24 decays.
 
     Returns a dict of NumPy arrays, one row per decay (mm, unit vectors):
     ``source`` (n, 3) the point drawn in the voxel, ``point`` (n, 3) the annihilation point (after the
@@ -189,7 +179,7 @@ def trace_events(scanner: DualHeadScanner, activity, n_decays: int, *, seed: int
     require_memory("n_decays", TRACE_BYTES * n_decays, f"tracing {n_decays} decays")
     first = integer("first", first, lo=0)
     engine = _core.DualHeadMonteCarlo(scanner_parameters(scanner), host_activity)
-    return engine.trace(check_seed("seed", seed), int(first), n_decays)
+    return engine.trace(seed_from_rng(seed, "seed"), int(first), n_decays)
 
 
 def direction_band(scanner: DualHeadScanner, activity) -> dict:
@@ -283,49 +273,20 @@ class _Driver:
         return hi
 
 
-def _backend_runner(engine, backend, seed, threads, n_lors, want_cupy):
-    """(runner(first, count, weight, histogram) -> counters dict, finish() -> the counts)."""
+def _backend_runner(engine, backend, seed, threads, counts: CountsBuffer):
+    """runner(first, count, weight, histogram) -> counters dict, adding to ``counts`` (histogram True)."""
     if backend == "cpu":
-        out = np.zeros(n_lors, np.float32)
-
         def run_cpu(first, count, weight, histogram):
-            return engine.run_cpu(seed, first, count, float(weight), out if histogram else None, threads)
+            return engine.run_cpu(seed, first, count, float(weight), counts.host if histogram else None, threads)
 
-        def finish_cpu():
-            if want_cupy:
-                import cupy  # requested through xp, so it is installed
+        return run_cpu
 
-                return cupy.asarray(out)
-            return out
+    def run_cuda(first, count, weight, histogram):
+        return _core.dualhead_mc_run_cuda(engine, seed, first, count, float(weight), counts.ptr if histogram else 0,
+                                          counts.stream)
 
-        return run_cpu, finish_cpu
-    if want_cupy:
-        import cupy  # importable: checked by wants_cupy
-
-        from .._device import stream_of
-
-        out = cupy.zeros(n_lors, dtype=cupy.float32)
-        ptr, stream = int(out.data.ptr), stream_of(out)
-
-        def run_cupy(first, count, weight, histogram):
-            return _core.dualhead_mc_run_cuda(engine, seed, first, count, float(weight), ptr if histogram else 0,
-                                              stream)
-
-        return run_cupy, lambda: out
-    # NumPy result: a directpet-owned device buffer, zeroed by uploading zeros (no CuPy needed).
-    host = np.zeros(n_lors, np.float32)
-    buf = _core.DeviceBuffer(int(host.nbytes))
-    buf.upload(host)
-
-    def run_buffer(first, count, weight, histogram):
-        return _core.dualhead_mc_run_cuda(engine, seed, first, count, float(weight), buf.ptr if histogram else 0, 0)
-
-    def finish_buffer():
-        buf.download(host)
-        return host
-
-    return run_buffer, finish_buffer
+    return run_cuda
 
 
-__all__ = ["FATES", "MonteCarloStats", "OUTCOMES", "direction_band", "scanner_parameters", "simulate_events",
+__all__ = ["FATES", "MonteCarloStats", "OUTCOMES", "direction_band", "scanner_parameters", "simulate",
            "trace_events"]

@@ -15,7 +15,8 @@ Methods (all the same matrix):
              copy of the image; the back projection is the exact transpose, split by
              (plane, v_y mod D) so that no two threads write one voxel (no atomics). Both give the same
              bits for any number of threads.
-``alg1``, ``alg2``, ``alg3``  the paper's GPU algorithms 1-3 (science.md 3.6), CUDA only (baselines).
+
+``alg1``, ``alg2``, ``alg3``  the paper's GPU algorithms 1-3 ([DH], :ref:`physics-dualhead`), CUDA only (baselines).
 
 ``forward(image, subset, skip_zero=counts)`` leaves out the LORs whose entry of ``skip_zero`` is 0
 (they get 0): exact where the projection is only used divided into the counts (the OSEM numerator).
@@ -31,7 +32,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
-from .._checks import expect_instance, require_host_arrays, require_memory, shares_memory
+from .._checks import require_host_arrays, require_memory, shares_memory
 from ..operators import LinearOperator
 from .model import PatchModel
 
@@ -63,17 +64,7 @@ class DualHeadProjector(LinearOperator):
 
     def __init__(self, model: PatchModel, method: str = "default", *, backend: str = "auto",
                  threads: Optional[int] = None, check_finite: bool = True):
-        self.model = expect_instance(model, PatchModel, "model")
-        if method not in METHODS:
-            raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
-        self.method = method
-        self.scanner = model.scanner
-        self.grid = model.scanner.grid
-        self._set_runtime(backend, threads, check_finite)
-        if method in CUDA_ONLY and self.backend != "cuda":
-            raise ValueError(f"method: {method!r} is one of the paper's GPU algorithms and needs backend=\"cuda\" "
-                             f"(this projector runs on {self.backend!r}); use method='default' on the CPU")
-        self.in_shape = self.grid.shape
+        self._set_model(model, PatchModel, "model", method, METHODS, backend, threads, check_finite, CUDA_ONLY)
         self.out_shape = (self.scanner.n_lors,)
         self.n_units = self.scanner.n_classes
         self._all_classes = np.arange(self.n_units, dtype=np.int32)

@@ -1,18 +1,18 @@
 """The analytic detector response of the dual-head scanner and the patch model built from it
-(science.md 3.4, 3.9).
+(:ref:`physics-dualhead`).
 
 ``h(c_u, c_l; v)`` is the probability that a decay uniformly distributed in voxel ``v`` is detected
 as a front-layer coincidence on upper crystal ``c_u`` and lower crystal ``c_l``:
 
-    h = (1/|v|) Int_v dr Int_{x > 0} dOmega / (2 pi)  P(c_u | r, w) P(c_l | r, -w),
+    h = (1/V) Int_v dr Int_{x > 0} dOmega / (2 pi)  P(c_u | r, w) P(c_l | r, -w),
     P(c | r, w) = exp(-mu l_pre) (1 - exp(-mu l_c)),
 
-the pair axis isotropic, ``l_c`` the path inside crystal c's front-layer box (``crystal_mm`` square,
+``V`` the voxel's volume, the pair axis isotropic, ``l_c`` the path inside crystal c's front-layer box (``crystal_mm`` square,
 ``depth_mm`` deep), ``l_pre`` the path through the other crystals' boxes crossed before entering c;
 the gaps do not attenuate; no object attenuation, scatter, positron range or acollinearity. Crystals
 lie on the *extended* (infinite) lattice of the same pitch, so ``h`` is exactly shift invariant, and
 symmetric under the head swap with the x mirror, the y and z mirrors and the y-z interchange
-(science.md 3.3).
+(:ref:`physics-dualhead`).
 
 Quadrature (``csrc/dualhead/response.hpp``, double precision, deterministic): ``voxel_samples**3``
 midpoints in the voxel; for each, the directions are parameterised by their slopes ``ds/dx``
@@ -160,7 +160,7 @@ def patch_candidate_counts(scanner: DualHeadScanner, classes=None):
 def build_patch_model(scanner: DualHeadScanner, *, angle_samples: int = 4, voxel_samples: int = 2,
                       threshold: float = 1e-3, backend: str = "auto", progress=False, classes=None,
                       chunk: Optional[int] = None, threads: Optional[int] = None) -> PatchModel:
-    """The :class:`PatchModel` of the analytic response (science.md 3.4, 3.9).
+    """The :class:`PatchModel` of the analytic response (:ref:`physics-dualhead`).
 
     For every class ``k = (a_y, a_z)`` and plane ``p`` the taps ``(dy, dz, w)`` are ``h`` of the
     class's ``(+,+)`` LOR ``c_u = (0, 0)``, ``c_l = (a_y, a_z)`` at voxel ``(v_z, v_y) = (dz, dy)``.
@@ -222,7 +222,7 @@ def build_patch_model(scanner: DualHeadScanner, *, angle_samples: int = 4, voxel
     seconds = time.perf_counter() - t0
     meta = {
         "builder": "directpet.dualhead.build_patch_model",
-        "response": "analytic multi-ray front-layer DRF on the extended detector (science.md 3.9)",
+        "response": "analytic multi-ray front-layer DRF on the extended detector (directpet docs: Physics, dual-head)",
         "angle_samples": na, "voxel_samples": nv, "threshold": threshold, "backend": chosen,
         "classes": "all" if classes is None else [int(c) for c in k],
         "candidates": int(r["candidates"]), "evaluated": int(r["evaluated"]),

@@ -1,6 +1,6 @@
 """The dual-head problem for the shared reconstruction layer: LOR data split into orientation subsets.
 
-The paper's OSEM (science.md 3.5) splits the ``n_y x n_z`` orientation classes at random into
+The paper's OSEM ([DH], :ref:`physics-dualhead`) splits the ``n_y x n_z`` orientation classes at random into
 ``n_subsets`` subsets: 72 subsets of 104 classes at full size. :func:`orientation_subsets` does it
 reproducibly with a fixed, documented seed, :class:`DualHeadSubsets` holds the subsets' data,
 factors and background (each subset's classes' LOR blocks, in the subset's class order) and runs the
@@ -9,12 +9,12 @@ projector on a subset's classes (the projector's units: ``projector.forward(x, c
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List
 
 import numpy as np
 
 from .._checks import array_module, integer_array, positive_int
-from ..recon.problem import StoredSubsets
+from ..recon.problem import StoredSubsets, unit_groups
 from .data import DualHeadData, _scanner_of
 from .geometry import DualHeadScanner
 
@@ -62,10 +62,10 @@ class DualHeadSubsets(StoredSubsets):
         ``forward(x, subset, out=, skip_zero=)``, ``adjoint(y, subset, out=)`` (``subset``: a list of
         classes) and a ``scanner`` (or ``model.scanner``) works.
     data : DualHeadData on the projector's side (NumPy for the CPU backend; NumPy or CuPy for CUDA).
-    n_subsets : random orientation subsets (72 by default, :func:`orientation_subsets` with ``seed``);
-        or give ``subsets``, explicit lists of classes that together hold every class exactly once
+    subsets : the number of random orientation subsets (72 by default: :func:`orientation_subsets`
+        with ``seed``), or explicit lists of classes that together hold every class exactly once
         (visited in the given order).
-    seed : the seed of the random split (:data:`DEFAULT_SUBSET_SEED`).
+    seed : the seed of the random split (:data:`DEFAULT_SUBSET_SEED`; unused with explicit lists).
     skip_zero_counts : project only the LORs with non-zero counts in the forward projection (the
         paper's zero-count skip): ``forward(x, s)`` is then 0 on the subset's zero-count LORs. The OSEM
         update stays exact -- a LOR with zero counts contributes ``0 / (H x)_i = 0`` to the
@@ -75,11 +75,12 @@ class DualHeadSubsets(StoredSubsets):
 
     Each subset's data, factors and background are its classes' LOR blocks (located with
     ``scanner.class_offsets()``) concatenated in the subset's class order, the layout of
-    ``projector.forward(x, classes)``.
+    ``projector.forward(x, classes)``. ``n_subsets`` (attribute) is the number of subsets;
+    ``classes[s]`` the classes of subset ``s``.
     """
 
-    def __init__(self, projector, data: DualHeadData, n_subsets: int = 72, *, seed: int = DEFAULT_SUBSET_SEED,
-                 subsets: Optional[List] = None, skip_zero_counts: bool = False):
+    def __init__(self, projector, data: DualHeadData, subsets=72, *, seed: int = DEFAULT_SUBSET_SEED,
+                 skip_zero_counts: bool = False):
         scanner = _scanner_of(projector)
         for name in ("forward", "adjoint"):
             if not callable(getattr(projector, name, None)):
@@ -93,16 +94,8 @@ class DualHeadSubsets(StoredSubsets):
             raise TypeError(f"skip_zero_counts: expected a bool, got {type(skip_zero_counts).__name__}")
         self.projector, self.lor_data, self.scanner = projector, data, scanner
         self.skip_zero_counts = bool(skip_zero_counts)
-        if subsets is None:
-            groups = orientation_subsets(scanner, n_subsets, seed)
-        else:
-            if isinstance(subsets, np.ndarray) or not len(subsets):
-                raise ValueError("subsets: expected a non-empty list of class lists")
-            groups = [scanner.class_list(s) for s in subsets]
-            flat = np.sort(np.concatenate(groups))
-            if not np.array_equal(flat, np.arange(scanner.n_classes)):
-                raise ValueError("subsets: expected lists of orientation classes that together hold every class "
-                                 "exactly once")
+        groups, _ = unit_groups(subsets, scanner.n_classes, lambda n: orientation_subsets(scanner, n, seed),
+                                lambda g: scanner.class_list(g, name="subset"), "orientation class")
         self.classes = groups
         self.image_shape = scanner.grid.shape
         xp = data.xp
@@ -123,6 +116,7 @@ class DualHeadSubsets(StoredSubsets):
 
     # --- unit hooks: the classes of a subset (StoredSubsets.share splits them across processes) ---
     def subset_units(self, subset: int) -> list:
+        """The orientation classes of ``subset``, in the order of its arrays."""
         return [int(k) for k in self.classes[subset]]
 
     def take_units(self, a, subset: int, positions):
@@ -134,10 +128,13 @@ class DualHeadSubsets(StoredSubsets):
         return xp.ascontiguousarray(a[xp.asarray(_lor_indices(local, np.asarray(positions, np.int64)))])
 
     def forward_units(self, x, units, out=None, data=None):
+        """The projection of image ``x`` onto the LORs of the classes ``units`` (their blocks in that
+        order); ``data``: their counts (the zero-count skip when ``skip_zero_counts``)."""
         skip = data if self.skip_zero_counts else None
         return self.projector.forward(x, integer_array("units", units), out=out, skip_zero=skip)
 
     def adjoint_units(self, y, units, out=None):
+        """The back projection (an image) of ``y``, the LOR blocks of the classes ``units``."""
         return self.projector.adjoint(y, integer_array("units", units), out=out)
 
     def totals(self):

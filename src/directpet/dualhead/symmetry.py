@@ -1,4 +1,4 @@
-"""The paper's symmetry reduction of the dual-head system matrix to seed DRFs (science.md 3.3), and
+"""The paper's symmetry reduction of the dual-head system matrix to seed DRFs (:ref:`physics-dualhead`), and
 its storage figures.
 
 On the extended detector the response ``h(c_u, c_l; v)`` is invariant under
@@ -165,6 +165,7 @@ class SeedDRF:
 
     @property
     def n_entries(self) -> int:
+        """Stored seed entries (weights)."""
         return int(self.w.size)
 
     @property

@@ -7,6 +7,9 @@ from .._device import Staging, run_on_device_arrays
 
 
 class CudaEngine:
+    """The CUDA backend of a SuperLORProjector: its table on the GPU and the staging buffers of
+    NumPy inputs (``forward``, ``back``, ``back_faithful`` write ``out`` and return it)."""
+
     def __init__(self, op):
         self.op = op
         self.model = _core.FirstDeviceModel(op._model)
@@ -15,6 +18,7 @@ class CudaEngine:
         self._staging = Staging()
 
     def forward(self, image, angles, out):
+        """out = H image for the listed angles (int32), on the GPU."""
         def kernel(src, dst, stream):
             _core.first_forward_cuda(self.op.method, self.model, src, angles, dst, stream)
 
@@ -22,6 +26,7 @@ class CudaEngine:
         return out
 
     def back(self, sino, angles, out):
+        """out = the method's back projection of the listed angles' sinogram, on the GPU."""
         def kernel(src, dst, stream):
             _core.first_back_cuda(self.op.method, self.model, src, angles, dst, stream)
 
@@ -29,6 +34,8 @@ class CudaEngine:
         return out
 
     def back_faithful(self, sino, factors, angles, out, sens):
+        """The faithful back projection of ``sino`` into ``out`` and of ``factors`` (the sensitivity)
+        into ``sens``, in one pass on the GPU."""
         def kernel(src, fac, dst, sns, stream):
             _core.first_back_faithful_cuda(self.model, src, fac, angles, dst, sns, stream)
 

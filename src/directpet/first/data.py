@@ -3,94 +3,62 @@
 Model of the mean prompts, per sinogram bin ``i``: ``ybar_i = f_i (H x)_i + b_i`` with ``f`` the
 multiplicative factors (normalisation, attenuation; None = 1) and ``b`` the additive background
 (randoms, scatter; None = 0). All arrays ``(n_angles, n_rows, n_rows, n_radial)`` float32 [a, r1, r2, rho].
+
+Honest data come from the event Monte Carlo (:func:`directpet.first.simulate`);
+:func:`model_consistent_data` draws Poisson data from the reconstruction model itself, for unit
+tests of the reconstruction machinery (an inverse crime by construction).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Optional
 
-import numpy as np
-
-from .._checks import array_module, flag, real_number
-from .._storage import CountData
-from ..recon.problem import check_nonnegative
-from ..sim.random import draw_counts
+from .._checks import expect_instance
+from .._storage import ScannerCounts, model_consistent_counts
 from .geometry import RotatingScanner
+from .projector import SuperLORProjector
 
 
-@dataclass
-class SinogramData(CountData):
+class SinogramData(ScannerCounts):
     """Prompts of a rotating dual-head scan with their corrections.
 
-    Attributes
-    ----------
-    prompts : (n_angles, n_rows, n_rows, n_radial) float32 counts (NumPy or CuPy).
-    scanner : the RotatingScanner the sinogram belongs to.
-    factors : multiplicative factors ``f`` (same shape) or None.
-    background : additive background ``b`` in counts (same shape) or None.
-    meta : provenance (source, counts, seed, ...).
+    ``scanner`` is the RotatingScanner of the sinogram. ``prompts`` (counts), ``factors`` (the
+    multiplicative ``f``; None means ones) and ``background`` (the additive ``b`` in counts; None means
+    zeros) are float32 sinograms ``(n_angles, n_rows, n_rows, n_radial)`` ``[a, r1, r2, rho]``, NumPy or
+    CuPy (all in one namespace), finite and >= 0. ``meta`` records the provenance (source, counts,
+    seed, ...). The fields, their checks and ``SinogramData.load(path, *, xp=None)``, ``save(path)``,
+    ``to(xp)`` are those of :class:`~directpet._storage.ScannerCounts` / ``CountData``.
     """
-
-    prompts: object
-    scanner: RotatingScanner
-    factors: Optional[object] = None
-    background: Optional[object] = None
-    meta: dict = field(default_factory=dict)
 
     FORMAT, VERSION, WHAT, SCANNER = "directpet.first.SinogramData", 1, "sinogram data", RotatingScanner
 
-    def __post_init__(self):
-        self._check_counts(lambda s: s.sinogram_shape)
-
-    def to(self, xp) -> "SinogramData":
-        """The same data in namespace xp (numpy or cupy)."""
-        return self._in(xp)
-
-    @classmethod
-    def load(cls, path, xp=np) -> "SinogramData":
-        """Read a file written by :meth:`save`; arrays in namespace xp (numpy or cupy)."""
-        if not hasattr(xp, "asarray") or not hasattr(xp, "float32"):
-            raise TypeError(f"xp: expected an array namespace (numpy or cupy), got {xp!r}")
-        return cls._read(path, xp)
+    @staticmethod
+    def counts_shape(scanner: RotatingScanner) -> tuple:
+        return scanner.sinogram_shape
 
 
-def model_consistent_sinogram(projector, image, factors=None, background=None, counts: Optional[float] = None,
-                              rng=None, *, noise: bool = True) -> SinogramData:
-    """Prompts drawn from the reconstruction model itself: ``Poisson(f * H x + b)``.
+def model_consistent_data(projector: SuperLORProjector, image, *, counts: Optional[float] = None, factors=None,
+                          background=None, noise: bool = True, seed=None) -> SinogramData:
+    """Prompts drawn from the Super-LOR model itself: ``Poisson(f * H x + b)`` (unit tests).
+
+    A thin wrapper of :func:`directpet._storage.model_consistent_counts` (every argument is checked
+    before the projection).
 
     Parameters
     ----------
-    projector : a SuperLORProjector.
-    image : (nz, n, n) float32 true image (NumPy or CuPy, matching the projector's backend), finite and
-        >= 0 (an activity; checked before projecting).
-    factors, background : optional sinogram-shaped f and b.
-    counts : scale ``f H x + b`` by one factor so that the expected total is ``counts`` (image and
-        background scaled together); ``meta['image_scale']`` records it.
-    rng : seed or Generator (NumPy, or CuPy for CuPy images).
-    noise : False returns the expected data.
+    projector : a SuperLORProjector (``forward(image)`` gives the whole sinogram).
+    image : (nz, n, n) float32 true image of ``scanner.grid.shape`` (NumPy or CuPy, matching the
+        projector's backend), finite and >= 0 (an activity).
+    counts : None, or the expected total of the data: ``f H x + b`` (image and background together)
+        is scaled by one factor, recorded in ``meta['image_scale']``.
+    factors, background : sinogram-shaped float32 f and b (counts), or None.
+    noise : False returns the expected data instead of a Poisson draw.
+    seed : int, Generator (NumPy, or CuPy for CuPy images) or None (fresh entropy) of the Poisson draws.
     """
-    if not callable(getattr(projector, "forward", None)) or not isinstance(getattr(projector, "scanner", None),
-                                                                            RotatingScanner):
-        raise TypeError(f"projector: expected a SuperLORProjector (forward and a RotatingScanner), got "
-                        f"{type(projector).__name__}")
-    if counts is not None:
-        counts = real_number("counts", counts, positive=True)
-    noise = flag("noise", noise)
-    xp = array_module(image)
-    check_nonnegative(image, "image", None, xp, projector.scanner.grid.shape)
-    for name, a in (("factors", factors), ("background", background)):
-        if a is not None:
-            check_nonnegative(a, name, None, xp, projector.out_shape)
-    ybar = projector.forward(image)
-    if factors is not None:
-        ybar = ybar * factors
-    if background is not None:
-        ybar = ybar + background
-    prompts, bg, alpha, total = draw_counts(ybar, counts=counts, background=background, rng=rng, noise=noise)
-    meta = {"source": "model_consistent_sinogram", "image_scale": alpha, "expected_counts": total * alpha,
-            "noise": noise, "method": getattr(projector, "method", None)}
-    return SinogramData(prompts, projector.scanner, factors, bg, meta)
+    expect_instance(projector, SuperLORProjector, "projector")
+    prompts, f, bg, meta = model_consistent_counts(projector, image, projector.grid.shape, counts=counts,
+                                                   factors=factors, background=background, noise=noise, seed=seed)
+    return SinogramData(projector.scanner, prompts, f, bg, meta)
 
 
-__all__ = ["SinogramData", "model_consistent_sinogram"]
+__all__ = ["SinogramData", "model_consistent_data"]

@@ -1,4 +1,4 @@
-"""Geometry of a rotating pair of planar detectors in coincidence (FIRST, science.md 2.2, 2.6).
+"""Geometry of a rotating pair of planar detectors in coincidence (FIRST, :ref:`conventions-first`, :ref:`physics-first`).
 
 Scanner and sinogram
 --------------------
@@ -58,21 +58,20 @@ voxel's square; axially the two slices around ``fz`` by linear interpolation; ze
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import dataclass_from_dict, normalise_fields, real_array, require_memory
-from ..geometry import FWHM_PER_SIGMA, ImageGrid
+from .._checks import DictRecord, normalise_head_fields, real_array, require_memory
+from ..geometry import FWHM_PER_SIGMA, ImageGrid, centred_coordinate
 
 #: the largest count the compiled code's int arguments hold
 INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
-class RotatingScanner:
-    """A rotating dual-head small-animal scanner (defaults: science.md 2.6, rPET-like).
+class RotatingScanner(DictRecord):
+    """A rotating dual-head small-animal scanner (defaults: rPET-like, :ref:`physics-first`).
 
     Parameters
     ----------
@@ -89,7 +88,7 @@ class RotatingScanner:
         normalisation use it, the model's virtual heads do not; with 56 the edge of the 70 mm
         field of view is still seen over a quarter of the rotation that sees its centre).
     positron_range_fwhm_mm : positron range blur (FWHM of each Cartesian component, 0.5 mm for F-18).
-    noncollinearity_fwhm_deg : FWHM of the deviation of the two photons from 180 degrees (0.5).
+    acollinearity_fwhm_deg : FWHM of the deviation of the two photons from 180 degrees (0.5).
     intrinsic_fwhm_mm : extra crystal-identification blur (0).
     """
 
@@ -104,19 +103,16 @@ class RotatingScanner:
     radial_bin_mm: float = 0.4
     n_columns: int = 56
     positron_range_fwhm_mm: float = 0.5
-    noncollinearity_fwhm_deg: float = 0.5
+    acollinearity_fwhm_deg: float = 0.5
     intrinsic_fwhm_mm: float = 0.0
 
     def __post_init__(self):
-        normalise_fields(self, counts=("n_rows", "n_angles", "n_radial", "n_columns"),
-                         positive=("pitch_mm", "crystal_mm", "depth_mm", "mu_per_mm", "head_distance_mm", "radial_bin_mm"),
-                         nonnegative=("positron_range_fwhm_mm", "noncollinearity_fwhm_deg", "intrinsic_fwhm_mm"))
+        normalise_head_fields(self, counts=("n_rows", "n_angles", "n_radial", "n_columns"),
+                              positive=("head_distance_mm", "radial_bin_mm"), nonnegative=("intrinsic_fwhm_mm",))
         for name in ("n_rows", "n_angles", "n_radial", "n_columns"):     # the compiled code's int counts
             if getattr(self, name) > INT32_MAX:
                 raise ValueError(f"{name}: expected at most 2**31 - 1 (an int of the compiled code), "
                                  f"got {getattr(self, name)}")
-        if self.crystal_mm > self.pitch_mm:
-            raise ValueError(f"crystal_mm: {self.crystal_mm} mm crystals do not fit a {self.pitch_mm} mm pitch")
         half_fov = 0.5 * self.n_radial * self.radial_bin_mm
         if half_fov >= 0.5 * self.head_distance_mm:
             raise ValueError(f"n_radial: a {2 * half_fov:g} mm field of view does not fit between heads "
@@ -133,10 +129,12 @@ class RotatingScanner:
     # --- sizes ----------------------------------------------------------------------------------
     @property
     def n_slices(self) -> int:
+        """Image slices: ``2 n_rows - 1`` (half the crystal pitch apart)."""
         return 2 * self.n_rows - 1
 
     @property
     def slice_mm(self) -> float:
+        """Slice thickness (mm): half the crystal pitch."""
         return 0.5 * self.pitch_mm
 
     @property
@@ -152,6 +150,7 @@ class RotatingScanner:
 
     @property
     def n_lors(self) -> int:
+        """Sinogram bins (LORs): ``n_angles * n_rows**2 * n_radial``."""
         return self.n_angles * self.n_rows * self.n_rows * self.n_radial
 
     @property
@@ -162,21 +161,16 @@ class RotatingScanner:
     # --- coordinates ----------------------------------------------------------------------------
     @property
     def angles_rad(self) -> np.ndarray:
+        """The sinogram angles (rad): ``a pi / n_angles`` for ``a`` in ``[0, n_angles)``."""
         return np.arange(self.n_angles) * (np.pi / self.n_angles)
 
-    # coordinate helpers: real (possibly fractional or out-of-range) indices, arrays allowed;
-    # None, strings and NaN are errors naming the argument
-    def row_z_mm(self, r) -> np.ndarray:
-        """Axial position (mm) of crystal row(s) r."""
-        return (real_array("r", r) - 0.5 * (self.n_rows - 1)) * self.pitch_mm
-
-    def radial_mm(self, rho) -> np.ndarray:
-        """Signed radial position (mm) of radial bin(s) rho."""
-        return (real_array("rho", rho) - 0.5 * (self.n_radial - 1)) * self.radial_bin_mm
-
-    def along_mm(self, i) -> np.ndarray:
-        """Along-LOR position (mm) of tube sample i (the image's transaxial voxel centres)."""
-        return (real_array("i", i) - 0.5 * (self.n_radial - 1)) * self.radial_bin_mm
+    # coordinate helpers (directpet.geometry.centred_coordinate): real, possibly fractional or
+    # out-of-range indices, arrays allowed; None, strings and NaN are errors naming the argument
+    row_z_mm = centred_coordinate("r", "n_rows", "pitch_mm", "Axial position (mm) of crystal row(s) r.")
+    radial_mm = centred_coordinate("rho", "n_radial", "radial_bin_mm",
+                                   "Signed radial position (mm) of radial bin(s) rho.")
+    along_mm = centred_coordinate("i", "n_radial", "radial_bin_mm",
+                                  "Along-LOR position (mm) of tube sample i (the image's transaxial voxel centres).")
 
     # --- depth of interaction -------------------------------------------------------------------
     def depth_moments(self, tan_alpha) -> tuple:
@@ -224,17 +218,6 @@ class RotatingScanner:
         """``(delta, m, kc)`` arrays of shape (n_rows, n_rows) for every row pair ``[r1, r2]``."""
         r1, r2 = np.meshgrid(np.arange(self.n_rows), np.arange(self.n_rows), indexing="ij")
         return r2 - r1, np.minimum(r1, r2), r1 + r2
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "RotatingScanner":
-        """The scanner of a :meth:`to_dict` mapping (every field, nothing else)."""
-        return dataclass_from_dict(cls, d)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
     def small(cls, **kw) -> "RotatingScanner":

@@ -1,4 +1,4 @@
-"""Analytic tube-of-response model and Super-LOR tables (science.md 2.2, 2.3, 2.6; [FIRST-GPU] Fig. 1).
+"""Analytic tube-of-response model and Super-LOR tables (:ref:`physics-first`; [FIRST-GPU] Fig. 1).
 
 The model builder is separate from the projectors: it produces a :class:`SuperLORTable`, which the
 projectors read and which can be saved and loaded (``.npz``, layout below), so that a measured or
@@ -10,17 +10,17 @@ A LOR's tube is sampled at ``(i, j, k)`` in the LOR's frame (see :mod:`directpet
 ``n_radial`` samples along, ``2J + 1`` radially (one radial bin apart), ``2K + 1`` axially (one slice
 apart). For a LOR of ring difference delta (``T = tan(alpha_delta)``), the value at sample
 ``(i, j, k)`` is the probability, up to one global constant, that a decay in the voxel-sized cell
-around the sample is detected in that LOR:
+around the sample is detected in that LOR::
 
-    ``P = eps(T) * [Phi((j + 1/2) dr / s_u) - Phi((j - 1/2) dr / s_u)]
-                  * [Phi((k + 1/2) dz / s_w) - Phi((k - 1/2) dz / s_w)]``
+    P = eps(T) * [Phi((j + 1/2) dr / s_u) - Phi((j - 1/2) dr / s_u)]
+               * [Phi((k + 1/2) dz / s_w) - Phi((k - 1/2) dz / s_w)]
 
 (each Gaussian integrated over the cell with erf), with ``t`` the fractional position of the
 sample between the mean interaction points (``t = 0`` at head A), ``L`` their distance and
 
 * ``s_u^2 = ((1-t)^2 + t^2) (w^2/12 + s_int^2) + (t (1-t) L s_nc)^2 + s_pr^2`` in-plane: the crystal
   apertures of the two ends (boxes of the crystal width w, projected through the point),
-  intrinsic blur, photon non-collinearity (``s_nc`` in rad) and positron range;
+  intrinsic blur, photon acollinearity (``s_nc`` in rad) and positron range;
 * ``s_w^2 = ((1-t)^2 + t^2) (p^2/12 + s_int^2 + T^2 Var(d)) + (t (1-t) L s_nc)^2 + s_pr^2`` axially:
   the row apertures (pitch p) and the depth-of-interaction parallax of oblique LORs;
 * ``eps(T) = (det(T) / det(0))^2 cos^3(alpha)``: detection in both crystals along an oblique path
@@ -29,7 +29,7 @@ sample between the mean interaction points (``t = 0`` at head A), ``L`` their di
 The LOR axis joins the mean interaction points, so the depth-of-interaction shift is in the
 geometry (``tan(alpha)``), not in the tube. This refines the brief's ``mu_w(t)``, which shifted both
 ends the same way; drawing the axis between the mean interaction points shifts them oppositely.
-The non-collinearity blur grows as ``t (1 - t) L`` (zero at the detectors, largest at the centre,
+The acollinearity blur grows as ``t (1 - t) L`` (zero at the detectors, largest at the centre,
 0.0022 D FWHM there for 0.5 degrees), refining the brief's constant ``sigma_nc``.
 
 Symmetries and Super-LORs
@@ -58,15 +58,14 @@ slices, along the axes given by ``tan_alpha``).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import ndtr
 
-from .._checks import (check_path, expect_instance, integer, meta_dict, read_only, real_array, real_number,
+from .._checks import (expect_instance, integer, meta_dict, read_only, real_array, real_number,
                        require_memory)
-from .._storage import check_format, json_object, read_npz
+from .._storage import read_record, save_record
 from .geometry import FWHM_PER_SIGMA, RotatingScanner
 
 _FORMAT = "directpet.first.SuperLORTable"
@@ -81,7 +80,7 @@ def _blur_variances(scanner: RotatingScanner, t, tan_alpha, L3):
     ends = (1.0 - t) ** 2 + t**2
     sig_int2 = (s.intrinsic_fwhm_mm / FWHM_PER_SIGMA) ** 2
     sig_pr2 = (s.positron_range_fwhm_mm / FWHM_PER_SIGMA) ** 2
-    sig_nc = np.deg2rad(s.noncollinearity_fwhm_deg) / FWHM_PER_SIGMA
+    sig_nc = np.deg2rad(s.acollinearity_fwhm_deg) / FWHM_PER_SIGMA
     nc2 = (t * (1.0 - t) * L3 * sig_nc) ** 2
     _, var_depth = s.depth_moments(tan_alpha)
     var_u = ends * (s.crystal_mm**2 / 12.0 + sig_int2) + nc2 + sig_pr2
@@ -205,7 +204,7 @@ class SuperLORTable:
         ``delta + n_rows - 1``.
     flip_k : (2 n_rows - 1,) bool, read the table at ``-k`` (the z mirror of a negative delta).
     tan_alpha : (2 n_rows - 1,) float64, the LOR axes' slopes the samples follow.
-    quasi_error : (2 n_rows - 1,) float64, max |tube(delta) - tube(Super-LOR)| / max tube(delta)
+    quasi_error : (2 n_rows - 1,) float64, ``max abs(tube(delta) - tube(Super-LOR)) / max tube(delta)``
         introduced by the quasi-symmetry (0 for the representatives themselves).
     meta : provenance (model, tolerance, ...).
 
@@ -263,14 +262,17 @@ class SuperLORTable:
     # --- shape ----------------------------------------------------------------------------------
     @property
     def n_super(self) -> int:
+        """Super-LORs (distinct tubes) in the table."""
         return int(self.values.shape[0])
 
     @property
     def J(self) -> int:
+        """Radial half-width of the tubes in radial bins (``2 J + 1`` samples)."""
         return (self.values.shape[2] - 1) // 2
 
     @property
     def K(self) -> int:
+        """Axial half-width of the tubes in slices (``2 K + 1`` samples)."""
         return (self.values.shape[3] - 1) // 2
 
     @property
@@ -292,7 +294,7 @@ class SuperLORTable:
 
         Keys: ``per_lor`` (every sinogram LOR its own tube), ``rotation_translation`` (one per row
         pair: rotation and radial translation), ``axial_translation`` (one per ring difference),
-        ``reflection`` (one per |delta|), ``super_lor`` (after the quasi-symmetry), each an entry
+        ``reflection`` (one per ``abs(delta)``), ``super_lor`` (after the quasi-symmetry), each an entry
         count; ``bytes_*`` in float32; ``reduction`` = per_lor / super_lor; ``quasi_reduction`` =
         reflection / super_lor (the quasi-symmetry's own factor; the paper's "> 20" counts from a
         crystal-pair geometry with many more exact classes, so the two are not comparable);
@@ -314,24 +316,19 @@ class SuperLORTable:
     # --- storage on disk ---------------------------------------------------------------------------
     def save(self, path) -> None:
         """Write the ``.npz`` layout documented in the module docstring."""
-        path = check_path(path, writing=True)
-        np.savez_compressed(path, format=np.array(_FORMAT), version=np.array(_VERSION), values=self.values,
-                            super_of_delta=self.super_of_delta, flip_k=self.flip_k, tan_alpha=self.tan_alpha,
-                            quasi_error=self.quasi_error, scanner=np.array(self.scanner.to_json()),
-                            meta=np.array(json.dumps(self.meta, sort_keys=True, default=str)))
+        save_record(path, _FORMAT, _VERSION, self.scanner, self.meta, values=self.values,
+                    super_of_delta=self.super_of_delta, flip_k=self.flip_k, tan_alpha=self.tan_alpha,
+                    quasi_error=self.quasi_error)
 
     @classmethod
     def load(cls, path) -> "SuperLORTable":
         """Read a table written by :meth:`save` (or by another tool following the same layout)."""
-        def parse(f):
-            check_format(f["format"], _FORMAT, f["version"], _VERSION, path)
-            scanner = RotatingScanner.from_dict(json_object(f["scanner"]))
+        def build(f, scanner, meta):
             qe = f["quasi_error"] if "quasi_error" in f.files else np.zeros(scanner.n_deltas)
-            meta = json_object(f["meta"]) if "meta" in f.files else {}
             return cls(scanner, f["values"], f["super_of_delta"], f["flip_k"], f["tan_alpha"], qe, meta)
 
-        return read_npz(path, "Super-LOR table", ("format", "version", "values", "super_of_delta", "flip_k",
-                                                  "tan_alpha", "scanner"), parse)
+        return read_record(path, "Super-LOR table", _FORMAT, _VERSION, RotatingScanner,
+                           ("values", "super_of_delta", "flip_k", "tan_alpha"), build)
 
 
 def build_super_lor_table(scanner: RotatingScanner, J: int = 2, K: int = 1,
@@ -343,7 +340,7 @@ def build_super_lor_table(scanner: RotatingScanner, J: int = 2, K: int = 1,
     scanner : the RotatingScanner.
     J, K : tube half-widths in radial bins / slices (the paper's 5 x 3 tube: J = 2, K = 1).
     quasi_tolerance : largest allowed max|tube - Super-LOR tube| / max tube for any ring difference
-        that borrows another's tube (0: one Super-LOR per |delta|, no quasi-symmetry).
+        that borrows another's tube (0: one Super-LOR per ``abs(delta)``, no quasi-symmetry).
     """
     expect_instance(scanner, RotatingScanner, "scanner")
     # peak: the n_rows float64 tubes, their float64 stack and its float32 copy (<= 1.5 n_rows tubes
@@ -379,7 +376,7 @@ def build_super_lor_table(scanner: RotatingScanner, J: int = 2, K: int = 1,
             super_of_abs[m] = g
             err_of_abs[m] = float(np.abs(tubes[m] - tubes[rep]).max()) / peaks[m]
     deltas = np.arange(-(n - 1), n)
-    meta = {"model": "analytic tube of response (science.md 2.6)", "J": J, "K": K,
+    meta = {"model": "analytic tube of response (directpet docs: Physics, FIRST)", "J": J, "K": K,
             "quasi_tolerance": quasi_tolerance,
             "representatives": [int(rep) for _, rep in groups],
             "groups": [[int(m) for m in members] for members, _ in groups]}

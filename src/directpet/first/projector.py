@@ -40,7 +40,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
-from .._checks import expect_instance, like, require_host_arrays, require_memory
+from .._checks import like, require_host_arrays, require_memory
 from ..operators import LinearOperator
 from .model import SuperLORTable
 
@@ -74,14 +74,7 @@ class SuperLORProjector(LinearOperator):
 
     def __init__(self, table: SuperLORTable, method: str = "fast", *, backend: str = "auto",
                  threads: Optional[int] = None, check_finite: bool = True):
-        self.table = expect_instance(table, SuperLORTable, "table")
-        if method not in METHODS:
-            raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
-        self.method = method
-        self.scanner = table.scanner
-        self.grid = table.scanner.grid
-        self._set_runtime(backend, threads, check_finite)
-        self.in_shape = self.grid.shape
+        self._set_model(table, SuperLORTable, "table", method, METHODS, backend, threads, check_finite)
         self.out_shape = self.scanner.sinogram_shape
         self.n_units = self.scanner.n_angles
         self._every_angle = np.arange(self.n_units, dtype=np.int32)    # what the engines take for "all"
@@ -100,6 +93,7 @@ class SuperLORProjector(LinearOperator):
 
     @property
     def n_angles(self) -> int:
+        """Sinogram angles, the projector's units (``n_units``)."""
         return self.n_units
 
     # --- the operator model's hooks (arrays and units checked by LinearOperator) ----------------

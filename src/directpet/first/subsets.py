@@ -1,19 +1,20 @@
 """FIRST's problem for the shared reconstruction layer: the sinogram split into angle subsets.
 
-OSEM with ``n_subsets`` subsets of interleaved angles (science.md 2.5, Q17: 13 subsets of 10 angles
-for 130 angles): subset ``m`` holds angles ``m, m + n_subsets, m + 2 n_subsets, ...``; subsets are
-visited in a spread order (:func:`directpet.recon.problem.spread_order`). The same back projector
+OSEM with ``n`` subsets of interleaved angles (:ref:`physics-first`; the paper gives no subset count:
+directpet's choice is 13 subsets of 10 angles for 130 angles, ``AngleSubsets(projector, data, 13)``):
+subset ``m`` holds angles ``m, m + n, m + 2 n, ...``;
+subsets are visited in a spread order (:func:`directpet.recon.problem.spread_order`). The same back projector
 serves numerator and sensitivity (the layer back-projects the factors for the sensitivity).
 """
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List
 
 import numpy as np
 
 from .._checks import expect_instance, integer_array, positive_int, require_memory
-from ..recon.problem import StoredSubsets, spread_order
+from ..recon.problem import StoredSubsets, spread_order, unit_groups
 from .data import SinogramData
 from .projector import SuperLORProjector
 
@@ -36,27 +37,22 @@ class AngleSubsets(StoredSubsets):
     projector : the SuperLORProjector (its method and backend are used as they are).
     data : SinogramData (prompts, optional factors and background) on the projector's side
         (NumPy for the CPU backend; NumPy or CuPy for CUDA).
-    n_subsets : interleaved angle subsets (13 by default); or give ``subsets``, explicit lists of
-        angles partitioning all angles (visited in the given order).
+    subsets : the number of interleaved angle subsets (13 by default: subset ``m`` holds angles
+        ``m, m + subsets, ...``, visited in a spread order), or explicit lists of angles that together
+        hold every angle exactly once (visited in the given order).
+
+    ``n_subsets`` (attribute) is the number of subsets; ``angles[s]`` the angles of subset ``s``.
     """
 
-    def __init__(self, projector: SuperLORProjector, data: SinogramData, n_subsets: int = 13, *,
-                 subsets: Optional[List] = None):
+    def __init__(self, projector: SuperLORProjector, data: SinogramData, subsets=13):
         self.projector = expect_instance(projector, SuperLORProjector, "projector")
         self.sinogram = expect_instance(data, SinogramData, "data")
         if data.scanner != projector.scanner:
             raise ValueError("data: its scanner differs from the projector's")
         n_angles = projector.n_angles
-        if subsets is None:
-            groups = interleaved_angle_subsets(n_angles, n_subsets)
-            order = spread_order(len(groups))
-        else:
-            # each entry as the projector checks a subset (None: every angle)
-            groups = [projector._angles(projector.units(g)) for g in subsets] if len(subsets) else []
-            flat = np.sort(np.concatenate(groups)) if groups else np.zeros(0, np.int32)
-            if not np.array_equal(flat, np.arange(n_angles)):
-                raise ValueError("subsets: expected lists of angles that together hold every angle exactly once")
-            order = range(len(groups))
+        groups, dealt = unit_groups(subsets, n_angles, lambda n: interleaved_angle_subsets(n_angles, n),
+                                    lambda g: projector._angles(projector.units(g)), "angle")
+        order = spread_order(len(groups)) if dealt else range(len(groups))
         self.angles = groups
         self.image_shape = projector.grid.shape
         xp = data.xp
@@ -71,13 +67,16 @@ class AngleSubsets(StoredSubsets):
 
     # --- unit hooks: the angles of a subset (StoredSubsets.share splits them across processes) ----
     def subset_units(self, subset: int) -> list:
+        """The angles of ``subset``, in the order of its arrays."""
         return [int(a) for a in self.angles[subset]]
 
     def forward_units(self, x, units, out=None, data=None):
+        """The sinogram of image ``x`` at the angles ``units`` (a stack over them; ``data`` unused)."""
         # integer_array: units are never truncated (0.5 is no angle); the projector checks the range
         return self.projector.forward(x, integer_array("units", units), out=out)
 
     def adjoint_units(self, y, units, out=None):
+        """The back projection (an image) of ``y``, the sinogram of the angles ``units``."""
         return self.projector.adjoint(y, integer_array("units", units), out=out)
 
 

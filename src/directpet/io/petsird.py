@@ -87,6 +87,7 @@ class Coincidences:
 
     @classmethod
     def empty(cls) -> "Coincidences":
+        """No coincidences (three empty uint32 arrays)."""
         z = np.zeros(0, np.uint32)
         return cls(z, z, z)
 
@@ -303,6 +304,7 @@ class PetsirdScanner:
         return self.tof_edges_mm(t0, t1).size > 2
 
     def tof_resolution_mm(self, t0: int, t1: int) -> float:
+        """The TOF resolution (FWHM, mm along the LOR) of module types ``t0`` and ``t1`` from the header."""
         t0, t1 = self.module_type(t0, "t0"), self.module_type(t1, "t1")
         t0, t1 = max(t0, t1), min(t0, t1)
         table = self.info.tof_resolution
@@ -529,6 +531,7 @@ class PetsirdReader:
         self.close()
 
     def close(self) -> None:
+        """Close the stream and the file (the context manager calls it)."""
         self._reader.close()
         self._file.close()
 

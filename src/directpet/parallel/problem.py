@@ -64,6 +64,7 @@ class DistributedSubsets(SubsetProblem):
         return self.local.xp
 
     def subset_shape(self, subset: int) -> tuple:
+        """Shape of this process's part of subset ``subset``'s data."""
         return self.local.subset_shape(subset)
 
     def reduce_sum(self, value: float) -> float:

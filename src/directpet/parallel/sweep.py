@@ -175,6 +175,8 @@ def make_cluster(kind: str = "auto", n_workers: Optional[int] = None, threads_pe
     """Start a Dask cluster on this machine and return it (the caller makes the ``Client`` and
     closes both).
 
+    Parameters
+    ----------
     kind : ``'local'`` -- ``distributed.LocalCluster`` of ``n_workers`` worker processes
         (default ``min(2, os.cpu_count())``), each with ``threads_per_worker`` threads;
         ``'gpu'`` -- one worker process per GPU (default every GPU; ``n_workers`` takes the first
@@ -182,9 +184,10 @@ def make_cluster(kind: str = "auto", n_workers: Optional[int] = None, threads_pe
         ``distributed.SpecCluster`` of ``distributed.Nanny`` workers, each started with its own
         ``CUDA_VISIBLE_DEVICES`` (:func:`gpu_worker_environments`); ``'auto'`` -- ``'gpu'`` when
         ``directpet.cuda_device_count() > 0``, else ``'local'``.
+    n_workers : worker processes (see ``kind``).
     threads_per_worker : one by default: a job already uses the whole GPU or its OpenMP threads,
         and jobs of one process share cached projectors.
-    cluster_kw : passed to the cluster class (for example ``dashboard_address``).
+    **cluster_kw : passed to the cluster class (for example ``dashboard_address``).
     """
     from .._backend import cuda_device_count, cuda_status
 

@@ -1,6 +1,7 @@
 """Reconstruction for every projector family: MLEM, OSEM and block-RAMLA over a SubsetProblem,
 written against NumPy / CuPy arrays. Never imports a family; each family provides its
-SubsetProblem (``directpet.direct.ViewSubsets``, ``directpet.first.AngleSubsets``)."""
+SubsetProblem (``directpet.direct.ViewSubsets``, ``directpet.first.AngleSubsets``,
+``directpet.dualhead.DualHeadSubsets``)."""
 
 from .algorithms import (ReconResult, block_ramla, mlem, osem, poisson_loglik, ramla_lambda,
                          sensitivity_image)

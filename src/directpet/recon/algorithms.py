@@ -1,4 +1,4 @@
-"""MLEM, OSEM and block-RAMLA for any projector split into subsets (science.md 1.9).
+"""MLEM, OSEM and block-RAMLA for any projector split into subsets (:ref:`physics-recon`).
 
 The algorithms see only a :class:`~directpet.recon.problem.SubsetProblem`: for subset s the mean
 data are ``ybar_s = f_s * A_s x + b_s`` with counts d_s, multiplicative factors f_s (1 where the
@@ -443,7 +443,7 @@ def osem(problem: SubsetProblem, n_iter: int, x0=None, *, order: Optional[Sequen
 
     ``order`` : the subsets' visiting order within a pass, every subset index exactly once
     (default ``problem.order()``). How data are grouped into subsets is the problem's: for DIRECT,
-    ``ViewSubsets(projector, data, n_subsets=k)`` gives k interleaved blocks of views.
+    ``ViewSubsets(projector, data, k)`` gives k interleaved blocks of views.
     ``callback(iteration, subiteration, x)`` runs after every subset update (subiteration: the
     position in ``order``). Other parameters as in :func:`mlem`; the likelihood costs one extra
     forward pass per iteration. A subset without counts is an error (``data``): its update would set
@@ -495,7 +495,7 @@ def block_ramla(problem: SubsetProblem, n_iter: int, lambda0: float = 0.03, gamm
                 schedule=None, floor: Optional[float] = None, order: Optional[Sequence[int]] = None,
                 x0=None, *, callback: Optional[Callable] = None, store_every: Optional[int] = None,
                 track_loglik: bool = False, progress: bool = True) -> ReconResult:
-    """Block-RAMLA, one update per subset (science.md 1.9, [HA] §6).
+    """Block-RAMLA, one update per subset ([HA]_ §6; :ref:`physics-recon`).
 
     ``x <- x + lambda_n (x / Sbar) * A_s^T [f_s * (d_s / ybar_s - 1)]``, ``Sbar = S / n_subsets``,
     then ``x <- max(x, floor)``. [HA]'s block-RAMLA is one DIRECT view per subset,
@@ -505,9 +505,9 @@ def block_ramla(problem: SubsetProblem, n_iter: int, lambda0: float = 0.03, gamm
     ----------
     lambda0, gamma : default schedule ``lambda_n = lambda0 / (1 + gamma (n - 1))`` for pass n
         (``lambda0 > 0``, ``gamma >= 0``, finite). The default lambda0 = 0.03 is calibrated
-        (science.md 1.9, Q10) on the simulated [HA]
+        (:ref:`physics-recon`) on the simulated [HA]_
         experiment (sphere phantom, 430 M events, 144 x 144 x 48 voxels, 40 x 3 views, invariant
-        400 ps kernel): with science.md's starting value 0.1 the noise reached 8 % after 4.5
+        400 ps kernel): with the starting value 0.1 of the literature the noise reached 8 % after 4.5
         passes, at a cumulative relaxation sum(lambda_n) of about 0.41; 0.03 reaches that sum after
         about 20 passes, where [HA] Fig. 10 reaches 8 %.
     schedule : overrides it: a callable ``n -> lambda_n`` or a sequence indexed by ``n - 1`` with at

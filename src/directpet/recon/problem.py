@@ -151,6 +151,7 @@ class SubsetProblem(ABC):
         return array_module(self.data(0))
 
     def subset_shape(self, subset: int) -> tuple:
+        """Shape of subset ``subset``'s data (and of ``forward(x, subset)``)."""
         return tuple(self.data(subset).shape)
 
     def totals(self) -> Tuple[float, float, int]:
@@ -330,7 +331,7 @@ def check_nonnegative(a, name: str, subset: Optional[int], xp, shape: Optional[S
     if array_module(a) is not xp or not hasattr(a, "dtype"):
         raise TypeError(f"{name}: expected a {xp.__name__} array{where}, got {type(a).__name__}")
     if a.dtype != np.float32:
-        raise TypeError(f"{name}: expected dtype float32{where}, got {a.dtype}")
+        raise TypeError(f"{name}: expected dtype float32{where}, got {a.dtype} (use .astype(np.float32))")
     if shape is not None and tuple(a.shape) != tuple(shape):
         raise ValueError(f"{name}: expected shape {tuple(shape)}{where}, got {tuple(a.shape)}")
     if not bool(xp.isfinite(a).all()):
@@ -340,8 +341,46 @@ def check_nonnegative(a, name: str, subset: Optional[int], xp, shape: Optional[S
     return a
 
 
+def unit_groups(subsets, n_units: int, deal, unit_list, unit_name: str):
+    """A subset problem's third argument ``subsets`` as its subsets, shared by the families:
+
+    * an int ``n`` in ``[1, n_units]``: ``deal(n)``, the family's split into n subsets (DIRECT
+      interleaved view blocks, FIRST interleaved angles, dual-head random orientation classes);
+    * a sequence of unit lists: each entry through ``unit_list`` (the projector's check of a subset:
+      integers in range, an int a subset of one unit), together holding every unit of ``[0,
+      n_units)`` exactly once.
+
+    Returns ``(groups, dealt)``: a list of int arrays, and whether they were dealt from a number.
+    Anything else is a TypeError / ValueError naming ``subsets``.
+    """
+    if isinstance(subsets, (bool, np.bool_)) or isinstance(subsets, (str, bytes)):
+        raise TypeError(f"subsets: expected a number of subsets or a list of {unit_name} lists, got "
+                        f"{type(subsets).__name__} {subsets!r}")
+    if isinstance(subsets, (int, np.integer)) or (getattr(subsets, "ndim", None) == 0 and hasattr(subsets, "item")):
+        return deal(integer("subsets", subsets, lo=1, hi=n_units)), True
+    try:
+        n = len(subsets)
+    except TypeError:
+        raise TypeError(f"subsets: expected a number of subsets or a list of {unit_name} lists, got "
+                        f"{type(subsets).__name__}") from None
+    if n == 0:
+        raise ValueError(f"subsets: expected a number of subsets or a non-empty list of {unit_name} lists")
+    groups = []
+    for k, g in enumerate(subsets):
+        try:
+            groups.append(unit_list(g))
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"subsets: entry {k} is not a list of {unit_name}s ({e})") from None
+    flat = np.sort(np.concatenate([np.ravel(g) for g in groups]))
+    if not np.array_equal(flat, np.arange(n_units)):
+        raise ValueError(f"subsets: expected lists of {unit_name}s that together hold every {unit_name} of "
+                         f"[0, {n_units}) exactly once")
+    return groups, False
+
+
 for _name in ("factors", "background", "subset_shape"):        # the base's own defaults, checked alike
     setattr(SubsetProblem, _name, _checking_subset(getattr(SubsetProblem, _name), _SUBSET_ARGUMENT[_name]))
 
 
-__all__ = ["MAX_SPREAD_ORDER", "StoredSubsets", "SubsetProblem", "SubsetShare", "check_nonnegative", "spread_order"]
+__all__ = ["MAX_SPREAD_ORDER", "StoredSubsets", "SubsetProblem", "SubsetShare", "check_nonnegative", "spread_order",
+           "unit_groups"]

@@ -1,5 +1,5 @@
 """Simulation pieces every projector family shares: analytic phantoms, line-cylinder geometry and
-random streams (science.md 1.10, 1.12). Each family's scanner, event Monte Carlo and data live in
+random streams (:ref:`physics-phantoms`). Each family's scanner, event Monte Carlo and data live in
 its own package (``directpet.direct``: histo-images, deposition, cylindrical scanner)."""
 
 from .lines import chord_length, cylinder_interval

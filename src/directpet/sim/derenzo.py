@@ -1,5 +1,5 @@
 """Rod sources, the micro Derenzo phantom and point-source sets for resolution studies
-(science.md 2.1, 3.8, Q19).
+(:ref:`physics-phantoms`).
 
 Shared by every family: FIRST images the Derenzo phantom with its rods along the scanner axis z,
 the dual-head scanner with its rods along x (perpendicular to the heads).
@@ -23,8 +23,7 @@ In-plane angles are measured from +u towards +v.
 The phantom
 -----------
 :func:`derenzo_phantom` builds six 60-degree sectors, one per rod diameter ``d``, each a triangular
-lattice of rods with centre spacing ``s = 2 d`` ("spacing twice the diameter", [DH] and
-science.md 3.8). Sector ``k`` is centred on the in-plane direction ``first_sector_deg + 60 k``
+lattice of rods with centre spacing ``s = 2 d`` ("spacing twice the diameter", [DH]_). Sector ``k`` is centred on the in-plane direction ``first_sector_deg + 60 k``
 (default 90 degrees: the largest rods towards +v, the others following counter-clockwise) and
 spans +-30 degrees about it. Its lattice is spanned by the sector's two edge directions
 ``a1, a2`` (``|a1| = |a2| = s``), so its rows of rods are parallel to the edges and to the
@@ -37,8 +36,7 @@ to them, so every rod surface keeps at least ``d / 2`` (half the group's own edg
 from its sector's edges; rods of neighbouring sectors are then at least ``(d_k + d_k+1) / 2`` apart,
 edge to edge. Rods are kept when wholly inside the disc: ``|c - centre| + d / 2 <= radius_mm``.
 
-Default dimensions (the paper gives none, science.md Q19): radius 16 mm and length 20 mm, the
-brief's proposal (science.md 3.8). The disc is 32 mm across in the 70 mm transaxial FIRST field
+Default dimensions (the paper gives none): radius 16 mm and length 20 mm (:ref:`physics-phantoms`). The disc is 32 mm across in the 70 mm transaxial FIRST field
 of view and the rods are 20 mm long in its 47.2 mm axial extent; the same insert fits the dual-head
 volume with the rods along x (about 59 mm between the heads' image limits). With 16 mm the six groups
 hold 6, 8, 10, 19, 34 and 62 rods and their longest rows 3, 3, 4, 5, 7 and 10 rods (15 mm would
@@ -112,11 +110,13 @@ class RodSource:
 
     @property
     def volume(self) -> float:
+        """Volume of the rod (mm^3)."""
         with np.errstate(over="ignore"):           # inf, not an OverflowError, for an absurd radius
             return float(np.pi * np.float64(self.radius_mm) ** 2 * self.length_mm)
 
     @property
     def activity(self) -> float:
+        """Total activity of the rod: concentration x volume."""
         return self.concentration * self.volume
 
     def _frame(self, x, y, z):
@@ -126,6 +126,7 @@ class RodSource:
         return d[u], d[v], d[self.axis]
 
     def inside(self, x, y, z, xp=np):
+        """Whether points (x, y, z) (mm, broadcastable arrays) lie in the rod."""
         u, v, a = self._frame(x, y, z)
         return (u * u + v * v <= self.radius_mm**2) & (xp.abs(a) <= 0.5 * self.length_mm)
 
@@ -203,6 +204,7 @@ class DerenzoGroup:
 
     @property
     def n_rods(self) -> int:
+        """Rods in the group."""
         return int(self.centres_mm.shape[0])
 
     @property
@@ -243,6 +245,7 @@ class DerenzoInfo:
 
     @property
     def diameters_mm(self) -> np.ndarray:
+        """Rod diameter of each group (mm), in group order."""
         return np.array([g.diameter_mm for g in self.groups])
 
     @property

@@ -4,7 +4,7 @@ Coordinates are ``(x, y, z)`` in mm, z the scanner axis. The helpers are written
 namespace ``xp`` (NumPy or CuPy) and broadcast, so they serve per-event arrays (event simulation)
 and per-voxel grids (attenuation and sensitivity images) alike. Attenuation chords through a water
 cylinder (:class:`~directpet.sim.phantoms.WaterCylinder`) and the detector exits of a cylindrical
-scanner (``directpet.direct.scanner``) are both built on :func:`cylinder_interval`.
+scanner (``directpet.direct.geometry``) are both built on :func:`cylinder_interval`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ def cylinder_interval(x, y, z, ux, uy, uz, radius, half_length, xp=np):
     """Parameter interval ``[t0, t1]`` where ``r + t u`` lies inside a finite cylinder about z.
 
     ``r = (x, y, z)`` (mm) and ``u = (ux, uy, uz)`` are broadcastable arrays or scalars; u need not
-    be a unit vector (t is then in units of |u|), but must not be parallel to the axis. The cylinder
+    be a unit vector (t is then in units of ``|u|``), but must not be parallel to the axis. The cylinder
     has radius ``radius`` and spans ``|z| <= half_length`` (``half_length=None``: infinite).
     Returns ``(t0, t1)``; the interval is empty where ``t1 <= t0``. ``radius`` and ``half_length``
     are finite numbers >= 0 (checked; errors name them). The point and direction arrays are not

@@ -1,4 +1,4 @@
-"""Analytic phantoms and their voxel images (science.md 1.10, 1.12).
+"""Analytic phantoms and their voxel images (:ref:`physics-phantoms`).
 
 A phantom has two descriptions that always agree:
 
@@ -54,14 +54,17 @@ class CylinderSource:
 
     @property
     def volume(self) -> float:
+        """Volume of the cylinder (mm^3)."""
         with np.errstate(over="ignore"):           # inf, not an OverflowError, for an absurd radius
             return float(np.pi * np.float64(self.radius_mm) ** 2 * self.length_mm)
 
     @property
     def activity(self) -> float:
+        """Total activity of the cylinder: concentration x volume."""
         return self.concentration * self.volume
 
     def inside(self, x, y, z, xp=np):
+        """Whether points (x, y, z) (mm, broadcastable arrays) lie in the cylinder."""
         return (x * x + y * y <= self.radius_mm**2) & (xp.abs(z - self.centre_z_mm) <= 0.5 * self.length_mm)
 
     def sample(self, n: int, rng, xp=np):
@@ -96,14 +99,17 @@ class SphereSource:
 
     @property
     def volume(self) -> float:
+        """Volume of the sphere (mm^3)."""
         with np.errstate(over="ignore"):           # inf, not an OverflowError, for an absurd radius
             return float(4.0 / 3.0 * np.pi * np.float64(self.radius_mm) ** 3)
 
     @property
     def activity(self) -> float:
+        """Total activity of the sphere: concentration x volume."""
         return self.concentration * self.volume
 
     def inside(self, x, y, z, xp=np):
+        """Whether points (x, y, z) (mm, broadcastable arrays) lie in the sphere."""
         cx, cy, cz = self.centre_mm
         return (x - cx) ** 2 + (y - cy) ** 2 + (z - cz) ** 2 <= self.radius_mm**2
 
@@ -143,12 +149,16 @@ class PointSource:
 
     @property
     def volume(self) -> float:
+        """0: a point has no volume (its activity is given directly)."""
         return 0.0
 
     def sample(self, n: int, rng, xp=np):
+        """n copies of the point's position (n, 3) (x, y, z) mm."""
         return xp.broadcast_to(xp.asarray(self.position_mm, dtype=xp.float64), (n, 3)).copy()
 
     def voxelise(self, grid: ImageGrid, supersample: int) -> np.ndarray:
+        """The point's activity in the voxel that contains it (nz, ny, nx); ``supersample`` is checked,
+        not used."""
         _check_voxelise(grid, supersample)
         out = np.zeros(grid.shape)
         x, y, z = self.position_mm
@@ -213,6 +223,7 @@ class AnalyticPhantom:
 
     @property
     def total_activity(self) -> float:
+        """Sum of the sources' activities."""
         return float(sum(s.activity for s in self.sources))
 
     def image(self, grid: ImageGrid, supersample: int = 4) -> np.ndarray:
@@ -308,10 +319,12 @@ class PhantomInfo:
 
     @property
     def n_spheres(self) -> int:
+        """Number of hot spheres."""
         return int(len(self.sphere_diameters_mm))
 
     @property
     def attenuation(self) -> Optional[WaterCylinder]:
+        """The attenuating water cylinder of the phantom (None: no attenuation)."""
         return self.analytic.attenuation
 
     @property

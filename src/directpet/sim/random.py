@@ -92,17 +92,18 @@ def check_seed(name: str, v) -> int:
     return int(v)
 
 
-def seed_from_rng(rng) -> int:
-    """A seed for a compiled simulation from None (fresh entropy), an int, or a NumPy/CuPy Generator."""
+def seed_from_rng(rng, name: str = "rng") -> int:
+    """A seed for a compiled simulation from None (fresh entropy), an int in [0, 2**64), or a
+    NumPy/CuPy Generator (one draw from it); errors name ``name`` (the caller's argument)."""
     if rng is None:
         return int(np.random.default_rng().integers(2**63))
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, (bool, np.bool_)):
-        return check_seed("rng", rng)
+        return check_seed(name, rng)
     if isinstance(rng, np.random.Generator):
         return int(rng.integers(2**63))
     if _is_cupy(rng):
         return int(float(rng.random()) * 2**53)
-    raise TypeError(f"rng: expected None, a seed or a Generator, got {type(rng).__name__}")
+    raise TypeError(f"{name}: expected None, a seed or a Generator, got {type(rng).__name__}")
 
 
 __all__ = ["check_seed", "draw_counts", "make_rng", "seed_from_rng"]

@@ -1,4 +1,4 @@
-"""System-response (SR) kernel models for DIRECT (science.md 1.4, 1.5, 1.10).
+"""System-response (SR) kernel models for DIRECT (:ref:`physics-direct`).
 
 The kernel of a voxel is a 3D Gaussian in the view's local axes: TOF (e_t), LOR-radial (e_r) and
 LOR-axial (e_a). Only the radial width varies in space, as a function of the voxel's signed LOR
@@ -27,6 +27,8 @@ def tof_fwhm_mm(tof_fwhm_ps: float) -> float:
 
 
 def sigma_from_fwhm(fwhm):
+    """Gaussian standard deviation(s) of FWHM value(s), as float64: ``fwhm / (2 sqrt(2 ln 2))``
+    (same units as ``fwhm``)."""
     return np.asarray(fwhm, dtype=np.float64) / FWHM_PER_SIGMA
 
 
@@ -56,7 +58,7 @@ class SRKernel:
     ----------
     tof_fwhm_ps : coincidence timing resolution (ps); spatial FWHM is c * dt / 2.
     radial_fwhm : LOR-radial FWHM (mm) as a function of the signed LOR distance s: a number
-        (invariant); ``"variant1" | "variant2" | "variant3"`` (science.md 1.10); ``("linear", centre,
+        (invariant); ``"variant1" | "variant2" | "variant3"`` (the LOR-width models of [HA] section 6, :ref:`physics-direct`); ``("linear", centre,
         edge)`` for ``centre + (edge - centre) |s| / s_max`` clamped at s_max; or any callable ``f(s)``
         taking an array of signed distances (mm) and returning FWHMs (mm).
     axial_fwhm : LOR-axial FWHM (mm), invariant.
@@ -125,11 +127,13 @@ class SRKernel:
 
     @classmethod
     def stress(cls, **kw) -> "SRKernel":
-        """The [HA] Table II stress kernel: 900 ps, radial 10 -> 100 mm (linear in |s|), axial 10 mm."""
+        """The [HA] Table II stress kernel: 900 ps, radial 10 -> 100 mm (linear in ``|s|``), axial 10 mm."""
         return cls(tof_fwhm_ps=900.0, radial_fwhm=("linear", 10.0, 100.0), axial_fwhm=10.0, **kw)
 
     @property
     def is_invariant(self) -> bool:
+        """True when the LOR-radial FWHM is one number, not a model of the LOR distance ``s`` (a
+        named model, ``('linear', ...)`` or a callable); a custom ``values`` function is not checked."""
         return not callable(self.radial_fwhm) and not isinstance(self.radial_fwhm, (str, tuple))
 
     @property

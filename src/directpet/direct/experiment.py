@@ -1,4 +1,4 @@
-"""The DIRECT reconstruction experiment of [HA] section 6, simulated (science.md 1.10, 1.12).
+"""The DIRECT reconstruction experiment of [HA] section 6, simulated (:ref:`physics-evaluation`, :ref:`physics-phantoms`).
 
 A 35 cm water cylinder with six 10 mm spheres (6:1) at 7.5 cm radius in the central slice is
 simulated as list-mode TOF events (400 ps, 5.8 mm intrinsic blur, attenuation), deposited into
@@ -25,11 +25,16 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from . import analysis, recon, sim
-from ._backend import resolve_backend
-from ._checks import to_numpy
-from .direct import CylindricalScanner, FFTProjector, HistoImageProjector, SRKernel, ViewSubsets, simulate_histo_images
-from .geometry import ImageGrid
+from .. import analysis, recon, sim
+from .._backend import resolve_backend
+from .._checks import to_numpy
+from ..geometry import ImageGrid
+from .deposition import simulate_histo_images
+from .fft import FFTProjector
+from .geometry import CylindricalScanner
+from .model import SRKernel
+from .projector import HistoImageProjector
+from .subsets import ViewSubsets
 
 #: Kernel models of [HA] Fig. 8 / 10: label -> (projector kind, kernel)
 KERNEL_MODELS = {
@@ -53,6 +58,16 @@ SIZES = {
 
 @dataclass
 class ExperimentConfig:
+    """The settings of :func:`run_experiment`.
+
+    ``size`` is a key of :data:`SIZES`; ``n_events`` the number of simulated prompts (None: the
+    size's default); ``n_iter`` the block-RAMLA passes; ``kernels`` the labels of
+    :data:`KERNEL_MODELS` to reconstruct with; ``backend`` 'auto' | 'cpu' | 'cuda'; ``lambda0`` and
+    ``gamma`` the relaxation ``lambda_n = lambda0 / (1 + gamma (n - 1))``; ``target_noise`` the
+    relative noise (0.08 = 8 %) at which the models are compared; ``seed`` the noise realisation;
+    ``progress`` shows progress bars.
+    """
+
     size: str = "small"
     n_events: Optional[int] = None
     n_iter: int = 30
@@ -67,6 +82,15 @@ class ExperimentConfig:
 
 @dataclass
 class ExperimentResult:
+    """The outcome of :func:`run_experiment`.
+
+    ``truth`` is the ``(nz, ny, nx)`` activity image on ``grid``, ``phantom`` the phantom's ROI
+    description, ``data`` the simulated histo-image data; per kernel label, ``results`` holds the
+    :class:`~directpet.recon.ReconResult` (images as NumPy), ``curves`` the contrast-noise curves
+    and ``matched`` the CRC at the matched noise level; ``timings`` are wall times in seconds and
+    ``backend`` the backend actually used.
+    """
+
     config: ExperimentConfig
     grid: ImageGrid
     phantom: object
@@ -101,6 +125,9 @@ def _array_namespace(backend: str):
 
 
 def make_projector(kind: str, grid, viewset, kernel, backend: str):
+    """The projector of one kernel model: an :class:`~directpet.direct.FFTProjector` (mode
+    'spatial-exact') for ``kind == 'fft'``, a :class:`~directpet.direct.HistoImageProjector`
+    otherwise, on ``grid`` and the views of ``viewset`` with the SR-kernel ``kernel``."""
     if kind == "fft":
         return FFTProjector(grid, viewset, kernel, mode="spatial-exact", backend=backend, check_finite=False)
     return HistoImageProjector(grid, viewset, kernel, backend=backend, check_finite=False)
@@ -140,7 +167,7 @@ class SimulatedStudy:
 def simulate_study(size: str = "small", n_events: Optional[int] = None, seed: int = 2026, backend: str = "auto",
                    progress: bool = True) -> SimulatedStudy:
     """Simulate the [HA] sphere phantom at one of :data:`SIZES` as TOF list-mode events deposited
-    into 40 x 3 view histo-images, with sensitivity x attenuation (science.md 1.12).
+    into 40 x 3 view histo-images, with the factors (sensitivity x attenuation; :ref:`physics-data`).
 
     ``n_events`` prompts (default: the size's, about the paper's counts per slice); ``seed`` picks
     the noise realisation (the same seed gives the same histo-images on the same backend);
@@ -157,8 +184,8 @@ def simulate_study(size: str = "small", n_events: Optional[int] = None, seed: in
     viewset = scanner.viewset(40, 3)
     n_events = default_events if n_events is None else int(n_events)
     t0 = time.perf_counter()
-    data = simulate_histo_images(info, scanner, grid, viewset, n_events, kernel=scanner.kernel(),
-                                 rng=seed, xp=xp, progress=progress)
+    data = simulate_histo_images(scanner, info, n_events, grid=grid, viewset=viewset, seed=seed,
+                                 kernel=scanner.kernel(), xp=xp, progress=progress)
     return SimulatedStudy(size, grid, truth, info, scanner, viewset, data, backend, seed,
                           time.perf_counter() - t0)
 

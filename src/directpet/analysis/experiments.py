@@ -1,0 +1,264 @@
+"""What the FIRST and dual-head reconstruction experiments share (``directpet demo first`` /
+``directpet demo dualhead``, :mod:`directpet.first.experiment`, :mod:`directpet.dualhead.experiment`).
+
+Both simulate a micro Derenzo phantom and a set of point sources with their event Monte Carlo,
+reconstruct both with OSEM by one or more projector methods, and report the same things: images
+after 1 and ``n_iter`` iterations, rod profiles with their peak-to-valley ratios, point-source FWHM
+(:mod:`directpet.analysis.resolution`) and the time per iteration. This module holds that common
+part once: the configuration and result records, the reconstruction and analysis of each method
+(:func:`reconstruct_methods`), the text table (:meth:`ExperimentResult.table_text`) and the figure
+helpers (:func:`slice_figure`, :func:`rod_profile_figure`, :func:`fwhm_figure`). The families keep
+their scanner sizes, phantoms, simulation and family-specific figures.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar, Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from .._checks import to_numpy
+from .resolution import AXIS_NAMES, peak_to_valley, point_source_fwhm, rod_profiles
+
+
+@dataclass
+class ExperimentConfigBase:
+    """The settings every family's ``ExperimentConfig`` has (each sets its own defaults and adds
+    its simulation sizes).
+
+    size : a key of the family's ``SIZES`` (scanner, phantom and count presets).
+    methods : projector methods to reconstruct with, each a row of the results.
+    n_iter : OSEM iterations; n_subsets : OSEM subsets (the family's subset problem deals them).
+    backend : ``'auto'``, ``'cpu'`` or ``'cuda'``; seed : the simulations' seed; progress : bars.
+    """
+
+    size: str = "small"
+    methods: Sequence[str] = ()
+    n_iter: int = 24
+    n_subsets: int = 1
+    backend: str = "auto"
+    seed: int = 2026
+    progress: bool = True
+
+
+@dataclass
+class MethodResult:
+    """One projector method's reconstructions and their analysis."""
+
+    label: str
+    derenzo: object              # ReconResult: images (NumPy) after 1 and n_iter iterations
+    points: object               # ReconResult of the point sources
+    pv: dict = field(default_factory=dict)        # rod diameter (mm) -> PeakToValley after n_iter iterations
+    pv_first: dict = field(default_factory=dict)  # ... after one iteration
+    fwhm: list = field(default_factory=list)      # per point source: the dict of point_source_fwhm
+    seconds_per_iteration: float = 0.0            # median over the Derenzo reconstruction's iterations
+
+    def fwhm_mm(self) -> np.ndarray:
+        """``(n_points, 3)`` FWHM in mm along the radial, tangential and axial directions of each point."""
+        return np.array([[f["fwhm_mm"][a] for a in AXIS_NAMES] for f in self.fwhm])
+
+
+@dataclass
+class ExperimentResult:
+    """A family experiment's outcome: the scanner, the system model, the truth and per-method results.
+
+    ``point_positions`` are ``(n, 3)`` x, y, z in mm; ``data_stats`` the Monte Carlo statistics of
+    ``'derenzo'`` and ``'points'``; ``methods`` maps a method's label to its :class:`MethodResult`;
+    ``timings`` holds ``model_s`` and ``simulation_s`` (seconds). A family subclass names the FWHM
+    directions (``FWHM_AXES``) and labels the points (:meth:`point_labels`).
+    """
+
+    config: ExperimentConfigBase
+    scanner: object
+    model: object                # the family's system model (SuperLORTable, PatchModel)
+    derenzo_truth: np.ndarray
+    derenzo_info: object         # DerenzoInfo of the phantom
+    point_positions: np.ndarray
+    data_stats: dict
+    methods: Dict[str, MethodResult] = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    backend: str = "cpu"
+
+    #: the names of the radial, tangential and axial FWHM directions in this family's frame
+    FWHM_AXES: ClassVar[Tuple[str, str, str]] = AXIS_NAMES
+
+    def point_labels(self) -> Tuple[str, List[str]]:
+        """(column title, one label per point source) for the FWHM table."""
+        return "r (mm)", [f"{np.hypot(p[0], p[1]):.1f}" for p in self.point_positions]
+
+    def table_text(self) -> str:
+        """Peak-to-valley per rod group, FWHM per point source and time per iteration, per method."""
+        labels = list(self.methods)
+        it = self.config.n_iter
+        # peak_to_valley leaves out groups with fewer than two rods on their profile line
+        groups = [d for d in self.derenzo_info.diameters_mm if all(d in r.pv for r in self.methods.values())]
+        lines = [f"peak-to-valley after {it} iterations (1 iteration in brackets)",
+                 f"{'rod (mm)':>9} " + " ".join(f"{m:>16}" for m in labels)]
+        for d in groups:
+            cells = [f"{r.pv[d].ratio_text():>7} ({r.pv_first[d].ratio_text():>6})" for r in self.methods.values()]
+            lines.append(f"{d:>9.2f} " + " ".join(f"{c:>16}" for c in cells))
+        title, points = self.point_labels()
+        lines += ["", f"point-source FWHM after {it} iterations (mm): {' / '.join(self.FWHM_AXES)}",
+                  f"{title:>12} " + " ".join(f"{m:>20}" for m in labels)]
+        for k, point in enumerate(points):
+            cells = [" / ".join(f"{w:.2f}" for w in r.fwhm_mm()[k]) for r in self.methods.values()]
+            lines.append(f"{point:>12} " + " ".join(f"{c:>20}" for c in cells))
+        lines += ["", f"time per OSEM iteration ({self.config.n_subsets} subsets): " + ", ".join(
+            f"{m} {r.seconds_per_iteration * 1e3:.0f} ms" for m, r in self.methods.items())]
+        return "\n".join(lines)
+
+
+def preset_scanner(sizes: dict, size: str, scanner_cls: type):
+    """``scanner_cls(**sizes[size][0])``: the scanner of a size preset (a ValueError naming ``size``)."""
+    if size not in sizes:
+        raise ValueError(f"size: expected one of {sorted(sizes)}, got {size!r}")
+    return scanner_cls(**sizes[size][0])
+
+
+def prepare(config: ExperimentConfigBase, sizes: dict, scanner_cls: type, methods: Sequence[str], backend: str,
+            cuda_only: Sequence[str] = ()):
+    """A run's ``(scanner, preset, xp)``: the scanner of ``config.size``, the size's preset
+    (``sizes[size][1:]``) and the namespace data and images live in (on the resolved ``backend``
+    'cuda', CuPy when importable: they stay on the GPU; else NumPy). ``config.methods`` must be some
+    of ``methods``, those of ``cuda_only`` on the CUDA backend (ValueErrors naming ``methods``)."""
+    scanner = preset_scanner(sizes, config.size, scanner_cls)
+    unknown = [m for m in config.methods if m not in methods]
+    if unknown:
+        raise ValueError(f"methods: unknown {unknown}; expected some of {', '.join(methods)}")
+    xp = np
+    gpu_only = [m for m in config.methods if m in cuda_only]
+    if gpu_only and backend != "cuda":
+        raise ValueError(f"methods: {gpu_only} run on the GPU only and need the CUDA backend (this run uses "
+                         f"{backend!r})")
+    if backend == "cuda":
+        try:
+            import cupy as xp  # optional: keeps data and images on the GPU
+        except ImportError:
+            xp = np
+    return scanner, sizes[config.size][1:], xp
+
+
+def osem_first_and_last(problem, n_iter: int, progress: bool):
+    """OSEM of ``problem``; the result's ``images`` are the NumPy images after iteration 1 and after
+    ``n_iter`` iterations (``image_iterations`` ``[1, n_iter]``), ``image`` the last."""
+    from ..recon import osem
+
+    first = []
+
+    def keep_first(it, position, x, last=problem.n_subsets - 1):
+        if it == 1 and position == last:     # the last subset update of iteration 1
+            first.append(to_numpy(x))
+
+    res = osem(problem, n_iter, callback=keep_first, progress=progress)
+    res.image = to_numpy(res.image)
+    res.images, res.image_iterations = [first[0], res.image], [1, res.n_iter]
+    return res
+
+
+def reconstruct_methods(methods: Sequence[str], make_problem: Callable, derenzo_data, point_data, n_iter: int,
+                        progress: bool, grid, info, positions, half_width_mm: float) -> Dict[str, MethodResult]:
+    """For each method: OSEM of the Derenzo and of the point-source data (``make_problem(method,
+    data)`` gives the subset problem), rod profiles and peak-to-valley after 1 and ``n_iter``
+    iterations, and the FWHM of each point source (profiles ``half_width_mm`` long each side)."""
+    out = {}
+    for method in methods:
+        runs = [osem_first_and_last(make_problem(method, data), n_iter, progress)
+                for data in (derenzo_data, point_data)]
+        r = MethodResult(method, runs[0], runs[1], seconds_per_iteration=float(np.median(runs[0].iteration_times)))
+        r.pv = peak_to_valley(rod_profiles(runs[0].images[-1], grid, info))
+        r.pv_first = peak_to_valley(rod_profiles(runs[0].images[0], grid, info))
+        r.fwhm = [point_source_fwhm(runs[1].images[-1], grid, p, half_width_mm=half_width_mm) for p in positions]
+        out[method] = r
+    return out
+
+
+# --- figures -------------------------------------------------------------------------------------------------
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (files only)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, path: str) -> str:
+    """Lay out, write (PNG, 90 dpi) and close ``fig``; returns ``path``."""
+    plt = pyplot()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def iteration_images(result: ExperimentResult, method: str) -> list:
+    """``[(image, title), ...]``: the Derenzo truth and ``method``'s images after 1 and n_iter iterations."""
+    r = result.methods[method].derenzo
+    return [(result.derenzo_truth, "truth"), (r.images[0], f"{method}: 1 iteration"),
+            (r.images[-1], f"{method}: {r.image_iterations[-1]} iterations")]
+
+
+def slice_figure(path: str, rows: Sequence[tuple]) -> str:
+    """A grid of 2D slices, one row per ``(panels, style)`` of ``rows``: ``panels`` = ``[(slice2d,
+    title), ...]``; ``style`` a dict with ``extent`` (mm, as imshow takes it), ``xlabel``, ``ylabel``
+    and optionally ``xlim`` / ``ylim`` (pairs, mm) and ``aspect`` ('equal' by default, or 'auto')."""
+    plt = pyplot()
+    n_cols = max(len(panels) for panels, _ in rows)
+    fig, axes = plt.subplots(len(rows), n_cols, figsize=(11, 3.5 * len(rows)), squeeze=False)
+    for i, (panels, style) in enumerate(rows):
+        for j, (img, title) in enumerate(panels):
+            ax = axes[i, j]
+            ax.imshow(img, origin="lower", cmap="gray_r", extent=style["extent"], aspect=style.get("aspect", "equal"))
+            if "xlim" in style:
+                ax.set_xlim(*style["xlim"])
+            if "ylim" in style:
+                ax.set_ylim(*style["ylim"])
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel(style["xlabel"])
+            ax.set_ylabel(style["ylabel"])
+    return save_figure(fig, path)
+
+
+def rod_profile_figure(path: str, grid, info, curves: Sequence[tuple], truth=None) -> str:
+    """Profiles through each rod group (up to six panels): ``curves`` = ``[(label, image, pv), ...]``
+    (pv: diameter -> PeakToValley, shown in the legend), and the truth scaled to each panel."""
+    plt = pyplot()
+    diameters = [d for d in info.diameters_mm if all(d in pv for _, _, pv in curves)]
+    fig, axes = plt.subplots(2, 3, figsize=(12, 6.5))
+    for ax, d in zip(axes.ravel(), diameters):
+        for label, img, pv in curves:
+            prof = rod_profiles(img, grid, info)[d]
+            ax.plot(prof.distance_mm, prof.values, label=f"{label} (P/V {pv[d].ratio_text()})")
+        if truth is not None:
+            t = rod_profiles(truth, grid, info)[d]
+            ax.plot(t.distance_mm, t.values * max(ax.get_ylim()[1], 1e-12) / max(t.values.max(), 1e-12),
+                    "k:", lw=0.8, label="truth (scaled)")
+        ax.set_title(f"{d:g} mm rods", fontsize=9)
+        ax.set_xlabel("distance along the profile (mm)")
+        ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def fwhm_figure(path: str, result: ExperimentResult, coordinate: np.ndarray, xlabel: str) -> str:
+    """Point-source FWHM along each of the three directions (``result.FWHM_AXES``, one panel each)
+    against ``coordinate`` (one value per point), a line per method."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
+    for k, (ax, name) in enumerate(zip(axes, result.FWHM_AXES)):
+        for m, r in result.methods.items():
+            ax.plot(coordinate, r.fwhm_mm()[:, k], "o-", label=m)
+        ax.set_title(f"{name} FWHM after {result.config.n_iter} iterations", fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("FWHM (mm)")
+        ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+__all__ = ["ExperimentConfigBase", "ExperimentResult", "MethodResult", "fwhm_figure", "iteration_images",
+           "osem_first_and_last", "prepare", "preset_scanner", "pyplot", "reconstruct_methods", "rod_profile_figure",
+           "save_figure", "slice_figure"]
