@@ -20,6 +20,18 @@ def cuda_status() -> str:
     return str(_core.cuda_runtime_status())
 
 
+def device_summary() -> str:
+    """One plain sentence on where the projectors run: the usable GPUs, or that none is usable (and
+    why, in the CUDA runtime's words), or that the CUDA backend was not compiled in."""
+    if not has_cuda():
+        return "CUDA backend not compiled in: everything runs on the CPU (C++ / OpenMP)"
+    n = cuda_device_count()
+    if n > 0:
+        return f"{n} usable CUDA device(s): backend='auto' runs on the GPU"
+    return ("no GPU is usable here: backend='auto' runs on the CPU (C++ / OpenMP); "
+            f"the CUDA runtime says: {cuda_status()}")
+
+
 def resolve_backend(backend: str) -> str:
     """Map 'auto' | 'cpu' | 'cuda' to the backend that will run; 'cuda' without a GPU is an error."""
     if backend not in ("auto", "cpu", "cuda"):

@@ -1,0 +1,32 @@
+"""The ``directpet`` command says what it is and where it runs, in plain words."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import directpet
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _cli(*args):
+    proc = subprocess.run([sys.executable, "-m", "directpet.cli", *args], capture_output=True, text=True,
+                          env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_help_and_info_name_the_three_families():
+    for text in (_cli("--help"), _cli("info")):
+        for family in ("DIRECT", "FIRST", "dual-head"):
+            assert family in text, (family, text)
+
+
+def test_info_says_plainly_where_the_projectors_run():
+    text = _cli("info")
+    if not directpet.has_cuda():
+        assert "CUDA backend not compiled in" in text
+    elif directpet.cuda_device_count() == 0:
+        assert "no GPU is usable here" in text and "runs on the CPU" in text
+    else:
+        assert f"{directpet.cuda_device_count()} usable CUDA device(s)" in text
