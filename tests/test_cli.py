@@ -6,12 +6,13 @@ from pathlib import Path
 
 import directpet
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+# the directpet that pytest imported (a source tree with its built extension, or the installed package)
+HERE = str(Path(directpet.__file__).resolve().parents[1])
 
 
 def _cli(*args):
     proc = subprocess.run([sys.executable, "-m", "directpet.cli", *args], capture_output=True, text=True,
-                          env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"}, timeout=120)
+                          env={"PYTHONPATH": HERE, "PATH": "/usr/bin:/bin"}, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 

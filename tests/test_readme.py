@@ -82,8 +82,13 @@ for b in json.load(open(sys.argv[1])):
 
 
 def _env():
+    """The environment of the subprocesses: the directpet that pytest imported (a source tree with its
+    built extension, or the installed package) comes first on their path."""
+    import directpet
+
+    here = str(Path(directpet.__file__).resolve().parents[1])
     return dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=os.pathsep.join(
-        p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH", "")) if p))
+        p for p in (here, os.environ.get("PYTHONPATH", "")) if p))
 
 
 def _run(args, cwd, timeout):
