@@ -13,6 +13,7 @@ that the rendered README does not show:
                                        script after the unmarked blocks (its workers import it);
 ``<!-- readme-test: needs=MODULE -->`` needs an optional library (PyTorch): skipped, with that reason,
                                        where it is missing, else run after the unmarked blocks;
+Several may be combined (``script needs=distributed``).
 ``<!-- readme-test: skip: REASON -->`` not run here (only for a block that needs outside
                                        infrastructure, e.g. a batch-queue cluster); REASON is required.
 
@@ -101,7 +102,7 @@ def test_readme_has_python_blocks_and_every_marker_is_known():
     assert len(PYTHON) >= 5, "README.md lost its Python examples"
     for b in MARKED:
         m = b["marker"]
-        assert m == "script" or re.fullmatch(r"(gpus=\d+|needs=\w+|skip: \S.*)", m), \
+        assert re.fullmatch(r"skip: \S.*", m) or all(re.fullmatch(r"script|gpus=\d+|needs=\w+", t) for t in m.split()), \
             f"README.md:{b['line']}: unknown marker {m!r} (script, gpus=N, needs=MODULE or 'skip: REASON')"
     skipped = [b for b in MARKED if b["marker"].startswith("skip")]
     assert len(skipped) <= 1, f"only a block that needs outside infrastructure may be skipped: {skipped}"
@@ -123,22 +124,22 @@ def test_readme_marked_block(block, tmp_path):
     marker = block["marker"]
     if marker.startswith("skip: "):
         pytest.skip(f"README.md:{block['line']}: {marker[6:]}")
-    m = re.fullmatch(r"needs=(\w+)", marker)
-    if m:
-        pytest.importorskip(m.group(1), reason=f"README.md:{block['line']} needs {m.group(1)} (optional)")
+    tokens = dict(t.partition("=")[::2] for t in marker.split())
+    if "needs" in tokens:
+        pytest.importorskip(tokens["needs"], reason=f"README.md:{block['line']} needs {tokens['needs']} (optional)")
+    if "gpus" in tokens:
+        import directpet
+
+        if directpet.cuda_device_count() < int(tokens["gpus"]):
+            pytest.skip(f"README.md:{block['line']} needs {tokens['gpus']} CUDA devices, "
+                        f"this machine has {directpet.cuda_device_count()}")
+    if "script" not in tokens and "gpus" not in tokens:        # after the unmarked blocks, in one session
         (tmp_path / "blocks.json").write_text(json.dumps(SESSION + [block]))
         (tmp_path / "runner.py").write_text(RUNNER)
         print(_run([sys.executable, str(tmp_path / "runner.py"), str(tmp_path / "blocks.json")], tmp_path, 900)[-3000:])
         return
-    code = block["code"]
-    m = re.fullmatch(r"gpus=(\d+)", marker)
-    if m:
-        import directpet
-
-        if directpet.cuda_device_count() < int(m.group(1)):
-            pytest.skip(f"README.md:{block['line']} needs {m.group(1)} CUDA devices, "
-                        f"this machine has {directpet.cuda_device_count()}")
-        code = "".join(b["code"] for b in SESSION) + code
+    # a script: alone, or (gpus=N: its workers import it) after the unmarked blocks
+    code = ("".join(b["code"] for b in SESSION) if "gpus" in tokens else "") + block["code"]
     script = tmp_path / "readme_block.py"
     script.write_text(code)
     print(_run([sys.executable, str(script)], tmp_path, 900)[-3000:])
