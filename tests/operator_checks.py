@@ -271,7 +271,7 @@ class _Check:
         return {"subset": subset, "subset_bit_identical": exact, **errors}
 
     def errors(self):
-        op, name = self.op, self.name
+        op = self.op
         for method, arg in (("forward", op.in_name), ("adjoint", op.out_name)):
             shape_in, shape_out = self.ends(method)
             good = self.uniform(shape_in)

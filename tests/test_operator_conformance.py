@@ -23,7 +23,6 @@ from directpet.direct import FFTProjector, HistoImageProjector, LowRankProjector
 from directpet.direct.cuda_engine import METHODS as DIRECT_METHODS
 from directpet.dualhead import DualHeadProjector, DualHeadScanner
 from directpet.dualhead.projector import METHODS as DUALHEAD_METHODS
-from directpet.first import METHODS as FIRST_METHODS
 from directpet.first import RotatingScanner, SuperLORProjector, build_super_lor_table
 from directpet.geometry import ImageGrid
 from directpet.operators import vstack

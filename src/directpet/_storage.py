@@ -100,6 +100,29 @@ def read_record(path, what: str, fmt: str, version: int, scanner_cls, required: 
     return read_npz(path, what, ("format", "version", "scanner") + tuple(required), parse)
 
 
+def expected_counts(projector, image, image_shape, *, factors=None, background=None):
+    """The model's mean data ``f * A x + b`` (float32, the image's namespace), everything checked
+    before the projection: ``projector`` a :class:`~directpet.operators.LinearOperator`
+    (``A x = projector.forward(x)``, of ``projector.out_shape``); ``image`` of ``image_shape``,
+    finite and >= 0; ``factors`` f / ``background`` b of ``out_shape``, finite and >= 0, or None."""
+    from .operators import LinearOperator
+    from .recon.problem import check_nonnegative
+
+    if not isinstance(projector, LinearOperator):
+        raise TypeError(f"projector: expected a directpet projector (a LinearOperator), got {type(projector).__name__}")
+    xp = array_module(image)
+    check_nonnegative(image, "image", None, xp, tuple(image_shape))
+    for name, a in (("factors", factors), ("background", background)):
+        if a is not None:
+            check_nonnegative(a, name, None, xp, tuple(projector.out_shape))
+    ybar = projector.forward(image)               # a fresh array: f and b are applied in place
+    if factors is not None:
+        ybar *= factors
+    if background is not None:
+        ybar += background
+    return ybar
+
+
 def model_consistent_counts(projector, image, image_shape, *, counts=None, factors=None, background=None,
                             noise: bool = True, seed=None, source: str = "model_consistent_data"):
     """Prompts drawn from the reconstruction model itself, ``Poisson(f * A x + b)``: the one
@@ -116,7 +139,6 @@ def model_consistent_counts(projector, image, image_shape, *, counts=None, facto
     """
     from ._checks import flag, real_number
     from .operators import LinearOperator
-    from .recon.problem import check_nonnegative
     from .sim.random import draw_counts, make_rng
 
     if not isinstance(projector, LinearOperator):
@@ -126,15 +148,7 @@ def model_consistent_counts(projector, image, image_shape, *, counts=None, facto
     noise = flag("noise", noise)
     xp = array_module(image)
     rng = make_rng(seed, xp, "seed") if noise else None      # a bad seed is refused before any projection
-    check_nonnegative(image, "image", None, xp, tuple(image_shape))
-    for name, a in (("factors", factors), ("background", background)):
-        if a is not None:
-            check_nonnegative(a, name, None, xp, tuple(projector.out_shape))
-    ybar = projector.forward(image)
-    if factors is not None:
-        ybar *= factors
-    if background is not None:
-        ybar += background
+    ybar = expected_counts(projector, image, image_shape, factors=factors, background=background)
     prompts, bg, alpha, total = draw_counts(ybar, counts=counts, background=background, rng=rng, noise=noise)
     f = None if factors is None else factors.astype(np.float32, copy=False)
     meta = {"source": source, "image_scale": alpha, "expected_counts": total * alpha, "noise": noise,
@@ -142,8 +156,8 @@ def model_consistent_counts(projector, image, image_shape, *, counts=None, facto
     return prompts, f, bg, meta
 
 
-__all__ = ["CountData", "ScannerCounts", "check_format", "data_namespace", "json_object", "model_consistent_counts",
-           "read_npz", "read_record", "save_record"]
+__all__ = ["CountData", "ScannerCounts", "check_format", "data_namespace", "expected_counts", "json_object",
+           "model_consistent_counts", "read_npz", "read_record", "save_record"]
 
 
 def data_namespace(xp, name: str = "xp"):
@@ -287,8 +301,8 @@ class ScannerCounts(CountData):
 
     @staticmethod
     def counts_shape(scanner) -> tuple:
-        """The shape of every array of this scanner's data."""
-        raise NotImplementedError
+        """The shape of every array of this scanner's data (each family's data class defines it)."""
+        raise NotImplementedError("counts_shape: a ScannerCounts subclass defines the shape of its data")
 
     def __post_init__(self):
         self._check_counts(self.counts_shape)

@@ -16,10 +16,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Optional
 
-from .._checks import array_module, check_volume, require_memory
-from .._storage import CountData, model_consistent_counts
+from .._checks import check_volume, require_memory
+from .._storage import CountData, expected_counts, model_consistent_counts
 from ..geometry import ImageGrid
-from ..recon.problem import check_nonnegative
 from .geometry import CylindricalScanner, ViewSet, check_views_match
 from .model import SRKernel
 
@@ -157,21 +156,9 @@ def expected_data(projector, image, *, factors=None, background=None):
     before any projection.
     """
     projector = _check_model_projector(projector)
-    grid = projector.grid
-    image = check_volume(image, "image", grid.shape)
-    xp = array_module(image)
-    check_nonnegative(image, "image", None, xp, grid.shape)
-    shape = (projector.n_views,) + tuple(grid.shape)
-    for name, a in (("factors", factors), ("background", background)):
-        if a is not None:
-            check_nonnegative(a, name, None, xp, shape)
-    require_stack_memory("projector", projector.n_views, grid)
-    out = projector.forward(image)                # (n_views, nz, ny, nx), then f and b in place
-    if factors is not None:
-        out *= factors
-    if background is not None:
-        out += background
-    return out
+    image = check_volume(image, "image", projector.grid.shape)
+    require_stack_memory("projector", projector.n_views, projector.grid)
+    return expected_counts(projector, image, projector.grid.shape, factors=factors, background=background)
 
 
 def model_consistent_data(projector, image, *, counts: Optional[float] = None, factors=None, background=None,
