@@ -140,9 +140,11 @@ def test_plots_return_figures_and_write_png(tmp_path):
     results = [ReconResult(image=img, images=[img] * 5, image_iterations=list(range(1, 6)), algorithm=a)
                for a in ("inv", "v1")]
     fig = plot_matched_noise_panels(results, [c1, c2], info, path=tmp_path / "panels.png")
-    assert len(fig.axes) == 2 and (tmp_path / "panels.png").exists()
+    # two panels and their shared colour bar, labelled with the intensity's units
+    assert len(fig.axes) == 3 and (tmp_path / "panels.png").exists()
+    assert fig.axes[-1].get_ylabel() == "activity (a.u.)" and fig.axes[0].get_xlabel() == "x (mm)"
     fig = plot_image_panels([img, img], ["a", "b"], GRID, z_mm=1.0)
-    assert len(fig.axes) == 2
+    assert len(fig.axes) == 3            # two panels and one colour bar
     fig = plot_line_profiles([img], ["recon"], info, truth=img, path=tmp_path / "prof.png")
     assert (tmp_path / "prof.png").exists()
     s, v = line_profile(img, GRID, (30.0, 0.0), (50.0, 0.0), z_mm=1.0, n_samples=41)

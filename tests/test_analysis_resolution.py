@@ -245,3 +245,39 @@ def test_rod_profiles_reject_bad_input(derenzo):
         rod_profiles(img, FIRST_LIKE, info, step_mm=-0.1)
     with pytest.raises(ValueError, match="window_fraction"):
         peak_to_valley(rod_profiles(img, FIRST_LIKE, info), window_fraction=0.0)
+
+
+# --- what the voxels can resolve ----------------------------------------------------------------------
+
+def test_point_source_fwhm_flags_a_response_narrower_than_two_voxels(rng):
+    """A source much narrower than the voxels measures about one voxel whatever its width: it is
+    flagged as voxel-limited; a response three voxels wide is not flagged."""
+    grid = ImageGrid((21, 61, 61), (0.8, 0.4, 0.4))
+    centre = np.array([0.0, 0.0, 0.0])
+    narrow = _blob(grid, centre, (0.05, 0.05, 0.05), (1.0, 0.0)) * rng.uniform(1, 10)
+    res = point_source_fwhm(narrow, grid, centre)
+    assert res["voxel_mm"] == {"radial": 0.4, "tangential": 0.4, "axial": 0.8}
+    for name, voxel in res["voxel_mm"].items():
+        assert res["fwhm_mm"][name] == pytest.approx(voxel, rel=0.05), name     # a single hot voxel
+        assert res["sampling_limited"][name], name
+    wide = _blob(grid, centre, (3 * 0.4 / FWHM_PER_SIGMA, 3 * 0.4 / FWHM_PER_SIGMA, 3 * 0.8 / FWHM_PER_SIGMA),
+                 (1.0, 0.0))
+    res = point_source_fwhm(wide, grid, centre, half_width_mm=6.0)
+    assert not any(res["sampling_limited"].values())
+    # oversampling the profile does not change what the voxels limit
+    assert point_source_fwhm(narrow, grid, centre, oversample=4)["sampling_limited"]["axial"]
+
+
+def test_peak_to_valley_marks_rods_closer_than_two_voxels(rng):
+    """On 0.3 mm voxels every group's rods (at least 1.5 mm apart on the line) are sampled; on 0.9 mm
+    voxels the groups whose rods are closer than 1.8 mm (0.75 mm rods) are marked, and the mark shows
+    in the ratio text."""
+    for voxel in (0.3, 0.9):
+        grid = ImageGrid((5, int(40 / voxel) | 1, int(40 / voxel) | 1), (0.8, voxel, voxel))
+        img, info = derenzo_phantom(grid, first_sector_deg=rng.uniform(0, 360))
+        pv = peak_to_valley(rod_profiles(_blur(img, 0.3, grid), grid, info))
+        for d, r in pv.items():
+            assert r.pitch_mm == pytest.approx(2 * d, rel=1e-6)      # hexagonal rows: centres 2 d apart
+            assert r.sampled == (2 * d >= 2 * voxel), (voxel, d)
+            assert r.ratio_text().endswith("*") == (not r.sampled)
+        assert any(not r.sampled for r in pv.values()) == (voxel > 0.75)

@@ -20,7 +20,15 @@ from typing import Callable, ClassVar, Dict, List, Sequence, Tuple
 import numpy as np
 
 from .._checks import to_numpy
-from .resolution import AXIS_NAMES, peak_to_valley, point_source_fwhm, rod_profiles
+from .resolution import AXIS_NAMES, UNDERSAMPLED_NOTE, peak_to_valley, point_source_fwhm, rod_profiles
+
+#: the footnote of an FWHM in brackets (:meth:`MethodResult.fwhm_text`)
+VOXEL_LIMITED_NOTE = ("(w): an FWHM below two voxels along its direction: the voxels, not the system, limit it, "
+                      "so it is not a resolution result")
+
+#: the colour-bar and profile label of reconstructed and true activity: OSEM's images are in the
+#: units the data and system model give them (uncalibrated counts per voxel), so relative units
+ACTIVITY_LABEL = "activity (a.u.)"
 
 
 @dataclass
@@ -58,6 +66,18 @@ class MethodResult:
     def fwhm_mm(self) -> np.ndarray:
         """``(n_points, 3)`` FWHM in mm along the radial, tangential and axial directions of each point."""
         return np.array([[f["fwhm_mm"][a] for a in AXIS_NAMES] for f in self.fwhm])
+
+    def fwhm_limit_mm(self) -> np.ndarray:
+        """``(n_points, 3)`` the smallest FWHM the voxels can measure along each direction (two
+        voxels, see :func:`~directpet.analysis.point_source_fwhm`), and NaN where the FWHM is above it."""
+        return np.array([[2.0 * f["voxel_mm"][a] if f["sampling_limited"][a] else np.nan for a in AXIS_NAMES]
+                         for f in self.fwhm])
+
+    def fwhm_text(self, k: int) -> str:
+        """Point ``k``'s three FWHM for a table, in brackets (``'(0.80)'``) where they are below two
+        voxels: there the voxels, not the system, limit the number (:data:`VOXEL_LIMITED_NOTE`)."""
+        limits = self.fwhm_limit_mm()[k]
+        return " / ".join(f"{w:.2f}" if not np.isfinite(b) else f"({w:.2f})" for w, b in zip(self.fwhm_mm()[k], limits))
 
 
 @dataclass
@@ -97,14 +117,18 @@ class ExperimentResult:
         lines = [f"peak-to-valley after {it} iterations (1 iteration in brackets)",
                  f"{'rod (mm)':>9} " + " ".join(f"{m:>16}" for m in labels)]
         for d in groups:
-            cells = [f"{r.pv[d].ratio_text():>7} ({r.pv_first[d].ratio_text():>6})" for r in self.methods.values()]
-            lines.append(f"{d:>9.2f} " + " ".join(f"{c:>16}" for c in cells))
+            cells = [f"{r.pv[d].ratio_text():>7} ({r.pv_first[d].ratio_text():>7})" for r in self.methods.values()]
+            lines.append(f"{d:>9.2f} " + " ".join(f"{c:>17}" for c in cells))
+        if any(not r.pv[d].sampled for r in self.methods.values() for d in groups):
+            lines.append(UNDERSAMPLED_NOTE)
         title, points = self.point_labels()
         lines += ["", f"point-source FWHM after {it} iterations (mm): {' / '.join(self.FWHM_AXES)}",
-                  f"{title:>12} " + " ".join(f"{m:>20}" for m in labels)]
+                  f"{title:>12} " + " ".join(f"{m:>24}" for m in labels)]
         for k, point in enumerate(points):
-            cells = [" / ".join(f"{w:.2f}" for w in r.fwhm_mm()[k]) for r in self.methods.values()]
-            lines.append(f"{point:>12} " + " ".join(f"{c:>20}" for c in cells))
+            cells = [r.fwhm_text(k) for r in self.methods.values()]
+            lines.append(f"{point:>12} " + " ".join(f"{c:>24}" for c in cells))
+        if any(np.isfinite(r.fwhm_limit_mm()).any() for r in self.methods.values()):
+            lines.append(VOXEL_LIMITED_NOTE)
         lines += ["", f"time per OSEM iteration ({self.config.n_subsets} subsets): " + ", ".join(
             f"{m} {r.seconds_per_iteration * 1e3:.0f} ms" for m, r in self.methods.items())]
         return "\n".join(lines)
@@ -186,11 +210,14 @@ def pyplot():
     return plt
 
 
-def save_figure(fig, path: str) -> str:
-    """Lay out, write (PNG, 90 dpi) and close ``fig``; returns ``path``."""
+def save_figure(fig, path: str, footnote: str = "") -> str:
+    """Lay out, write (PNG, 90 dpi) and close ``fig``, with ``footnote`` (if any) in a strip along
+    its bottom edge; returns ``path``."""
     plt = pyplot()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.tight_layout()
+    if footnote:
+        fig.text(0.5, 0.005, footnote, ha="center", va="bottom", fontsize=8)
+    fig.tight_layout(rect=(0, 0.04 if footnote else 0, 1, 1))
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
@@ -213,7 +240,9 @@ def slice_figure(path: str, rows: Sequence[tuple]) -> str:
     for i, (panels, style) in enumerate(rows):
         for j, (img, title) in enumerate(panels):
             ax = axes[i, j]
-            ax.imshow(img, origin="lower", cmap="gray_r", extent=style["extent"], aspect=style.get("aspect", "equal"))
+            shown = ax.imshow(img, origin="lower", cmap="gray_r", extent=style["extent"],
+                              aspect=style.get("aspect", "equal"), vmin=0)
+            fig.colorbar(shown, ax=ax, shrink=0.8, label=ACTIVITY_LABEL)
             if "xlim" in style:
                 ax.set_xlim(*style["xlim"])
             if "ylim" in style:
@@ -238,10 +267,13 @@ def rod_profile_figure(path: str, grid, info, curves: Sequence[tuple], truth=Non
             t = rod_profiles(truth, grid, info)[d]
             ax.plot(t.distance_mm, t.values * max(ax.get_ylim()[1], 1e-12) / max(t.values.max(), 1e-12),
                     "k:", lw=0.8, label="truth (scaled)")
-        ax.set_title(f"{d:g} mm rods", fontsize=9)
+        pitch = next(iter(pv[d] for _, _, pv in curves)).pitch_mm
+        ax.set_title(f"{d:g} mm rods ({pitch:.2f} mm apart on the line)", fontsize=9)
         ax.set_xlabel("distance along the profile (mm)")
+        ax.set_ylabel(ACTIVITY_LABEL)
         ax.legend(fontsize=7)
-    return save_figure(fig, path)
+    undersampled = any(not pv[d].sampled for _, _, pv in curves for d in diameters)
+    return save_figure(fig, path, UNDERSAMPLED_NOTE if undersampled else "")
 
 
 def fwhm_figure(path: str, result: ExperimentResult, coordinate: np.ndarray, xlabel: str) -> str:
@@ -251,14 +283,23 @@ def fwhm_figure(path: str, result: ExperimentResult, coordinate: np.ndarray, xla
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
     for k, (ax, name) in enumerate(zip(axes, result.FWHM_AXES)):
         for m, r in result.methods.items():
-            ax.plot(coordinate, r.fwhm_mm()[:, k], "o-", label=m)
+            line, = ax.plot(coordinate, r.fwhm_mm()[:, k], "o-", label=m)
+            limit = r.fwhm_limit_mm()[:, k]
+            hit = np.isfinite(limit)
+            if hit.any():       # open markers: below two voxels, a bound set by the sampling
+                ax.plot(np.asarray(coordinate)[hit], r.fwhm_mm()[hit, k], "o", mfc="white", mec=line.get_color())
+        voxels = [f["voxel_mm"][AXIS_NAMES[k]] for r in result.methods.values() for f in r.fwhm[:1]]
+        if voxels:
+            ax.axhline(2.0 * voxels[0], color="0.5", ls="--", lw=1, label=f"two voxels ({2.0 * voxels[0]:.2f} mm)")
         ax.set_title(f"{name} FWHM after {result.config.n_iter} iterations", fontsize=9)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("FWHM (mm)")
         ax.legend(fontsize=7)
-    return save_figure(fig, path)
+    return save_figure(fig, path, "open marks: an FWHM below two voxels (dashed line), limited by the voxels "
+                       "rather than the system")
 
 
-__all__ = ["ExperimentConfigBase", "ExperimentResult", "MethodResult", "fwhm_figure", "iteration_images",
+__all__ = ["ACTIVITY_LABEL", "VOXEL_LIMITED_NOTE", "ExperimentConfigBase", "ExperimentResult", "MethodResult",
+           "fwhm_figure", "iteration_images",
            "osem_first_and_last", "prepare", "preset_scanner", "pyplot", "reconstruct_methods", "rod_profile_figure",
            "save_figure", "slice_figure"]

@@ -78,9 +78,10 @@ def _slice(image, grid, z_mm, name="image"):
 
 def plot_image_panels(images: Sequence, titles: Sequence[str], grid, *, z_mm: float = 0.0,
                       vmax: Optional[float] = None, cmap: str = "gray_r", ncols: Optional[int] = None,
-                      path=None):
+                      units: str = "activity (a.u.)", path=None):
     """Transaxial slices at z (mm) of several images side by side, on a common grey scale
-    (``vmax`` default: the largest value over the panels). Used for matched-noise panels."""
+    (``vmax`` default: the largest value over the panels) with one colour bar labelled ``units``
+    (reconstructions are uncalibrated: relative units). Used for matched-noise panels."""
     images, titles = _sequence("images", images), _sequence("titles", titles)
     if not images:
         raise ValueError("images: expected at least one image, got none")
@@ -89,6 +90,8 @@ def plot_image_panels(images: Sequence, titles: Sequence[str], grid, *, z_mm: fl
         raise TypeError(f"titles: expected strings, entry {bad[0]} is a {type(titles[bad[0]]).__name__}")
     if len(titles) != len(images):
         raise ValueError(f"titles: expected one title per image, got {len(titles)} for {len(images)} image(s)")
+    if not isinstance(units, str):
+        raise TypeError(f"units: expected the colour bar's label as a string, got {type(units).__name__}")
     planes = [_slice(im, grid, z_mm, f"images[{k}]") for k, im in enumerate(images)]
     ncols = len(planes) if ncols is None else integer("ncols", ncols, lo=1)
     nrows = int(np.ceil(len(planes) / ncols))
@@ -99,12 +102,16 @@ def plot_image_panels(images: Sequence, titles: Sequence[str], grid, *, z_mm: fl
     fig = _figure((3.0 * ncols, 3.0 * nrows + 0.3))
     hx = 0.5 * grid.nx * grid.voxel_size[2]
     hy = 0.5 * grid.ny * grid.voxel_size[1]
+    axes = []
     for k, (p, t) in enumerate(zip(planes, titles)):
         ax = fig.add_subplot(nrows, ncols, k + 1)
-        ax.imshow(p, origin="lower", cmap=cmap, vmin=0, vmax=vmax, extent=(-hx, hx, -hy, hy))
+        shown = ax.imshow(p, origin="lower", cmap=cmap, vmin=0, vmax=vmax, extent=(-hx, hx, -hy, hy))
         ax.set_title(t, fontsize=9)
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.set_xlabel("x (mm)", fontsize=8)
+        ax.set_ylabel("y (mm)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        axes.append(ax)
+    fig.colorbar(shown, ax=axes, shrink=0.8, label=units)     # one grey scale for every panel
     return _save(fig, path)
 
 
@@ -182,7 +189,7 @@ def plot_line_profiles(images: Sequence, labels: Sequence[str], phantom_info, *,
             v = v / _crc(im, phantom_info).background_means[sphere]
         ax.plot(s - half_length_mm, v, label=lab, ls="--" if lab == "truth" else "-")
     ax.set_xlabel(f"distance from sphere {sphere} centre (mm, radial)")
-    ax.set_ylabel("activity / background" if normalise else "activity")
+    ax.set_ylabel("activity / background" if normalise else "activity (a.u.)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, path)

@@ -192,7 +192,12 @@ def point_source_fwhm(image, grid: ImageGrid, position_mm, *, half_width_mm: flo
     does not fall to a tenth of its peak within +-half_width_mm, e.g. over a background or a
     neighbouring source, while an FWHM that cannot be measured raises), ``'peak_mm'`` ((3,) located peak
     (x, y, z) mm), ``'directions'`` ({direction: (3,) unit vector}) and ``'profiles'``
-    ({direction: (distance_mm from the peak (n,), values (n,))}).
+    ({direction: (distance_mm from the peak (n,), values (n,))}), ``'voxel_mm'`` ({direction: the
+    voxel size along it, mm: ``sqrt(sum_a (e_a v_a)**2)`` over the unit vector ``e`` and the voxel edges ``v``})
+    and ``'sampling_limited'`` ({direction: bool}): True when the FWHM is below two of those voxels, where a response narrower than the voxels measures about one
+    to two voxels whatever its true width (a single hot voxel gives one voxel) -- such an FWHM is a
+    bound set by the voxel size, not a resolution result (NEMA NU 2 / NU 4 ask for at least three
+    samples across the FWHM).
     """
     img = _image(image, grid)
     pos = np.array(check_point("position_mm", position_mm))
@@ -212,6 +217,10 @@ def point_source_fwhm(image, grid: ImageGrid, position_mm, *, half_width_mm: flo
     step = {"radial": min(grid.voxel_size[1], grid.voxel_size[2]) / oversample,
             "tangential": min(grid.voxel_size[1], grid.voxel_size[2]) / oversample,
             "axial": grid.voxel_size[0] / oversample}
+    # the voxel size along each direction, sqrt(sum_a (e_a v_a)^2): v_x for a profile along x on
+    # voxels of vx != vy, v for any direction on isotropic voxels, in between for an oblique one
+    sizes = np.array([grid.voxel_size[2], grid.voxel_size[1], grid.voxel_size[0]])         # x, y, z
+    voxel = {k: float(np.sqrt(np.sum((frame[k] * sizes) ** 2))) for k in AXIS_NAMES}
     fwhm, fwtm, profiles = {}, {}, {}
     for name in axes:
         perp = [p for p in AXIS_NAMES if p != name]
@@ -235,7 +244,9 @@ def point_source_fwhm(image, grid: ImageGrid, position_mm, *, half_width_mm: flo
             fwtm[name] = float("nan")
         profiles[name] = (t, values)
     return {"fwhm_mm": fwhm, "fwtm_mm": fwtm, "peak_mm": peak,
-            "directions": {k: frame[k] for k in axes}, "profiles": profiles}
+            "directions": {k: frame[k] for k in axes}, "profiles": profiles,
+            "voxel_mm": {k: voxel[k] for k in axes},
+            "sampling_limited": {k: bool(fwhm[k] < 2.0 * voxel[k]) for k in axes}}
 
 
 # --- Derenzo rods --------------------------------------------------------------------------------------
@@ -253,6 +264,7 @@ class RodProfile:
     valley_mm : (m - 1,) midpoints between neighbouring rods along the line (mm).
     start_mm, end_mm : (3,) ends of the line (x, y, z) mm, at the phantom centre along the axis.
     slices : indices (along the rod axis's image axis) of the slices averaged.
+    voxel_mm : the larger in-plane voxel size of the image (mm): the profile's sampling limit.
     """
 
     diameter_mm: float
@@ -263,6 +275,7 @@ class RodProfile:
     start_mm: np.ndarray
     end_mm: np.ndarray
     slices: np.ndarray
+    voxel_mm: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -279,6 +292,11 @@ class PeakToValley:
         separation in a cold background) and ``nan`` when ``mean_peak <= 0``. ``mean_peak`` and
         ``mean_valley`` are kept so that a contrast (e.g. their difference) can be used instead.
     profile : the :class:`RodProfile` measured.
+    pitch_mm : the distance between neighbouring rods along the profile (mm).
+    sampled : whether the image's voxels can resolve the rods at all: the pitch is at least two
+        in-plane voxels (the sampling theorem's limit). When it is not, the ratio measures how the
+        rods alias onto the voxel lattice, not the resolution of the reconstruction, and
+        :meth:`ratio_text` marks it with ``*``.
     """
 
     diameter_mm: float
@@ -288,10 +306,19 @@ class PeakToValley:
     mean_valley: float
     ratio: float
     profile: RodProfile
+    pitch_mm: float = float("nan")
+    sampled: bool = True
 
     def ratio_text(self) -> str:
-        """The ratio for tables and legends: ``'inf'`` for perfect separation, else 2 decimals."""
-        return "inf" if not np.isfinite(self.ratio) else f"{self.ratio:.2f}"
+        """The ratio for tables and legends: ``'inf'`` for perfect separation, else 2 decimals;
+        followed by ``*`` when the voxels cannot sample the rods (see ``sampled``)."""
+        text = "inf" if not np.isfinite(self.ratio) else f"{self.ratio:.2f}"
+        return text if self.sampled else text + "*"
+
+
+#: the footnote that explains a ``*`` of :meth:`PeakToValley.ratio_text` in tables and legends
+UNDERSAMPLED_NOTE = ("* rods closer than two voxels along the profile: the voxels cannot resolve them, so the "
+                     "ratio is an aliasing artefact, not a result")
 
 
 def rod_profiles(image, grid: ImageGrid, info, *, step_mm: Optional[float] = None,
@@ -355,7 +382,9 @@ def rod_profiles(image, grid: ImageGrid, info, *, step_mm: Optional[float] = Non
             ends[k, _POINT_AXIS[info.axis]] = centre_along
         out[float(g.diameter_mm)] = RodProfile(diameter_mm=float(g.diameter_mm), distance_mm=t, values=values,
                                                rod_mm=rods, valley_mm=0.5 * (rods[1:] + rods[:-1]),
-                                               start_mm=ends[0], end_mm=ends[1], slices=slices)
+                                               start_mm=ends[0], end_mm=ends[1], slices=slices,
+                                               voxel_mm=float(max(grid.voxel_size[_GRID_AXIS[u_name]],
+                                                                  grid.voxel_size[_GRID_AXIS[v_name]])))
     return out
 
 
@@ -373,7 +402,8 @@ def peak_to_valley(profiles: Mapping[float, RodProfile], *,
     minima within ``+-window_fraction * d`` of each midpoint between neighbouring rods (the gap
     between rod edges is ``+-d / 2`` about the midpoint); the ratio is mean peak / mean valley
     (see :class:`PeakToValley` for a valley of 0). Groups whose profile crosses a single rod have
-    no valley and are left out. Returns ``{diameter_mm: PeakToValley}``.
+    no valley and are left out; groups whose rods are closer than two voxels are kept but marked
+    (``sampled=False``). Returns ``{diameter_mm: PeakToValley}``.
     """
     window_fraction = real_number("window_fraction", window_fraction)
     if not 0.0 < window_fraction <= 0.5:
@@ -392,6 +422,8 @@ def peak_to_valley(profiles: Mapping[float, RodProfile], *,
         valleys = np.array([prof.values[_window(prof.distance_mm, c, half)].min() for c in prof.valley_mm])
         mp, mv = float(peaks.mean()), float(valleys.mean())
         ratio = float("nan") if mp <= 0 else (float("inf") if mv <= 0 else mp / mv)
+        pitch = float(np.median(np.abs(np.diff(prof.rod_mm))))
         out[d] = PeakToValley(diameter_mm=float(prof.diameter_mm), peaks=peaks, valleys=valleys,
-                              mean_peak=mp, mean_valley=mv, ratio=ratio, profile=prof)
+                              mean_peak=mp, mean_valley=mv, ratio=ratio, profile=prof, pitch_mm=pitch,
+                              sampled=bool(pitch >= 2.0 * prof.voxel_mm - 1e-9))
     return out
