@@ -40,6 +40,11 @@ class _Tee(io.TextIOBase):
         self.out.flush()
 
 
+def _python(source: str) -> str:
+    """A cell's source without its IPython magics (``%matplotlib inline``): figures go to files here."""
+    return "\n".join("" if line.lstrip().startswith("%") else line for line in source.splitlines())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("notebook")
@@ -66,7 +71,8 @@ def main() -> int:
         t0 = time.perf_counter()
         try:
             with contextlib.redirect_stdout(tee):
-                exec(compile("".join(cell["source"]), f"<{os.path.basename(args.notebook)} cell {i}>", "exec"), scope)
+                exec(compile(_python("".join(cell["source"])), f"<{os.path.basename(args.notebook)} cell {i}>", "exec"),
+                     scope)
         except Exception:
             error, failed = traceback.format_exc(), i
             print(error, file=sys.stderr)

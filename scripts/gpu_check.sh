@@ -3,7 +3,7 @@
 # whole test suite (gpu-marked tests included), compute-sanitizer memcheck on a small case, and the
 # benchmarks. Logs and JSON records go to OUTDIR.
 #
-#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|realdata|demo|multigpu|all]
+#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|realdata|notebooks|demo|multigpu|all]
 #
 # The third argument may list several stages, comma-separated (e.g. tests,first,demo).
 # tests: the whole pytest suite + compute-sanitizer memcheck; projectors: benchmarks/direct_projectors.py;
@@ -14,6 +14,7 @@
 # benchmarks/dualhead_projectors.py and its experiment;
 # realdata: the PETSIRD / corrections / NIfTI / autograd tests, the real-data notebook at the 'small' size and
 # benchmarks/io_petsird.py (petsird and nibabel wheels from .whl/io when missing);
+# notebooks: every notebook at its GPU default size, timed (benchmarks/notebook_timing.py);
 # demo: `python -m directpet.cli demo` end to end as the README runs it, twice (benchmarks/demo_timing.py: the
 # first run with an empty CuPy kernel cache, the second with the kernels it compiled);
 # multigpu (a host with 2+ GPUs, not part of 'all'): the NCCL test, benchmarks/multi_gpu.py and the Dask sweep
@@ -27,7 +28,7 @@
 # Records carry the commit of the tree (benchmarks/_common.py stamp). On a machine that got a copy of the
 # working tree without .git, pass it in: DIRECTPET_COMMIT=<git rev-parse HEAD of the source>[+dirty].
 set -uo pipefail
-OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|realdata|demo|multigpu|all]}
+OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|realdata|notebooks|demo|multigpu|all]}
 MODE=${2:-full}
 WHAT=${3:-all}
 mkdir -p "$OUTDIR"
@@ -193,6 +194,17 @@ if runs realdata; then
   echo "== PETSIRD throughput and normalisation benchmark"
   stage bench_io "$OUTDIR/bench_io.log" $PY benchmarks/io_petsird.py --json "$OUTDIR/io_petsird.json"
   show "$OUTDIR/bench_io.log" 12
+fi
+
+if runs notebooks; then
+  # every notebook as a reader runs it on this machine: its GPU default size, cells timed
+  for nb in direct_reconstruction first_superlor dual_head real_data_workflow; do
+    echo "== notebook $nb at its GPU default (cells run as a script, timed)"
+    stage "notebook_$nb" "$OUTDIR/notebook_$nb.log" \
+      $PY benchmarks/notebook_timing.py "notebooks/$nb.ipynb" --set DIRECTPET_NOTEBOOK_OUT="$OUTDIR/notebook_$nb" \
+      --json "$OUTDIR/notebook_$nb.json"
+    show "$OUTDIR/notebook_$nb.log" 12
+  done
 fi
 
 if runs demo; then

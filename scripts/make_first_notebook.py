@@ -22,8 +22,11 @@ image 175 × 175 × 59 voxels of 0.4 × 0.4 × 0.8 mm.
 * **Reconstruction**: OSEM, 13 subsets of 10 interleaved angles, through the shared
   `directpet.recon` layer.
 
-On a GPU the notebook runs the paper's size; set `DIRECTPET_NOTEBOOK_SIZE=small|tiny` for the
-reduced problems (CI runs `tiny`)."""),
+**Sizes.** On a GPU the notebook runs the paper's size (`full`, 24 iterations). On a CPU it runs the
+`cpu` size (6 rows of crystals, 26 angles, 85 radial bins; 3 M Derenzo events, 10 iterations: about a
+minute on 2 cores, most of it in `faithful` and `matched`, which on a CPU cost 20 × `fast`).
+`DIRECTPET_NOTEBOOK_SIZE=tiny|cpu|small|full` and `DIRECTPET_NOTEBOOK_ITER=N` choose another
+(`full` on a CPU takes hours)."""),
     code("""import os
 import numpy as np
 import directpet as dp
@@ -31,10 +34,13 @@ from directpet.first import build_super_lor_table
 from directpet.first.experiment import ExperimentConfig, run_experiment, scanner_for, write_figures
 
 gpu = dp.cuda_device_count() > 0
-size = os.environ.get("DIRECTPET_NOTEBOOK_SIZE", "full" if gpu else "small")
-n_iter = int(os.environ.get("DIRECTPET_NOTEBOOK_ITER", "24"))
+size = os.environ.get("DIRECTPET_NOTEBOOK_SIZE", "full" if gpu else "cpu")
+n_iter = int(os.environ.get("DIRECTPET_NOTEBOOK_ITER", "24" if size in ("full", "small") else "10"))
 cfg = ExperimentConfig(size=size, n_iter=n_iter, progress=False)
-print(f"size {size}, {n_iter} OSEM iterations of {cfg.n_subsets} subsets, CUDA device: {gpu}")"""),
+# wall times of this notebook measured at its default sizes (benchmarks/RESULTS.md, notebooks)
+expected = {("cpu", False): "about 1 minute on a 2-core CPU", ("full", True): "about 3 minutes on an H200"}
+print(f"size {size}, {n_iter} OSEM iterations of {cfg.n_subsets} subsets, CUDA device: {gpu}; expected run time: "
+      f"{expected.get((size, gpu), 'not measured for this choice')}")"""),
     md("""## The system model and its storage
 
 Every sinogram LOR could have its own 175 × 5 × 3 tube; the symmetries leave one per ring
@@ -53,9 +59,12 @@ print(f"Monte Carlo: Derenzo {st['derenzo'].n_binned:,} events, points {st['poin
 print(res.table_text())"""),
     md("""## Images, rod profiles, resolution
 
-Transverse slices after 1 and 24 iterations; profiles through a row of each rod group (averaged
+Transverse slices after 1 and `n_iter` iterations; profiles through a row of each rod group (averaged
 over the central half of the rods' length) with their peak-to-valley ratios; point-source FWHM
-against the distance from the axis."""),
+against the distance from the axis. A peak-to-valley marked `*` belongs to rods closer than two
+voxels (the voxels cannot resolve them), and an FWHM printed as `<w` (open marks in the figure) is
+below two voxels: the voxels, not the scanner, limit it. At the `cpu` and `full` sizes the axial
+FWHM is such a bound (0.8 mm slices)."""),
     code("""%matplotlib inline
 paths = write_figures(res, os.environ.get("DIRECTPET_NOTEBOOK_OUT", "first_superlor_figures"))
 from IPython.display import Image, display

@@ -1,7 +1,6 @@
 """Write notebooks/direct_reconstruction.ipynb (outputs are not committed; run it to fill them)."""
 
 import nbformat as nbf
-
 nb = nbf.v4.new_notebook()
 md, code = nbf.v4.new_markdown_cell, nbf.v4.new_code_cell
 nb.cells = [
@@ -21,22 +20,29 @@ for the paper's five SR-kernel models:
 | `variant3` | `HistoImageProjector` | √(5.8² + (0.0236·s)²), 11.17 mm at the edge |
 
 CRC and noise are computed as in the paper (2D sphere ROI and background annulus, 50 mm central
-noise ROI) and compared at matched noise (8 %). On a GPU the notebook runs the paper's size
-(144 × 144 × 48 voxels of 4 mm, 430 M events); set `DIRECTPET_NOTEBOOK_SIZE=small|tiny` for the
-reduced problems (CI runs `tiny`)."""),
+noise ROI) and compared at matched noise (8 %).
+
+**Sizes.** On a GPU the notebook runs the paper's size (144 × 144 × 48 voxels of 4 mm, 430 M
+events, 40 passes). On a CPU it runs the `cpu` size (96 × 96 × 8 voxels of 4 mm, 20 M events,
+10 passes: about a minute on 2 cores), which keeps the phantom and the counts per slice close to
+the paper's. `DIRECTPET_NOTEBOOK_SIZE=tiny|cpu|small|paper` and `DIRECTPET_NOTEBOOK_ITER=N` choose
+another (`paper` on a CPU takes hours)."""),
     code("""import os
 import numpy as np
 import directpet as dp
 from directpet.direct.experiment import ExperimentConfig, run_experiment, write_figures
 
 gpu = dp.cuda_device_count() > 0
-size = os.environ.get("DIRECTPET_NOTEBOOK_SIZE", "paper" if gpu else "small")
-n_iter = int(os.environ.get("DIRECTPET_NOTEBOOK_ITER", "40" if size == "paper" else "30"))
+size = os.environ.get("DIRECTPET_NOTEBOOK_SIZE", "paper" if gpu else "cpu")
+n_iter = int(os.environ.get("DIRECTPET_NOTEBOOK_ITER", {"paper": "40", "small": "30"}.get(size, "10")))
 events = os.environ.get("DIRECTPET_NOTEBOOK_EVENTS")
 cfg = ExperimentConfig(size=size, n_iter=n_iter, n_events=None if events is None else int(float(events)),
                        kernels=("invariant-fft", "invariant", "variant1", "variant2", "variant3"),
                        progress=False)
-print(f"size {size}, {n_iter} iterations, CUDA device: {gpu}")"""),
+# wall times of this notebook measured at its default sizes (benchmarks/RESULTS.md, notebooks)
+expected = {("cpu", False): "about 1 minute on a 2-core CPU", ("paper", True): "about 30 s on an H200"}
+print(f"size {size}, {n_iter} iterations, CUDA device: {gpu}; expected run time: "
+      f"{expected.get((size, gpu), 'not measured for this choice')}")"""),
     code("""res = run_experiment(cfg)
 print(f"{res.data.meta['n_deposited']:,} events deposited; simulation {res.timings['simulation_s']:.1f} s")
 print(res.table())"""),

@@ -21,7 +21,11 @@ first step *makes* the files a scanner would give — and everything after it re
    the DIRECT projector; CRC and noise of the result.
 4. **Image out**: NIfTI with the affine that places the voxel grid in scanner millimetres.
 
-`DIRECTPET_NOTEBOOK_SIZE=tiny` (CI) runs a reduced problem; on a GPU the default is `small`."""),
+**Sizes.** On a GPU the notebook runs `small` (96 × 96 × 24 voxels of 4 mm, 30 M prompts, a μ-map
+on a twice finer grid, 10 passes). On a CPU it runs `cpu` (96 × 96 × 8 voxels of 4 mm, 8 M prompts,
+the μ-map on the image grid and one direction per view for the attenuation, 5 passes: about a
+minute on 2 cores). `DIRECTPET_NOTEBOOK_SIZE=tiny|cpu|small` and `DIRECTPET_NOTEBOOK_ITER=N` choose
+another."""),
     code("""import os, pathlib, tempfile
 import numpy as np
 import directpet as dp
@@ -36,9 +40,9 @@ from directpet.io.petsird import Coincidences, PetsirdReader, PetsirdScanner, Pe
 from directpet.sim.phantoms import WaterCylinder, sphere_phantom
 
 gpu = dp.cuda_device_count() > 0
-size = os.environ.get("DIRECTPET_NOTEBOOK_SIZE", "small" if gpu else "tiny")
-n_iter = int(os.environ.get("DIRECTPET_NOTEBOOK_ITER", "10"))
-shape, voxel, n_prompts = {"tiny": ((8, 48, 48), 8.0, 1_000_000),
+size = os.environ.get("DIRECTPET_NOTEBOOK_SIZE", "small" if gpu else "cpu")
+n_iter = int(os.environ.get("DIRECTPET_NOTEBOOK_ITER", "10" if gpu else "5"))
+shape, voxel, n_prompts = {"tiny": ((8, 48, 48), 8.0, 1_000_000), "cpu": ((8, 96, 96), 4.0, 8_000_000),
                            "small": ((24, 96, 96), 4.0, 30_000_000)}[size]
 if gpu:
     import cupy as xp
@@ -49,7 +53,10 @@ workdir.mkdir(parents=True, exist_ok=True)
 grid = ImageGrid(shape, voxel)
 scanner = CylindricalScanner()
 views = scanner.viewset(40, 3)
-print(f"size {size}: image {grid.shape} of {voxel} mm, {len(views)} views, {n_prompts:,} prompts, GPU: {gpu}")"""),
+# wall times of this notebook measured at its default sizes (benchmarks/RESULTS.md, notebooks)
+expected = {("cpu", False): "about 1 minute on a 2-core CPU", ("small", True): "about 30 s on an H200"}
+print(f"size {size}: image {grid.shape} of {voxel} mm, {len(views)} views, {n_prompts:,} prompts, GPU: {gpu}; "
+      f"expected run time: {expected.get((size, gpu), 'not measured for this choice')}")"""),
     md("""## 1. The scanner's files
 
 The PETSIRD header describes the detector as rings of 4 mm crystals on the 465 mm cylinder
@@ -79,7 +86,7 @@ with PetsirdWriter(listmode, header) as writer:
         writer.write_block(prompts=detected(batch), delayeds=detected(delayed))
     written = dict(writer.n_written)
 
-mu_grid = ImageGrid((grid.nz, 2 * grid.ny, 2 * grid.nx), (voxel, voxel / 2, voxel / 2))
+mu_grid = ImageGrid((grid.nz, 2 * grid.ny, 2 * grid.nx), (voxel, voxel / 2, voxel / 2)) if gpu else grid
 mu_map = info.attenuation.mu_map(mu_grid)                         # CT-like: 1/mm on its own grid
 print(f"{listmode.name}: {listmode.stat().st_size / 1e6:.1f} MB, {written['prompts']:,} prompts, "
       f"{written['delayeds']:,} delayeds; mu-map {mu_grid.shape} of {mu_grid.voxel_size} mm")"""),
@@ -98,7 +105,8 @@ randoms = randoms_from_delayeds(delayeds, grid, views, smooth_fwhm_mm=3 * voxel)
 
 geometric = sensitivity_attenuation(grid, views, xp=xp)           # n_v: acceptance only
 mu = xp.asarray(mu_map)
-attenuation = attenuation_histo_images(mu, mu_grid, grid, views, n_sub=2)
+attenuation = (attenuation_histo_images(mu, mu_grid, grid, views, n_sub=2) if gpu else
+               attenuation_histo_images(mu, mu_grid, grid, views, n_sub=1, step_mm=voxel, plane_mm=voxel))
 normalisation = normalisation_histo_images(header_read, grid, views, xp=xp)
 factors = (geometric * attenuation * normalisation).astype(xp.float32)     # s_v of [HA]
 print(f"events deposited: {stats.n_deposited:,} of {stats.n_events:,} prompts; randoms estimate {float(randoms.sum()):,.0f}")
@@ -127,12 +135,14 @@ assert back_grid == grid and np.array_equal(back, image)
 print(f"wrote {path.name}: {back.shape}, voxel {back_grid.voxel_size} mm")
 
 import matplotlib.pyplot as plt
-fig, ax = plt.subplots(1, 2, figsize=(9, 4))
-z = grid.nz // 2
-ax[0].imshow(truth[z], cmap="gray"); ax[0].set_title("phantom")
-ax[1].imshow(image[z], cmap="gray"); ax[1].set_title(f"block-RAMLA, {n_iter} passes, from PETSIRD")
-for a in ax:
-    a.axis("off")
+fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+z = int(np.argmin(np.abs(grid.centres(0) - info.sphere_z_mm)))      # the spheres' slice
+half_x, half_y = grid.nx * grid.voxel_size[2] / 2, grid.ny * grid.voxel_size[1] / 2
+for a, img, title in ((ax[0], truth, "phantom"), (ax[1], image, f"block-RAMLA, {n_iter} passes, from PETSIRD")):
+    shown = a.imshow(img[z], cmap="gray", origin="lower", extent=(-half_x, half_x, -half_y, half_y), vmin=0)
+    fig.colorbar(shown, ax=a, shrink=0.85, label="activity (a.u.)")
+    a.set_title(f"{title}, z = {grid.centres(0)[z]:.0f} mm", fontsize=10)
+    a.set_xlabel("x (mm)"); a.set_ylabel("y (mm)")
 fig.savefig(workdir / "real_data_slice.png", dpi=100, bbox_inches="tight")"""),
 ]
 nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}

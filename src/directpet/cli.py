@@ -115,10 +115,11 @@ def main(argv=None) -> int:
                                     "write figures; 'first': the FIRST Derenzo / point-source experiment; "
                                     "'dualhead': the dual-head Derenzo / point-source experiment")
     d.add_argument("family", nargs="?", default="direct", choices=["direct", "first", "dualhead"])
-    d.add_argument("--size", default="auto", choices=["auto", "tiny", "small", "paper", "full"],
+    d.add_argument("--size", default="auto", choices=["auto", "tiny", "cpu", "small", "paper", "full"],
                    help="DIRECT: auto = 'paper' (48x144x144, 430 M events) on a GPU, 'small' (16x96x96, 143 M) "
                         "on a CPU; FIRST: auto = 'full' (175x130x900 sinograms) on a GPU, 'small' on a CPU; "
-                        "dualhead: auto = 'full' (104x72 crystals, 288x416x119 voxels) on a GPU, 'tiny' on a CPU")
+                        "dualhead: auto = 'full' (104x72 crystals, 288x416x119 voxels) on a GPU, 'cpu' (24x18 "
+                        "crystals, 0.8 mm voxels) on a CPU; 'cpu' is each notebook's size on a CPU")
     d.add_argument("--events", type=int, default=None, help="DIRECT: prompts to simulate (default per size)")
     d.add_argument("--iterations", type=int, default=None,
                    help="DIRECT: block-RAMLA passes (default 30 small, 40 paper); FIRST, dualhead: OSEM iterations (24)")
@@ -143,15 +144,15 @@ def main(argv=None) -> int:
         gpu = resolve_backend(args.backend) == "cuda"
         if args.family in ("first", "dualhead"):
             if args.size == "auto":
-                args.size = "full" if gpu else ("small" if args.family == "first" else "tiny")
-            if args.size not in ("tiny", "small", "full"):
-                ap.error(f"--size: the {args.family} demo takes tiny, small or full")
+                args.size = "full" if gpu else ("small" if args.family == "first" else "cpu")
+            if args.size not in ("tiny", "cpu", "small", "full"):
+                ap.error(f"--size: the {args.family} demo takes tiny, cpu, small or full")
             args.iterations = 24 if args.iterations is None else args.iterations
             if args.methods is None:
                 args.methods = ("faithful,matched,fast" if gpu else "fast") if args.family == "first" else "default"
             return _demo_family(args)
-        if args.size not in ("auto", "tiny", "small", "paper"):
-            ap.error("--size: the DIRECT demo takes tiny, small or paper")
+        if args.size not in ("auto", "tiny", "cpu", "small", "paper"):
+            ap.error("--size: the DIRECT demo takes tiny, cpu, small or paper")
         if args.size == "auto":
             args.size = "paper" if gpu else "small"
         if args.iterations is None:
