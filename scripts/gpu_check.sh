@@ -198,7 +198,7 @@ fi
 
 if runs notebooks; then
   # every notebook as a reader runs it on this machine: its GPU default size, cells timed
-  for nb in direct_reconstruction first_superlor dual_head real_data_workflow; do
+  for nb in direct_reconstruction real_data_workflow first_superlor dual_head; do
     echo "== notebook $nb at its GPU default (cells run as a script, timed)"
     stage "notebook_$nb" "$OUTDIR/notebook_$nb.log" \
       $PY benchmarks/notebook_timing.py "notebooks/$nb.ipynb" --set DIRECTPET_NOTEBOOK_OUT="$OUTDIR/notebook_$nb" \
