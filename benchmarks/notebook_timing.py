@@ -69,6 +69,8 @@ def _display_without_ipython():
     display_mod.display = lambda *objs, **kw: print(*objs)
     package = types.ModuleType("IPython")
     package.display = display_mod
+    package.version_info = (0, 0)             # what matplotlib asks an imported IPython
+    package.get_ipython = lambda: None        # not running inside IPython
     sys.modules.update({"IPython": package, "IPython.display": display_mod})
 
 
