@@ -40,7 +40,8 @@ cfg = ExperimentConfig(size=size, n_iter=n_iter, n_events=None if events is None
                        kernels=("invariant-fft", "invariant", "variant1", "variant2", "variant3"),
                        progress=False)
 # wall times of this notebook measured at its default sizes (benchmarks/RESULTS.md, notebooks)
-expected = {("cpu", False): "about 1 minute on a 2-core CPU", ("paper", True): "about 15 s on an H200 (30 s on a first run, which compiles CuPy's kernels)"}
+expected = {("cpu", False): "about 1 minute on a 2-core CPU",
+            ("paper", True): "about 15 s on an H200 (30 s on a first run, which compiles CuPy's kernels)"}
 print(f"size {size}, {n_iter} iterations, CUDA device: {gpu}; expected run time: "
       f"{expected.get((size, gpu), 'not measured for this choice')}")"""),
     code("""res = run_experiment(cfg)

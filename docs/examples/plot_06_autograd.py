@@ -12,7 +12,7 @@ through NumPy. This example uses a small FIRST scanner on the CPU to:
 * fit an image to Poisson data by gradient descent on the negative log-likelihood, with the
   image parametrised as ``exp(theta)`` so that it stays positive.
 
-PyTorch is optional: ``pip install torch``. The documentation build runs this example only where
+PyTorch is optional: ``pip install "directpet[torch]"``. The documentation build runs this example only where
 PyTorch is installed.
 """
 

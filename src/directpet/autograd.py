@@ -28,7 +28,7 @@ def _torch():
     try:
         import torch
     except ImportError as e:
-        raise ImportError("directpet.autograd needs PyTorch: pip install torch") from e
+        raise ImportError("directpet.autograd needs PyTorch: pip install 'directpet[torch]'") from e
     return torch
 
 

@@ -193,10 +193,11 @@ def point_source_fwhm(image, grid: ImageGrid, position_mm, *, half_width_mm: flo
     neighbouring source, while an FWHM that cannot be measured raises), ``'peak_mm'`` ((3,) located peak
     (x, y, z) mm), ``'directions'`` ({direction: (3,) unit vector}) and ``'profiles'``
     ({direction: (distance_mm from the peak (n,), values (n,))}), ``'voxel_mm'`` ({direction: the
-    voxel size along it, mm: ``sqrt(sum_a (e_a v_a)**2)`` over the unit vector ``e`` and the voxel edges ``v``})
-    and ``'sampling_limited'`` ({direction: bool}): True when the FWHM is below two of those voxels, where a response narrower than the voxels measures about one
-    to two voxels whatever its true width (a single hot voxel gives one voxel) -- such an FWHM is a
-    bound set by the voxel size, not a resolution result (NEMA NU 2 / NU 4 ask for at least three
+    voxel size along it, mm: ``sqrt(sum_a (e_a v_a)**2)`` over the unit vector ``e`` and the voxel
+    edges ``v``}) and ``'sampling_limited'`` ({direction: bool}): True when the FWHM is below two of
+    those voxels, where a response narrower than the voxels measures about one to two voxels
+    whatever its true width (a single hot voxel gives one voxel) -- such an FWHM is a bound set by
+    the voxel size, not a resolution result (NEMA NU 2 / NU 4 ask for at least three
     samples across the FWHM).
     """
     img = _image(image, grid)

@@ -140,7 +140,7 @@ class TorchCommunicator(Communicator):
             import torch
             import torch.distributed as dist
         except ImportError as e:
-            raise ImportError("TorchCommunicator needs PyTorch (pip install torch)") from e
+            raise ImportError("TorchCommunicator needs PyTorch (pip install 'directpet[torch]')") from e
         if backend not in ("nccl", "gloo"):
             raise ValueError(f"backend: expected 'nccl' or 'gloo', got {backend!r}")
         self._torch, self._dist, self.backend = torch, dist, backend
