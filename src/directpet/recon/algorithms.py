@@ -76,8 +76,11 @@ class ReconResult:
     time_s : wall time of the update passes (excludes likelihood passes), seconds.
     iteration_times : per-iteration wall time (s).
     loglik_time_s : time spent on the extra likelihood passes (s).
-    lambdas : relaxation of each pass (block-RAMLA), else None.
+    lambdas : relaxation of each pass (block-RAMLA, BSREM), else None.
     params : the settings used (subset order, floor, ...).
+    objective : the penalised objective ``-L(x) + R(x)`` (float64) of the initial image and after every
+        iteration (BSREM, MAP-EM, SVRG with ``track_objective``), else None.
+    objective_iterations : 0, 1, ..., n_iter matching ``objective``.
     """
 
     image: object
@@ -92,6 +95,8 @@ class ReconResult:
     loglik_time_s: float = 0.0
     lambdas: Optional[list] = None
     params: dict = field(default_factory=dict)
+    objective: Optional[list] = None
+    objective_iterations: Optional[list] = None
 
 
 # --- checks and setup -------------------------------------------------------------------------------------

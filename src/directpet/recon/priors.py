@@ -125,16 +125,17 @@ class PairwisePrior:
 
     # --- sums over the pairs ----------------------------------------------------------------------------
 
-    def _image(self, x, name="x"):
+    def _image(self, x, check: bool = True, name="x"):
         xp = array_module(x)
         if not hasattr(x, "dtype") or x.dtype.kind != "f":
             raise TypeError(f"{name}: expected a float32 or float64 NumPy / CuPy array, got {type(x).__name__} "
                             f"{getattr(x, 'dtype', '')} [{type(self).__name__}]")
         if x.ndim != 3:
             raise ValueError(f"{name}: expected an (nz, ny, nx) image, got shape {tuple(x.shape)} [{type(self).__name__}]")
-        if not bool(xp.isfinite(x).all()):
-            raise ValueError(f"{name}: contains NaN or inf [{type(self).__name__}]")
-        self._check_values(x, xp)
+        if check:       # two reductions: the algorithms, which keep x finite and >= 0, skip them
+            if not bool(xp.isfinite(x).all()):
+                raise ValueError(f"{name}: contains NaN or inf [{type(self).__name__}]")
+            self._check_values(x, xp)
         kappa = None
         if self.kappa is not None:
             if tuple(self.kappa.shape) != tuple(x.shape):
@@ -146,9 +147,10 @@ class PairwisePrior:
     def _weights(self, w, kappa, sj, sk):
         return w if kappa is None else w * kappa[sj] * kappa[sk]
 
-    def value(self, x) -> float:
-        """``R(x)`` (a Python float, accumulated in float64)."""
-        xp, kappa = self._image(x)
+    def value(self, x, *, check: bool = True) -> float:
+        """``R(x)`` (a Python float, accumulated in float64). ``check=False`` skips the finite and
+        value checks of x (for callers that guarantee them)."""
+        xp, kappa = self._image(x, check)
         if self.beta == 0.0:
             return 0.0
         total = 0.0
@@ -160,16 +162,16 @@ class PairwisePrior:
 
     __call__ = value
 
-    def gradient(self, x, out=None):
+    def gradient(self, x, out=None, *, check: bool = True):
         """``dR/dx`` (the image's shape, namespace and dtype); written into ``out`` when given."""
-        return self._accumulate(x, out, curvature=False)
+        return self._accumulate(x, out, curvature=False, check=check)
 
-    def hessian_diagonal(self, x, out=None):
+    def hessian_diagonal(self, x, out=None, *, check: bool = True):
         """The diagonal of the Hessian of ``R`` at ``x``: ``beta sum_k w kappa kappa d^2f/da^2 (x_j, x_k)``."""
-        return self._accumulate(x, out, curvature=True)
+        return self._accumulate(x, out, curvature=True, check=check)
 
-    def _accumulate(self, x, out, curvature: bool):
-        xp, kappa = self._image(x)
+    def _accumulate(self, x, out, curvature: bool, check: bool):
+        xp, kappa = self._image(x, check)
         if out is None:
             out = xp.zeros_like(x)
         else:

@@ -1,0 +1,345 @@
+"""Penalised-likelihood reconstruction over any SubsetProblem: BSREM, MAP-EM and preconditioned SVRG.
+
+All three minimise the same objective, the negative Poisson log-likelihood plus a prior
+(:mod:`directpet.recon.priors`),
+
+    ``Phi(x) = -L(x) + R(x)``,  ``L(x) = sum_s sum d_s log ybar_s - ybar_s``,  ``ybar_s = f_s A_s x + b_s``,
+
+over non-negative images, written as a sum over the problem's subsets
+``Phi = sum_s Phi_s`` with ``Phi_s = -L_s + R / n_subsets``. ``grad L_s = A_s^T [f_s (d_s / ybar_s - 1)]``.
+
+* :func:`bsrem` (De Pierro and Yamagishi 2001; Ahn and Fessler 2003), one update per subset
+  ``x <- max(x + lambda_n (x / T) [A_s^T f_s (d_s / ybar_s - 1) - grad R(x) / n_subsets], floor)``
+  with an EM preconditioner ``x / T`` that is the same for every subset and the diminishing
+  relaxation ``lambda_n = lambda0 / (1 + gamma (n - 1))`` of pass n, the schedule under which the
+  iterates converge to the minimiser. ``T = n_subsets max_s S_s`` (``S_s = A_s^T f_s``) by default: the
+  data part of a step then never takes a voxel below zero for ``lambda_n <= 1``, whatever the subsets
+  (a dual-head orientation subset can see a voxel many times more than the average subset does);
+  ``T = S = sum_s S_s`` (``preconditioner='mean'``) is block-RAMLA's choice, equal where the subsets
+  are balanced, and with ``beta = 0`` it is block-RAMLA's update, step for step.
+* :func:`map_em` (De Pierro 1995): for the quadratic prior the separable surrogate gives a closed-form
+  update per voxel, monotone in ``Phi`` (the check the other two are compared with on small problems).
+* :func:`svrg`: stochastic variance-reduced gradient with a preconditioner, the family of methods
+  that won the 2024 PET reconstruction challenge (PETRIC) on RDP-penalised objectives. Every
+  ``snapshot_every`` passes it stores ``x~``, every subset's gradient ``G_s = grad Phi_s(x~)`` and their
+  sum, and sets the preconditioner ``D = x~ / (S + x~ diag(hess R)(x~))`` (the EM preconditioner made
+  harmonic with the prior's curvature); then, per subset in a random order,
+  ``x <- max(x - alpha D [n_subsets (grad Phi_s(x) - G_s) + sum_s G_s], floor)``. One update costs
+  one forward and one back projection, like BSREM; a snapshot costs one more pass and
+  ``n_subsets`` stored images.
+
+Every algorithm reports the objective per pass when asked (``track_objective``: one extra forward
+pass per pass) and keeps the checks of :mod:`directpet.recon.algorithms` (problem, arguments, one
+place, before any projection). A problem shared by several processes
+(:class:`~directpet.parallel.DistributedSubsets`) runs :func:`map_em` unchanged (the prior is
+evaluated on the full image in every process; the back projections are summed); BSREM and SVRG update
+per subset and are single-device, as block-RAMLA is.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from .._checks import integer, real_number, require_memory
+from ._fused import ramla_update
+from .algorithms import (_EPS_S_REL, ReconResult, _backproject_residual, _check_order, _check_relaxation,
+                         _check_run, _check_sensitivity, _check_x0, _checked, _check_image, _loglik,
+                         _progress, _Recorder, _run_passes, _safe_inverse, _schedule, _sensitivity, _start,
+                         _sync, _Work)
+from .priors import PairwisePrior, QuadraticPrior
+from .problem import SubsetProblem
+
+
+def _check_prior(prior, problem: SubsetProblem) -> PairwisePrior:
+    if not isinstance(prior, PairwisePrior):
+        raise TypeError(f"prior: expected a directpet.recon.priors prior (RelativeDifferencePrior, QuadraticPrior, "
+                        f"LogCoshPrior), got {type(prior).__name__}")
+    shape = tuple(problem.image_shape)
+    if len(shape) != 3:
+        raise ValueError(f"prior: the pairwise priors work on (nz, ny, nx) images; this problem's image has "
+                         f"shape {shape}")
+    if prior.kappa is not None and tuple(prior.kappa.shape) != shape:
+        raise ValueError(f"prior: its kappa has shape {tuple(prior.kappa.shape)}, the problem's image {shape}")
+    return prior
+
+
+def _single_device(problem: SubsetProblem, name: str) -> None:
+    if problem.n_ranks > 1:
+        raise ValueError(f"problem: {name} updates per subset and runs on one device; this problem is shared "
+                         f"by {problem.n_ranks} processes (use map_em)")
+
+
+def _floor(x, floor, xp) -> float:
+    if floor is not None:
+        return real_number("floor", floor, nonnegative=True)
+    return float(1e-6 * float(x.mean(dtype=xp.float64)))
+
+
+class _PenalisedRecorder(_Recorder):
+    """The shared recorder plus the objective ``-L(x) + R(x)`` when tracked (``result.objective``)."""
+
+    def __init__(self, algorithm, problem, xp, eps_y, work, store_every, track_objective, params, prior):
+        super().__init__(algorithm, problem, xp, eps_y, work, store_every, track_objective, params)
+        self.prior = prior
+        if self.track:
+            self.res.objective, self.res.objective_iterations = [], []
+
+    def loglik(self, x, it):
+        if not self.track:
+            return
+        t = time.perf_counter()
+        ll = _loglik(self.problem, self.xp, x, self.eps_y, self.work)
+        self.res.loglik.append(ll)
+        self.res.loglik_iterations.append(it)
+        self.res.objective.append(-ll + self.prior.value(x))
+        self.res.objective_iterations.append(it)
+        self.res.loglik_time_s += time.perf_counter() - t
+
+
+def penalised_objective(problem: SubsetProblem, x, prior: PairwisePrior) -> float:
+    """``Phi(x) = -L(x) + R(x)`` (float64), the objective the algorithms of this module minimise;
+    x as for :func:`~directpet.recon.poisson_loglik`."""
+    xp, eps_y, _ = _checked(problem)
+    prior = _check_prior(prior, problem)
+    x = _check_image(x, "x", problem.image_shape, xp)
+    return -_loglik(problem, xp, x, eps_y, _Work(problem, xp)) + prior.value(x)
+
+
+def bsrem(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, lambda0: float = 1.0, gamma: float = 0.1,
+          schedule=None, floor: Optional[float] = None, order: Optional[Sequence[int]] = None, x0=None, *,
+          preconditioner: str = "max", callback: Optional[Callable] = None, store_every: Optional[int] = None,
+          track_objective: bool = False, progress: bool = True) -> ReconResult:
+    """BSREM: block-sequential regularised EM, one relaxed preconditioned gradient step per subset.
+
+    ``x <- max(x + lambda_n (x / T) [n_subsets A_s^T f_s (d_s / ybar_s - 1) - grad R(x)], floor)``
+    (module docstring).
+
+    Parameters
+    ----------
+    problem : the :class:`~directpet.recon.problem.SubsetProblem` (any family).
+    prior : a :class:`~directpet.recon.priors.PairwisePrior` on the problem's image
+        (e.g. ``RelativeDifferencePrior(beta, grid, epsilon=...)``).
+    n_iter : passes through the subsets.
+    lambda0, gamma : relaxation ``lambda_n = lambda0 / (1 + gamma (n - 1))`` of pass n (``lambda0`` in
+        (0, 1] keeps the data part of every step positive). lambda0 = 1 makes the first pass OSEM-like
+        where the subsets are balanced (with ``beta = 0`` the step is then OSEM's).
+    preconditioner : ``'max'`` (default): ``T = n_subsets max_s S_s``; ``'mean'``: ``T = S``, block-RAMLA's
+        ``x / Sbar`` (faster where subsets are balanced, e.g. DIRECT views, but a relaxation above
+        ``min S / (n_subsets max_s S_s)`` can overshoot where they are not).
+    schedule, floor, order, x0, callback, store_every, progress : as for
+        :func:`~directpet.recon.block_ramla`.
+    track_objective : record ``Phi = -L + R`` of x0 and after every pass (``result.objective``; one
+        extra forward pass per pass), and the log-likelihood (``result.loglik``).
+    """
+    xp, eps_y, totals = _checked(problem)
+    prior = _check_prior(prior, problem)
+    _single_device(problem, "BSREM")
+    n_iter = _check_run(n_iter, callback, store_every, track_objective, progress)
+    lambda0, gamma = _check_relaxation(lambda0, gamma)
+    lambdas = _schedule(schedule, lambda0, gamma, n_iter)
+    order = _check_order(problem.order() if order is None else order, problem.n_subsets)
+    if preconditioner not in ("max", "mean"):
+        raise ValueError(f"preconditioner: expected 'max' or 'mean', got {preconditioner!r}")
+    x0 = _check_x0(x0, problem, xp)
+    n_sub = problem.n_subsets
+    if preconditioner == "mean":
+        S = _sensitivity(problem, xp, range(n_sub))
+        T = S
+    else:
+        S_sub = [_sensitivity(problem, xp, [s]) for s in range(n_sub)]
+        S, T = S_sub[0].copy(), S_sub[0].copy()
+        for S_s in S_sub[1:]:
+            S += S_s
+            xp.maximum(T, S_s, out=T)
+        del S_sub
+    s_max = _check_sensitivity(S, xp)
+    inv_T, good = _safe_inverse(T, _EPS_S_REL * float(T.max()), xp)
+    good &= S > _EPS_S_REL * s_max
+    # the step scale lambda_n x / T times n_subsets grad L_s: T = n max_s S_s ('max') or S ('mean')
+    inv_Sbar = inv_T * np.float32(n_sub) if preconditioner == "mean" else inv_T
+    x = _start(S, x0, totals, xp)
+    fl = _floor(x, floor, xp)
+    work = _Work(problem, xp)
+    rec = _PenalisedRecorder("bsrem", problem, xp, eps_y, work, store_every, track_objective,
+                             {"order": order, "lambda0": lambda0, "gamma": gamma, "floor": fl, "prior": repr(prior),
+                              "preconditioner": preconditioner}, prior)
+    rec.res.lambdas = []
+    grad, prior_grad = xp.empty_like(x), xp.empty_like(x)
+    rec.loglik(x, 0)
+    step = {}
+
+    def start_pass(it):
+        lam = lambdas(it)
+        rec.res.lambdas.append(lam)
+        with np.errstate(over="ignore"):
+            if not prior.beta:
+                step["scale"] = xp.where(good, inv_Sbar * np.float32(lam), 0.0).astype(xp.float32)
+                return
+            # lambda x / (T / n + x diag(hess R) / n) at the pass's start: the prior's curvature bounds
+            # its part of the step as the sensitivity bounds the data's (a weak-data voxel, S -> 0,
+            # would otherwise take a prior step of x grad R / S)
+            curvature = prior.hessian_diagonal(step.get("x", x_start), check=False)
+            denominator = xp.where(good, 1.0 / xp.where(good, inv_Sbar, 1.0), 1.0) \
+                + step.get("x", x_start) * curvature * np.float32(1.0 / n_sub)
+            step["scale"] = xp.where(good, np.float32(lam) / denominator, 0.0).astype(xp.float32)
+
+    def update(it, s, x):
+        _backproject_residual(problem, xp, x, (s,), eps_y, 1.0, work, grad)
+        if prior.beta:
+            prior.gradient(x, out=prior_grad, check=False)
+            xp.multiply(prior_grad, np.float32(1.0 / n_sub), out=prior_grad)
+            xp.subtract(grad, prior_grad, out=grad)
+        step["x"] = ramla_update(xp, x, step["scale"], grad, fl)
+        return step["x"]
+
+    x_start = x
+    x = _run_passes(rec, xp, x, n_iter, "BSREM", progress, order, update, callback, start_pass)
+    if not bool(xp.isfinite(x).all()):
+        raise ValueError(f"lambda0: the relaxation {lambda0!r} made the iterates overflow (NaN or inf); use a "
+                         f"smaller lambda0")
+    return rec.finish(x)
+
+
+def map_em(problem: SubsetProblem, prior: QuadraticPrior, n_iter: int, x0=None, *,
+           callback: Optional[Callable] = None, store_every: Optional[int] = None, track_objective: bool = False,
+           progress: bool = True) -> ReconResult:
+    """MAP-EM with De Pierro's separable surrogate for the quadratic prior: per voxel, the positive
+    root of ``2 H x^2 + (S - 2 H x_n + g) x - x_n bp = 0`` with ``bp = sum_s A_s^T [f_s d_s / ybar_s]``,
+    ``g = grad R(x_n)`` and ``H = diag(hess R)`` (constant for the quadratic prior). Each iteration
+    decreases ``Phi`` (a majorise-minimise step); with ``beta = 0`` it is MLEM. ``prior`` must be a
+    :class:`~directpet.recon.priors.QuadraticPrior` (the surrogate is exact for it only); other
+    parameters as for :func:`~directpet.recon.mlem` and :func:`bsrem`.
+    """
+    xp, eps_y, totals = _checked(problem)
+    prior = _check_prior(prior, problem)
+    if not isinstance(prior, QuadraticPrior):
+        raise TypeError(f"prior: map_em's closed-form surrogate update is for the QuadraticPrior; got "
+                        f"{type(prior).__name__} (use bsrem or svrg)")
+    n_iter = _check_run(n_iter, callback, store_every, track_objective, progress)
+    x0 = _check_x0(x0, problem, xp)
+    S = _sensitivity(problem, xp, range(problem.n_subsets))
+    eps_s = _EPS_S_REL * _check_sensitivity(S, xp)
+    good = S > eps_s
+    x = _start(S, x0, totals, xp)
+    work = _Work(problem, xp)
+    rec = _PenalisedRecorder("map_em", problem, xp, eps_y, work, store_every, track_objective,
+                             {"prior": repr(prior)}, prior)
+    bp, g, h = xp.empty_like(x), xp.empty_like(x), xp.empty_like(x)
+    rec.loglik(x, 0)
+    for it in _progress(n_iter, "MAP-EM", progress):
+        _sync(xp)
+        t = time.perf_counter()
+        _backproject_residual(problem, xp, x, range(problem.n_subsets), eps_y, 0.0, work, bp)
+        prior.gradient(x, out=g, check=False)
+        prior.hessian_diagonal(x, out=h, check=False)
+        a = 2 * h
+        b = S - a * x + g
+        c = x * bp
+        root = xp.sqrt(b * b + 4 * a * c)
+        # the positive root, in the form that stays accurate where a -> 0 (b > 0) and where c -> 0 (b < 0)
+        pos = b > 0
+        new = xp.where(pos, 2 * c / xp.where(pos, b + root, 1), (root - b) / xp.where(a > 0, 2 * a, 1))
+        x = xp.where(good, new, x).astype(xp.float32)
+        _sync(xp)
+        rec.after_iteration(x, it, time.perf_counter() - t)
+        rec.loglik(x, it)
+        if callback is not None and callback(it, 0, x):
+            break
+    return rec.finish(x)
+
+
+def svrg(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, step: float = 1.0, *,
+         snapshot_every: int = 2, seed: int = 0, floor: Optional[float] = None, x0=None,
+         callback: Optional[Callable] = None, store_every: Optional[int] = None, track_objective: bool = False,
+         progress: bool = True) -> ReconResult:
+    """Preconditioned stochastic variance-reduced gradient descent on ``Phi = -L + R`` (module docstring).
+
+    Parameters
+    ----------
+    n_iter : passes through the subsets (a snapshot pass, when due, comes on top).
+    step : the step ``alpha`` (> 0) in units of the preconditioner; 1 makes a full-gradient step at
+        the snapshot an EM step.
+    snapshot_every : passes between snapshots (the full gradient and the preconditioner are
+        recomputed at the first pass and every ``snapshot_every`` passes after it).
+    seed : the subsets' random order in each pass (``numpy.random.default_rng(seed)``).
+    x0 : the start image; default a uniform image with the data's total counts. A few BSREM or OSEM
+        passes make a better start (``x0=bsrem(...).image``), as the PETRIC entries do.
+    floor, callback, store_every, track_objective, progress : as for :func:`bsrem`.
+
+    Stores ``n_subsets`` subset gradients (images) of the snapshot: the memory is checked first.
+    """
+    xp, eps_y, totals = _checked(problem)
+    prior = _check_prior(prior, problem)
+    _single_device(problem, "SVRG")
+    n_iter = _check_run(n_iter, callback, store_every, track_objective, progress)
+    step = real_number("step", step, positive=True)
+    snapshot_every = integer("snapshot_every", snapshot_every, lo=1)
+    rng = np.random.default_rng(integer("seed", seed, lo=0))
+    x0 = _check_x0(x0, problem, xp)
+    n_sub = problem.n_subsets
+    n_vox = int(np.prod(problem.image_shape))
+    require_memory("problem", 4.0 * n_vox * (n_sub + 6), f"SVRG's {n_sub} stored subset gradients of "
+                   f"{n_vox:,} voxels")
+    S = _sensitivity(problem, xp, range(n_sub))
+    _, good = _safe_inverse(S, _EPS_S_REL * _check_sensitivity(S, xp), xp)
+    x = _start(S, x0, totals, xp)
+    fl = _floor(x, floor, xp)
+    work = _Work(problem, xp)
+    rec = _PenalisedRecorder("svrg", problem, xp, eps_y, work, store_every, track_objective,
+                             {"step": step, "snapshot_every": snapshot_every, "seed": seed, "floor": fl,
+                              "prior": repr(prior)}, prior)
+    snap = {"grads": [xp.empty_like(x) for _ in range(n_sub)], "full": xp.empty_like(x)}
+    g, prior_grad = xp.empty_like(x), xp.empty_like(x)
+    rec.loglik(x, 0)
+
+    def subset_gradient(x, s, out):
+        """grad Phi_s(x) = -A_s^T f_s (d_s / ybar_s - 1) + grad R(x) / n_subsets, into out."""
+        _backproject_residual(problem, xp, x, (s,), eps_y, 1.0, work, out)
+        xp.negative(out, out=out)
+        if prior.beta:
+            prior.gradient(x, out=prior_grad, check=False)
+            xp.multiply(prior_grad, np.float32(1.0 / n_sub), out=prior_grad)
+            xp.add(out, prior_grad, out=out)
+        return out
+
+    def take_snapshot(x):
+        full = snap["full"]
+        full[...] = 0
+        for s in range(n_sub):
+            full += subset_gradient(x, s, snap["grads"][s])
+        curvature = prior.hessian_diagonal(x, check=False) if prior.beta else 0
+        denominator = S + x * curvature
+        snap["precond"] = (np.float32(step) * xp.where(good, x / xp.where(good, denominator, 1), 0)).astype(xp.float32)
+
+    def start_pass(it):
+        if (it - 1) % snapshot_every == 0:
+            take_snapshot(x_now["x"])
+        start_pass.order = [int(s) for s in rng.permutation(n_sub)]
+
+    x_now = {"x": x}
+
+    def update(it, s, x):
+        subset_gradient(x, s, g)
+        xp.subtract(g, snap["grads"][s], out=g)
+        xp.multiply(g, np.float32(n_sub), out=g)
+        xp.add(g, snap["full"], out=g)
+        y = xp.maximum(x - snap["precond"] * g, np.float32(fl))
+        x_now["x"] = y
+        return y
+
+    # the random order is drawn per pass: _run_passes visits `order` as a list, so pass the indices
+    # 0..n-1 and map them through this pass's permutation
+    def update_in_random_order(it, m, x):
+        return update(it, start_pass.order[m], x)
+
+    x = _run_passes(rec, xp, x, n_iter, "SVRG", progress, list(range(n_sub)), update_in_random_order, callback,
+                    start_pass)
+    if not bool(xp.isfinite(x).all()):
+        raise ValueError(f"step: {step!r} made the iterates overflow (NaN or inf); use a smaller step")
+    return rec.finish(x)
+
+
+__all__ = ["bsrem", "map_em", "penalised_objective", "svrg"]
