@@ -180,3 +180,24 @@ def test_bad_arguments_are_clear_errors_before_any_projection(dense):
     with pytest.raises(ValueError, match="x0"):
         svrg(dense, prior, 1, x0=-np.ones(SHAPE, np.float32), progress=False)
     assert dense.projections == 0
+
+
+@pytest.mark.gpu
+def test_the_gpu_runs_agree_with_the_cpu(rng):
+    """BSREM and SVRG with CuPy data and the CUDA projector (the prior through its fused kernel) give
+    the CPU's images to float32 accuracy."""
+    cp = pytest.importorskip("cupy", reason="CuPy not installed")
+    from directpet.direct import HistoImageProjector, SRKernel, ViewSet, ViewSubsets, model_consistent_data
+    from directpet.geometry import ImageGrid
+
+    grid = ImageGrid((6, 24, 24), 6.0)
+    views = ViewSet(6, 1)
+    cpu = HistoImageProjector(grid, views, SRKernel.invariant(), backend="cpu")
+    gpu = HistoImageProjector(grid, views, SRKernel.invariant(), backend="cuda")
+    data = model_consistent_data(cpu, rng.uniform(0.5, 1.5, grid.shape).astype(np.float32), counts=1e5, seed=rng)
+    problems = ViewSubsets(cpu, data), ViewSubsets(gpu, data.to(cp))
+    prior = RelativeDifferencePrior(2.0, grid, epsilon=0.01)
+    for run in (lambda p: bsrem(p, prior, 3, progress=False), lambda p: svrg(p, prior, 3, progress=False)):
+        a, b = (run(p).image for p in problems)
+        assert isinstance(b, cp.ndarray)
+        assert _rel(b.get(), a.astype(np.float64)) < 1e-4

@@ -73,6 +73,69 @@ def _pair_slices(offset, shape):
     return tuple(sj), tuple(sk)
 
 
+#: One thread per voxel j: the sums over its neighbours k of w_jk kappa_j kappa_k times f / 2, df/da and
+#: d2f/da2 at (x_j, x_k), in one pass over the image (the 27 values a thread reads are shared with its
+#: neighbours' threads through the caches). PAIR_KIND selects the pair function (0: RDP, 1: quadratic,
+#: 2: log-cosh); its formulas are those of the classes below.
+_CUDA_SOURCE = r"""
+#define PAIR_RDP 0
+#define PAIR_QUADRATIC 1
+#define PAIR_LOGCOSH 2
+__device__ __forceinline__ void pair(float a, float b, float p0, float p1, float* f, float* df, float* d2f) {
+    float d = a - b;
+#if PAIR_KIND == PAIR_RDP
+    float ad = fabsf(d), s = a + b + p0 * ad + p1, n = a + 3.0f * b + p0 * ad + 2.0f * p1;
+    float sigma = 1.0f + p0 * (d > 0.0f ? 1.0f : (d < 0.0f ? -1.0f : 0.0f));
+    *f = d * d / s;
+    *df = d * n / (s * s);
+    *d2f = ((n + d + p0 * ad) * s - 2.0f * d * n * sigma) / (s * s * s);
+#elif PAIR_KIND == PAIR_QUADRATIC
+    *f = 0.5f * d * d; *df = d; *d2f = 1.0f;
+#else
+    float t = d / p0, at = fabsf(t);
+    *f = p0 * p0 * (at + log1pf(expf(-2.0f * at)) - 0.69314718f);
+    *df = p0 * tanhf(t);
+    float c = coshf(fminf(at, 40.0f));
+    *d2f = 1.0f / (c * c);
+#endif
+}
+extern "C" __global__ void pair_prior(const float* __restrict__ x, const float* __restrict__ kappa,
+                                      const int* __restrict__ offsets, const float* __restrict__ weights,
+                                      int n_neighbours, int nz, int ny, int nx, float beta, float p0, float p1,
+                                      float* grad, float* hess, float* value) {
+    long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    long long n = (long long)nz * ny * nx;
+    if (j >= n) return;
+    int ix = (int)(j % nx), iy = (int)((j / nx) % ny), iz = (int)(j / ((long long)nx * ny));
+    float a = x[j], ka = kappa ? kappa[j] : 1.0f;
+    float g = 0.0f, h = 0.0f, v = 0.0f;
+    for (int m = 0; m < n_neighbours; ++m) {
+        int kz = iz + offsets[3 * m], ky = iy + offsets[3 * m + 1], kx = ix + offsets[3 * m + 2];
+        if (kz < 0 || kz >= nz || ky < 0 || ky >= ny || kx < 0 || kx >= nx) continue;
+        long long k = ((long long)kz * ny + ky) * nx + kx;
+        float w = weights[m] * ka * (kappa ? kappa[k] : 1.0f);
+        float f, df, d2f;
+        pair(a, x[k], p0, p1, &f, &df, &d2f);
+        g += w * df; h += w * d2f; v += w * f;
+    }
+    if (grad) grad[j] = beta * g;
+    if (hess) hess[j] = beta * h;
+    if (value) value[j] = 0.5f * v;     // the ordered double sum's half: each pair once over all j
+}
+"""
+
+_CUDA_KERNELS = {}
+
+
+def _cuda_kernel(kind: int):
+    import cupy  # present: called for CuPy arrays only
+
+    if kind not in _CUDA_KERNELS:
+        module = cupy.RawModule(code=_CUDA_SOURCE, options=(f"-DPAIR_KIND={kind}",))
+        _CUDA_KERNELS[kind] = module.get_function("pair_prior")
+    return _CUDA_KERNELS[kind]
+
+
 class PairwisePrior:
     """``R(x) = beta sum_{pairs} w_jk kappa_j kappa_k f(x_j, x_k)`` (see the module docstring).
 
@@ -91,6 +154,12 @@ class PairwisePrior:
 
     #: the pair function's name in messages
     name = "pairwise prior"
+    #: the fused CUDA kernel's PAIR_KIND (None: no fused kernel)
+    _cuda_kind = None
+
+    def _cuda_parameters(self):
+        """(p0, p1) of the fused kernel's pair function."""
+        return 0.0, 0.0
 
     def __init__(self, beta: float, voxel_size=(1.0, 1.0, 1.0), *, neighbourhood: int = 26, kappa=None):
         self.beta = real_number("beta", beta, nonnegative=True)
@@ -147,12 +216,35 @@ class PairwisePrior:
     def _weights(self, w, kappa, sj, sk):
         return w if kappa is None else w * kappa[sj] * kappa[sk]
 
+    def _fused(self, x, xp):
+        """Whether the fused CUDA kernel computes this call: a C-contiguous float32 CuPy image."""
+        return xp is not np and self._cuda_kind is not None and x.dtype == np.float32 and x.flags.c_contiguous
+
+    def _launch(self, x, kappa, xp, grad=None, hess=None, value=None):
+        offsets = np.array([o for o, _ in self.offsets] + [tuple(-c for c in o) for o, _ in self.offsets], np.int32)
+        weights = np.array([w for _, w in self.offsets] * 2, np.float32)
+        key = ("device_tables", xp.cuda.Device().id)
+        if getattr(self, "_tables_key", None) != key:
+            self._tables, self._tables_key = (xp.asarray(offsets.ravel()), xp.asarray(weights)), key
+        p0, p1 = self._cuda_parameters()
+        nz, ny, nx = x.shape
+        n = x.size
+        kap = None if kappa is None else xp.ascontiguousarray(kappa, dtype=xp.float32)
+        _cuda_kernel(self._cuda_kind)(((n + 255) // 256,), (256,), (
+            x, kap if kap is not None else 0, self._tables[0], self._tables[1], np.int32(len(weights)),
+            np.int32(nz), np.int32(ny), np.int32(nx), np.float32(self.beta), np.float32(p0), np.float32(p1),
+            grad if grad is not None else 0, hess if hess is not None else 0, value if value is not None else 0))
+
     def value(self, x, *, check: bool = True) -> float:
         """``R(x)`` (a Python float, accumulated in float64). ``check=False`` skips the finite and
         value checks of x (for callers that guarantee them)."""
         xp, kappa = self._image(x, check)
         if self.beta == 0.0:
             return 0.0
+        if self._fused(x, xp):
+            partial = xp.empty_like(x)
+            self._launch(x, kappa, xp, value=partial)
+            return self.beta * float(partial.sum(dtype=xp.float64))
         total = 0.0
         for offset, w in self.offsets:
             sj, sk = _pair_slices(offset, x.shape)
@@ -180,6 +272,9 @@ class PairwisePrior:
                                  f"[{type(self).__name__}]")
             out[...] = 0
         if self.beta == 0.0:
+            return out
+        if self._fused(x, xp) and out.flags.c_contiguous:
+            self._launch(x, kappa, xp, **{"hess" if curvature else "grad": out})
             return out
         beta = x.dtype.type(self.beta)
         for offset, w in self.offsets:
@@ -213,6 +308,10 @@ class RelativeDifferencePrior(PairwisePrior):
     """
 
     name = "relative difference prior"
+    _cuda_kind = 0
+
+    def _cuda_parameters(self):
+        return self.gamma, self.epsilon
 
     def __init__(self, beta: float, voxel_size=(1.0, 1.0, 1.0), *, gamma: float = 2.0, epsilon: float,
                  neighbourhood: int = 26, kappa=None):
@@ -248,6 +347,7 @@ class QuadraticPrior(PairwisePrior):
     kappa (x_j - x_k)`` and the Hessian is constant."""
 
     name = "quadratic prior"
+    _cuda_kind = 1
 
     def _pair(self, a, b, xp):
         d = a - b
@@ -263,6 +363,10 @@ class LogCoshPrior(PairwisePrior):
     alternative to the Huber prior."""
 
     name = "log-cosh prior"
+    _cuda_kind = 2
+
+    def _cuda_parameters(self):
+        return self.delta, 0.0
 
     def __init__(self, beta: float, voxel_size=(1.0, 1.0, 1.0), *, delta: float, neighbourhood: int = 26,
                  kappa=None):
