@@ -35,8 +35,8 @@ def prior_records(cupy, quick: bool):
     gpu = gpu_name()
     shape = (96, 288, 288)
     rng = cupy.random.default_rng(7)
-    images = [rng.gamma(2.0, 1.0, shape, dtype=cupy.float64).astype(cupy.float32) + 0.01 for _ in range(3)]
-    kappa = rng.uniform(0.5, 1.5, shape, dtype=cupy.float64).astype(cupy.float32)
+    images = [rng.gamma(2.0, 1.0, shape).astype(cupy.float32) + 0.01 for _ in range(3)]
+    kappa = rng.uniform(0.5, 1.5, shape).astype(cupy.float32)
     n = int(np.prod(shape))
     out = cupy.empty(shape, cupy.float32)
     records = []

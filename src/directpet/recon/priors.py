@@ -81,32 +81,39 @@ _CUDA_SOURCE = r"""
 #define PAIR_RDP 0
 #define PAIR_QUADRATIC 1
 #define PAIR_LOGCOSH 2
-__device__ __forceinline__ void pair(float a, float b, float p0, float p1, float* f, float* df, float* d2f) {
+#define WANT_GRAD 1
+#define WANT_HESS 2
+#define WANT_VALUE 4
+// The pair function's f, df/da, d2f/da2 at (a, b), only those asked for (want): the RDP's three share
+// one reciprocal of its denominator instead of three divisions (the kernel is bound by arithmetic).
+__device__ __forceinline__ void pair(float a, float b, float p0, float p1, int want, float* f, float* df, float* d2f) {
     float d = a - b;
 #if PAIR_KIND == PAIR_RDP
     float ad = fabsf(d), s = a + b + p0 * ad + p1, n = a + 3.0f * b + p0 * ad + 2.0f * p1;
-    float sigma = 1.0f + p0 * (d > 0.0f ? 1.0f : (d < 0.0f ? -1.0f : 0.0f));
-    *f = d * d / s;
-    *df = d * n / (s * s);
-    *d2f = ((n + d + p0 * ad) * s - 2.0f * d * n * sigma) / (s * s * s);
+    float r = __frcp_rn(s);
+    if (want & WANT_VALUE) *f = d * d * r;
+    if (want & WANT_GRAD) *df = d * n * r * r;
+    if (want & WANT_HESS) {
+        float sigma = 1.0f + p0 * (d > 0.0f ? 1.0f : (d < 0.0f ? -1.0f : 0.0f));
+        *d2f = ((n + d + p0 * ad) * s - 2.0f * d * n * sigma) * r * r * r;
+    }
 #elif PAIR_KIND == PAIR_QUADRATIC
     *f = 0.5f * d * d; *df = d; *d2f = 1.0f;
 #else
     float t = d / p0, at = fabsf(t);
-    *f = p0 * p0 * (at + log1pf(expf(-2.0f * at)) - 0.69314718f);
-    *df = p0 * tanhf(t);
-    float c = coshf(fminf(at, 40.0f));
-    *d2f = 1.0f / (c * c);
+    if (want & WANT_VALUE) *f = p0 * p0 * (at + log1pf(expf(-2.0f * at)) - 0.69314718f);
+    if (want & WANT_GRAD) *df = p0 * tanhf(t);
+    if (want & WANT_HESS) { float c = coshf(fminf(at, 40.0f)); *d2f = 1.0f / (c * c); }
 #endif
 }
 extern "C" __global__ void pair_prior(const float* __restrict__ x, const float* __restrict__ kappa,
                                       const int* __restrict__ offsets, const float* __restrict__ weights,
                                       int n_neighbours, int nz, int ny, int nx, float beta, float p0, float p1,
                                       float* grad, float* hess, float* value) {
-    long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    long long n = (long long)nz * ny * nx;
-    if (j >= n) return;
-    int ix = (int)(j % nx), iy = (int)((j / nx) % ny), iz = (int)(j / ((long long)nx * ny));
+    int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y, iz = blockIdx.z;
+    if (ix >= nx) return;
+    int want = (grad ? WANT_GRAD : 0) | (hess ? WANT_HESS : 0) | (value ? WANT_VALUE : 0);
+    long long j = ((long long)iz * ny + iy) * nx + ix;
     float a = x[j], ka = kappa ? kappa[j] : 1.0f;
     float g = 0.0f, h = 0.0f, v = 0.0f;
     for (int m = 0; m < n_neighbours; ++m) {
@@ -114,8 +121,8 @@ extern "C" __global__ void pair_prior(const float* __restrict__ x, const float* 
         if (kz < 0 || kz >= nz || ky < 0 || ky >= ny || kx < 0 || kx >= nx) continue;
         long long k = ((long long)kz * ny + ky) * nx + kx;
         float w = weights[m] * ka * (kappa ? kappa[k] : 1.0f);
-        float f, df, d2f;
-        pair(a, x[k], p0, p1, &f, &df, &d2f);
+        float f = 0.0f, df = 0.0f, d2f = 0.0f;
+        pair(a, x[k], p0, p1, want, &f, &df, &d2f);
         g += w * df; h += w * d2f; v += w * f;
     }
     if (grad) grad[j] = beta * g;
@@ -218,7 +225,8 @@ class PairwisePrior:
 
     def _fused(self, x, xp):
         """Whether the fused CUDA kernel computes this call: a C-contiguous float32 CuPy image."""
-        return xp is not np and self._cuda_kind is not None and x.dtype == np.float32 and x.flags.c_contiguous
+        return (xp is not np and self._cuda_kind is not None and x.dtype == np.float32 and x.flags.c_contiguous
+                and max(x.shape[:2]) < 65536)        # ny, nz index the launch grid's y and z
 
     def _launch(self, x, kappa, xp, grad=None, hess=None, value=None):
         offsets = np.array([o for o, _ in self.offsets] + [tuple(-c for c in o) for o, _ in self.offsets], np.int32)
@@ -228,9 +236,9 @@ class PairwisePrior:
             self._tables, self._tables_key = (xp.asarray(offsets.ravel()), xp.asarray(weights)), key
         p0, p1 = self._cuda_parameters()
         nz, ny, nx = x.shape
-        n = x.size
         kap = None if kappa is None else xp.ascontiguousarray(kappa, dtype=xp.float32)
-        _cuda_kernel(self._cuda_kind)(((n + 255) // 256,), (256,), (
+        threads = min(256, 32 * ((nx + 31) // 32))        # a block per row segment: x along threads
+        _cuda_kernel(self._cuda_kind)((((nx + threads - 1) // threads), ny, nz), (threads,), (
             x, kap if kap is not None else 0, self._tables[0], self._tables[1], np.int32(len(weights)),
             np.int32(nz), np.int32(ny), np.int32(nx), np.float32(self.beta), np.float32(p0), np.float32(p1),
             grad if grad is not None else 0, hess if hess is not None else 0, value if value is not None else 0))
