@@ -124,6 +124,16 @@ def test_float32_images_stay_float32_and_out_is_overwritten(rng):
     assert LogCoshPrior(1.0, VOXEL, delta=0.5).gradient(x).dtype == np.float32
 
 
+def test_add_gradient_is_the_algorithms_step(rng):
+    """``out += factor * grad R(x)``: the one call BSREM and SVRG make per subset."""
+    x = _image(rng).astype(np.float32)
+    y = rng.normal(size=x.shape).astype(np.float32)
+    prior = RelativeDifferencePrior(1.7, VOXEL, epsilon=0.01)
+    out = y.copy()
+    assert prior.add_gradient(x, out, -0.3) is out
+    np.testing.assert_allclose(out, y - 0.3 * prior.gradient(x), rtol=1e-6, atol=1e-6)
+
+
 def test_bad_input_is_a_clear_error(rng):
     x = _image(rng)
     with pytest.raises(ValueError, match="beta"):
@@ -177,3 +187,7 @@ def test_cupy_matches_numpy(rng):
         np.testing.assert_allclose(g.get(), cpu.gradient(x), rtol=1e-5, atol=1e-6 * float(abs(g).max()))
         np.testing.assert_allclose(prior.hessian_diagonal(xd).get(), cpu.hessian_diagonal(x), rtol=1e-5,
                                    atol=1e-6)
+        y = rng.normal(size=x.shape).astype(np.float32)
+        out = cp.asarray(y)
+        prior.add_gradient(xd, out, -0.25)               # the fused accumulate
+        np.testing.assert_allclose(out.get(), y - 0.25 * cpu.gradient(x), rtol=1e-5, atol=1e-5)

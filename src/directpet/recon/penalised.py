@@ -167,7 +167,7 @@ def bsrem(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, lambda0: fl
                              {"order": order, "lambda0": lambda0, "gamma": gamma, "floor": fl, "prior": repr(prior),
                               "preconditioner": preconditioner}, prior)
     rec.res.lambdas = []
-    grad, prior_grad = xp.empty_like(x), xp.empty_like(x)
+    grad = xp.empty_like(x)
     rec.loglik(x, 0)
     step = {}
 
@@ -188,10 +188,7 @@ def bsrem(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, lambda0: fl
 
     def update(it, s, x):
         _backproject_residual(problem, xp, x, (s,), eps_y, 1.0, work, grad)
-        if prior.beta:
-            prior.gradient(x, out=prior_grad, check=False)
-            xp.multiply(prior_grad, np.float32(1.0 / n_sub), out=prior_grad)
-            xp.subtract(grad, prior_grad, out=grad)
+        prior.add_gradient(x, grad, -1.0 / n_sub)
         step["x"] = ramla_update(xp, x, step["scale"], grad, fl)
         return step["x"]
 
@@ -292,18 +289,14 @@ def svrg(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, step: float 
                              {"step": step, "snapshot_every": snapshot_every, "seed": seed, "floor": fl,
                               "prior": repr(prior)}, prior)
     snap = {"grads": [xp.empty_like(x) for _ in range(n_sub)], "full": xp.empty_like(x)}
-    g, prior_grad = xp.empty_like(x), xp.empty_like(x)
+    g = xp.empty_like(x)
     rec.loglik(x, 0)
 
     def subset_gradient(x, s, out):
         """grad Phi_s(x) = -A_s^T f_s (d_s / ybar_s - 1) + grad R(x) / n_subsets, into out."""
         _backproject_residual(problem, xp, x, (s,), eps_y, 1.0, work, out)
         xp.negative(out, out=out)
-        if prior.beta:
-            prior.gradient(x, out=prior_grad, check=False)
-            xp.multiply(prior_grad, np.float32(1.0 / n_sub), out=prior_grad)
-            xp.add(out, prior_grad, out=out)
-        return out
+        return prior.add_gradient(x, out, 1.0 / n_sub)
 
     def take_snapshot(x):
         full = snap["full"]

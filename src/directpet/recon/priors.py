@@ -107,26 +107,38 @@ __device__ __forceinline__ void pair(float a, float b, float p0, float p1, int w
 #endif
 }
 extern "C" __global__ void pair_prior(const float* __restrict__ x, const float* __restrict__ kappa,
-                                      const int* __restrict__ offsets, const float* __restrict__ weights,
-                                      int n_neighbours, int nz, int ny, int nx, float beta, float p0, float p1,
-                                      float* grad, float* hess, float* value) {
+                                      const float* __restrict__ weights, int nz, int ny, int nx,
+                                      float scale, float p0, float p1, float* grad, int accumulate,
+                                      float* hess, float* value) {
+    // weights: the 3 x 3 x 3 table w[dz + 1][dy + 1][dx + 1] (0 for the centre and, in the
+    // 6-neighbourhood, for the edges and corners); the loops are unrolled, so every neighbour's
+    // offset is a constant and the bounds checks are three comparisons per axis per thread
     int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y, iz = blockIdx.z;
     if (ix >= nx) return;
     int want = (grad ? WANT_GRAD : 0) | (hess ? WANT_HESS : 0) | (value ? WANT_VALUE : 0);
-    long long j = ((long long)iz * ny + iy) * nx + ix;
+    long long plane = (long long)ny * nx;
+    long long j = iz * plane + (long long)iy * nx + ix;
     float a = x[j], ka = kappa ? kappa[j] : 1.0f;
     float g = 0.0f, h = 0.0f, v = 0.0f;
-    for (int m = 0; m < n_neighbours; ++m) {
-        int kz = iz + offsets[3 * m], ky = iy + offsets[3 * m + 1], kx = ix + offsets[3 * m + 2];
-        if (kz < 0 || kz >= nz || ky < 0 || ky >= ny || kx < 0 || kx >= nx) continue;
-        long long k = ((long long)kz * ny + ky) * nx + kx;
-        float w = weights[m] * ka * (kappa ? kappa[k] : 1.0f);
-        float f = 0.0f, df = 0.0f, d2f = 0.0f;
-        pair(a, x[k], p0, p1, want, &f, &df, &d2f);
-        g += w * df; h += w * d2f; v += w * f;
+    bool inz[3] = {iz > 0, true, iz + 1 < nz}, iny[3] = {iy > 0, true, iy + 1 < ny}, inx[3] = {ix > 0, true, ix + 1 < nx};
+#pragma unroll
+    for (int dz = -1; dz <= 1; ++dz) {
+#pragma unroll
+        for (int dy = -1; dy <= 1; ++dy) {
+#pragma unroll
+            for (int dx = -1; dx <= 1; ++dx) {
+                float w = weights[(dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)];
+                if (w == 0.0f || !(inz[dz + 1] && iny[dy + 1] && inx[dx + 1])) continue;
+                long long k = j + dz * plane + dy * nx + dx;
+                if (kappa) w *= ka * kappa[k];
+                float f = 0.0f, df = 0.0f, d2f = 0.0f;
+                pair(a, x[k], p0, p1, want, &f, &df, &d2f);
+                g = fmaf(w, df, g); h = fmaf(w, d2f, h); v = fmaf(w, f, v);
+            }
+        }
     }
-    if (grad) grad[j] = beta * g;
-    if (hess) hess[j] = beta * h;
+    if (grad) grad[j] = accumulate ? fmaf(scale, g, grad[j]) : scale * g;
+    if (hess) hess[j] = scale * h;
     if (value) value[j] = 0.5f * v;     // the ordered double sum's half: each pair once over all j
 }
 """
@@ -228,20 +240,35 @@ class PairwisePrior:
         return (xp is not np and self._cuda_kind is not None and x.dtype == np.float32 and x.flags.c_contiguous
                 and max(x.shape[:2]) < 65536)        # ny, nz index the launch grid's y and z
 
-    def _launch(self, x, kappa, xp, grad=None, hess=None, value=None):
-        offsets = np.array([o for o, _ in self.offsets] + [tuple(-c for c in o) for o, _ in self.offsets], np.int32)
-        weights = np.array([w for _, w in self.offsets] * 2, np.float32)
-        key = ("device_tables", xp.cuda.Device().id)
-        if getattr(self, "_tables_key", None) != key:
-            self._tables, self._tables_key = (xp.asarray(offsets.ravel()), xp.asarray(weights)), key
+    def _launch(self, x, kappa, xp, grad=None, hess=None, value=None, factor: float = 1.0, accumulate=False):
+        """The fused kernel: ``grad = beta factor sum w df`` (``accumulate``: added to grad), ``hess``,
+        ``value`` partials; each only when given."""
+        device = xp.cuda.Device().id
+        if getattr(self, "_table_device", None) != device:
+            table = np.zeros((3, 3, 3), np.float32)
+            for o, w in self.offsets:
+                table[tuple(c + 1 for c in o)] = table[tuple(1 - c for c in o)] = w
+            self._table, self._table_device = xp.asarray(table.ravel()), device
         p0, p1 = self._cuda_parameters()
         nz, ny, nx = x.shape
         kap = None if kappa is None else xp.ascontiguousarray(kappa, dtype=xp.float32)
         threads = min(256, 32 * ((nx + 31) // 32))        # a block per row segment: x along threads
         _cuda_kernel(self._cuda_kind)((((nx + threads - 1) // threads), ny, nz), (threads,), (
-            x, kap if kap is not None else 0, self._tables[0], self._tables[1], np.int32(len(weights)),
-            np.int32(nz), np.int32(ny), np.int32(nx), np.float32(self.beta), np.float32(p0), np.float32(p1),
-            grad if grad is not None else 0, hess if hess is not None else 0, value if value is not None else 0))
+            x, kap if kap is not None else 0, self._table, np.int32(nz), np.int32(ny), np.int32(nx),
+            np.float32(self.beta * factor), np.float32(p0), np.float32(p1), grad if grad is not None else 0,
+            np.int32(bool(accumulate)), hess if hess is not None else 0, value if value is not None else 0))
+
+    def add_gradient(self, x, out, factor: float = 1.0):
+        """``out += factor * grad R(x)`` in place (the algorithms' step, one fused pass on the GPU);
+        x and out as for :meth:`gradient`, x not checked (the caller keeps it finite and >= 0)."""
+        xp, kappa = self._image(x, check=False)
+        if not self.beta or not factor:
+            return out
+        if self._fused(x, xp) and out.flags.c_contiguous and out.dtype == x.dtype and out.shape == x.shape:
+            self._launch(x, kappa, xp, grad=out, factor=factor, accumulate=True)
+            return out
+        out += x.dtype.type(factor) * self.gradient(x, check=False)
+        return out
 
     def value(self, x, *, check: bool = True) -> float:
         """``R(x)`` (a Python float, accumulated in float64). ``check=False`` skips the finite and
