@@ -90,7 +90,7 @@ __device__ __forceinline__ void pair(float a, float b, float p0, float p1, int w
     float d = a - b;
 #if PAIR_KIND == PAIR_RDP
     float ad = fabsf(d), s = a + b + p0 * ad + p1, n = a + 3.0f * b + p0 * ad + 2.0f * p1;
-    float r = __frcp_rn(s);
+    float r = __fdividef(1.0f, s);      // MUFU reciprocal (2 ulp): a prior needs no IEEE division
     if (want & WANT_VALUE) *f = d * d * r;
     if (want & WANT_GRAD) *df = d * n * r * r;
     if (want & WANT_HESS) {
@@ -116,9 +116,12 @@ extern "C" __global__ void pair_prior(const float* __restrict__ x, const float* 
     int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y, iz = blockIdx.z;
     if (ix >= nx) return;
     int want = (grad ? WANT_GRAD : 0) | (hess ? WANT_HESS : 0) | (value ? WANT_VALUE : 0);
-    long long plane = (long long)ny * nx;
-    long long j = iz * plane + (long long)iy * nx + ix;
-    float a = x[j], ka = kappa ? kappa[j] : 1.0f;
+    int plane = ny * nx;                // 32-bit indices: the host sends images below 2**31 voxels only
+    int j = iz * plane + iy * nx + ix;
+#if HAS_KAPPA
+    float ka = kappa[j];
+#endif
+    float a = x[j];
     float g = 0.0f, h = 0.0f, v = 0.0f;
     bool inz[3] = {iz > 0, true, iz + 1 < nz}, iny[3] = {iy > 0, true, iy + 1 < ny}, inx[3] = {ix > 0, true, ix + 1 < nx};
 #pragma unroll
@@ -129,8 +132,10 @@ extern "C" __global__ void pair_prior(const float* __restrict__ x, const float* 
             for (int dx = -1; dx <= 1; ++dx) {
                 float w = weights[(dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)];
                 if (w == 0.0f || !(inz[dz + 1] && iny[dy + 1] && inx[dx + 1])) continue;
-                long long k = j + dz * plane + dy * nx + dx;
-                if (kappa) w *= ka * kappa[k];
+                int k = j + dz * plane + dy * nx + dx;
+#if HAS_KAPPA
+                w *= ka * kappa[k];
+#endif
                 float f = 0.0f, df = 0.0f, d2f = 0.0f;
                 pair(a, x[k], p0, p1, want, &f, &df, &d2f);
                 g = fmaf(w, df, g); h = fmaf(w, d2f, h); v = fmaf(w, f, v);
@@ -146,13 +151,14 @@ extern "C" __global__ void pair_prior(const float* __restrict__ x, const float* 
 _CUDA_KERNELS = {}
 
 
-def _cuda_kernel(kind: int):
+def _cuda_kernel(kind: int, has_kappa: bool):
     import cupy  # present: called for CuPy arrays only
 
-    if kind not in _CUDA_KERNELS:
-        module = cupy.RawModule(code=_CUDA_SOURCE, options=(f"-DPAIR_KIND={kind}",))
-        _CUDA_KERNELS[kind] = module.get_function("pair_prior")
-    return _CUDA_KERNELS[kind]
+    key = (kind, bool(has_kappa))
+    if key not in _CUDA_KERNELS:
+        module = cupy.RawModule(code=_CUDA_SOURCE, options=(f"-DPAIR_KIND={kind}", f"-DHAS_KAPPA={int(has_kappa)}"))
+        _CUDA_KERNELS[key] = module.get_function("pair_prior")
+    return _CUDA_KERNELS[key]
 
 
 class PairwisePrior:
@@ -238,7 +244,7 @@ class PairwisePrior:
     def _fused(self, x, xp):
         """Whether the fused CUDA kernel computes this call: a C-contiguous float32 CuPy image."""
         return (xp is not np and self._cuda_kind is not None and x.dtype == np.float32 and x.flags.c_contiguous
-                and max(x.shape[:2]) < 65536)        # ny, nz index the launch grid's y and z
+                and max(x.shape[:2]) < 65536 and x.size < 2**31)  # grid y, z; the kernel's 32-bit indices
 
     def _launch(self, x, kappa, xp, grad=None, hess=None, value=None, factor: float = 1.0, accumulate=False):
         """The fused kernel: ``grad = beta factor sum w df`` (``accumulate``: added to grad), ``hess``,
@@ -253,7 +259,7 @@ class PairwisePrior:
         nz, ny, nx = x.shape
         kap = None if kappa is None else xp.ascontiguousarray(kappa, dtype=xp.float32)
         threads = min(256, 32 * ((nx + 31) // 32))        # a block per row segment: x along threads
-        _cuda_kernel(self._cuda_kind)((((nx + threads - 1) // threads), ny, nz), (threads,), (
+        _cuda_kernel(self._cuda_kind, kap is not None)((((nx + threads - 1) // threads), ny, nz), (threads,), (
             x, kap if kap is not None else 0, self._table, np.int32(nz), np.int32(ny), np.int32(nx),
             np.float32(self.beta * factor), np.float32(p0), np.float32(p1), grad if grad is not None else 0,
             np.int32(bool(accumulate)), hess if hess is not None else 0, value if value is not None else 0))
