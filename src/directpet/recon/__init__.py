@@ -1,5 +1,6 @@
-"""Reconstruction for every projector family: MLEM, OSEM and block-RAMLA over a SubsetProblem,
-written against NumPy / CuPy arrays. Never imports a family; each family provides its
+"""Reconstruction for every projector family: MLEM, OSEM and block-RAMLA, and penalised likelihood
+(BSREM, MAP-EM, preconditioned SVRG with the priors of :mod:`directpet.recon.priors`) over a
+SubsetProblem, written against NumPy / CuPy arrays. Never imports a family; each family provides its
 SubsetProblem (``directpet.direct.ViewSubsets``, ``directpet.first.AngleSubsets``,
 ``directpet.dualhead.DualHeadSubsets``)."""
 
