@@ -30,10 +30,11 @@ over non-negative images, written as a sum over the problem's subsets
 
 Every algorithm reports the objective per pass when asked (``track_objective``: one extra forward
 pass per pass) and keeps the checks of :mod:`directpet.recon.algorithms` (problem, arguments, one
-place, before any projection). A problem shared by several processes
-(:class:`~directpet.parallel.DistributedSubsets`) runs :func:`map_em` unchanged (the prior is
-evaluated on the full image in every process; the back projections are summed); BSREM and SVRG update
-per subset and are single-device, as block-RAMLA is.
+place, before any projection). BSREM and SVRG update per subset and refuse a problem shared by
+several processes (:class:`~directpet.parallel.DistributedSubsets`), as block-RAMLA does. MAP-EM
+sums the back projections through the problem as MLEM does and evaluates the prior on the full image
+in every process, so it is written to run on a shared problem; that has not been run on several GPUs
+yet.
 """
 
 from __future__ import annotations
