@@ -96,6 +96,32 @@ def test_beta_zero_gives_the_unpenalised_algorithms_bit_for_bit(dense):
     np.testing.assert_allclose(a.image, b.image, rtol=2e-6)         # the root formula vs x * bp / S
 
 
+@pytest.mark.parametrize("preconditioner", ["max", "mean"])
+def test_one_bsrem_step_is_the_documented_formula(dense, preconditioner, rng):
+    """The first subset update against the formula written out in float64:
+    ``x1 = max(x0 + lambda0 x0 (g_s - grad R / n) / (T + x0 H / n), floor)`` with
+    ``g_s = A_s^T f_s (d_s / ybar_s - 1)``, ``H = diag(hess R)(x0)`` and ``T = max_s S_s`` ('max') or
+    ``S / n`` ('mean')."""
+    prior = RelativeDifferencePrior(3.0, (1.0, 1.0, 1.0), epsilon=0.05)
+    x0 = rng.uniform(0.5, 2.0, SHAPE).astype(np.float32)
+    first = []
+    bsrem(dense, prior, 1, lambda0=0.7, x0=x0, preconditioner=preconditioner, progress=False,
+          callback=lambda it, m, x: first.append(np.array(x)) or True)
+    n = dense.n_subsets
+    A = [a.astype(np.float64) for a in dense.blocks]
+    f = [v.astype(np.float64) for v in dense._f]
+    S_s = np.array([(a.T @ fs).reshape(SHAPE) for a, fs in zip(A, f)])
+    T = S_s.max(axis=0) if preconditioner == "max" else S_s.sum(axis=0) / n
+    s = dense.order()[0]
+    x = x0.astype(np.float64)
+    ybar = f[s] * (A[s] @ x.ravel()) + dense._b[s]
+    g_s = (A[s].T @ (f[s] * (dense._d[s] / ybar - 1.0))).reshape(SHAPE)
+    ref64 = RelativeDifferencePrior(3.0, (1.0, 1.0, 1.0), epsilon=0.05)
+    step = g_s - ref64.gradient(x) / n
+    x1 = np.maximum(x + 0.7 * x * step / (T + x * ref64.hessian_diagonal(x) / n), 1e-6 * x.mean())
+    np.testing.assert_allclose(first[0], x1, rtol=2e-5, atol=1e-6)
+
+
 def test_a_stronger_prior_gives_a_smoother_image(dense):
     """The prior does what it is for: the roughness (the quadratic prior's value at beta = 1) of the
     minimiser falls as beta grows."""

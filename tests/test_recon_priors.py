@@ -124,6 +124,17 @@ def test_float32_images_stay_float32_and_out_is_overwritten(rng):
     assert LogCoshPrior(1.0, VOXEL, delta=0.5).gradient(x).dtype == np.float32
 
 
+def test_log_cosh_value_is_accurate_in_float32_for_small_differences(rng):
+    """log cosh t ~ t^2 / 2 for small t: the form |t| + log1p(exp(-2|t|)) - log 2 cancels there in
+    float32 (negative pair values); the prior must agree with float64 to float32 accuracy."""
+    x = (1.0 + 1e-4 * rng.standard_normal((4, 6, 7))).astype(np.float32)
+    prior = LogCoshPrior(1.0, VOXEL, delta=1.0)
+    exact = prior.value(x.astype(np.float64))
+    assert exact > 0 and prior.value(x) == pytest.approx(exact, rel=1e-4)
+    value, _, _ = ref.pairwise_prior(x.astype(np.float64), lambda a, b: ref.logcosh_pair(a, b, 1.0), 1.0, VOXEL)
+    assert exact == pytest.approx(value, rel=1e-9)
+
+
 def test_add_gradient_is_the_algorithms_step(rng):
     """``out += factor * grad R(x)``: the one call BSREM and SVRG make per subset."""
     x = _image(rng).astype(np.float32)
@@ -174,12 +185,13 @@ def test_bad_input_is_a_clear_error(rng):
 @pytest.mark.gpu
 def test_cupy_matches_numpy(rng):
     cp = pytest.importorskip("cupy", reason="CuPy not installed")
-    x = _image(rng, (6, 9, 11)).astype(np.float32)
+    x = _image(rng, (5, 9, 300)).astype(np.float32)         # nx > 256: several blocks along x
     kappa = rng.uniform(0.5, 1.5, x.shape).astype(np.float32)
     xd = cp.asarray(x)
     pairs = [(RelativeDifferencePrior(0.8, VOXEL, epsilon=0.01, kappa=cp.asarray(kappa)),
               RelativeDifferencePrior(0.8, VOXEL, epsilon=0.01, kappa=kappa)),
-             (QuadraticPrior(0.5, VOXEL),) * 2, (LogCoshPrior(1.2, VOXEL, delta=0.7),) * 2]
+             (RelativeDifferencePrior(0.8, VOXEL, epsilon=0.01, neighbourhood=6),) * 2,
+             (QuadraticPrior(0.5, VOXEL, kappa=kappa),) * 2, (LogCoshPrior(1.2, VOXEL, delta=0.7),) * 2]
     for prior, cpu in pairs:
         assert prior.value(xd) == pytest.approx(cpu.value(x), rel=1e-5)
         g = prior.gradient(xd)

@@ -315,10 +315,10 @@ def _run_passes(rec, xp, x, n_iter: int, label: str, progress, order, update: Ca
     block-RAMLA: ``start_pass(iteration)`` before each pass, ``callback(iteration, index, x)`` after
     each subset (True stops after recording that pass), each pass timed and recorded. Returns x."""
     for it in _progress(n_iter, label, progress):
+        _sync(xp)
+        t = time.perf_counter()          # the pass's set-up (SVRG's snapshot) counts as its time
         if start_pass is not None:
             start_pass(it)
-        _sync(xp)
-        t = time.perf_counter()
         stop = False
         for m, s in enumerate(order):
             x = update(it, s, x)

@@ -9,10 +9,11 @@ over non-negative images, written as a sum over the problem's subsets
 ``Phi = sum_s Phi_s`` with ``Phi_s = -L_s + R / n_subsets``. ``grad L_s = A_s^T [f_s (d_s / ybar_s - 1)]``.
 
 * :func:`bsrem` (De Pierro and Yamagishi 2001; Ahn and Fessler 2003), one update per subset
-  ``x <- max(x + lambda_n (x / T) [A_s^T f_s (d_s / ybar_s - 1) - grad R(x) / n_subsets], floor)``
-  with an EM preconditioner ``x / T`` that is the same for every subset and the diminishing
-  relaxation ``lambda_n = lambda0 / (1 + gamma (n - 1))`` of pass n, the schedule under which the
-  iterates converge to the minimiser. ``T = n_subsets max_s S_s`` (``S_s = A_s^T f_s``) by default: the
+  ``x <- max(x + lambda_n D [n_subsets A_s^T f_s (d_s / ybar_s - 1) - grad R(x)], floor)``
+  with a preconditioner that is the same for every subset of a pass, ``D = x / (T + x diag(hess R))``
+  (x and the prior's curvature taken at the start of the pass; ``D = x / T`` without a prior), and the
+  diminishing relaxation ``lambda_n = lambda0 / (1 + gamma (n - 1))`` of pass n, the schedule under
+  which the iterates converge to the minimiser. ``T = n_subsets max_s S_s`` (``S_s = A_s^T f_s``) by default: the
   data part of a step then never takes a voxel below zero for ``lambda_n <= 1``, whatever the subsets
   (a dual-head orientation subset can see a voxel many times more than the average subset does);
   ``T = S = sum_s S_s`` (``preconditioner='mean'``) is block-RAMLA's choice, equal where the subsets
@@ -115,8 +116,8 @@ def bsrem(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, lambda0: fl
           track_objective: bool = False, progress: bool = True) -> ReconResult:
     """BSREM: block-sequential regularised EM, one relaxed preconditioned gradient step per subset.
 
-    ``x <- max(x + lambda_n (x / T) [n_subsets A_s^T f_s (d_s / ybar_s - 1) - grad R(x)], floor)``
-    (module docstring).
+    ``x <- max(x + lambda_n D [n_subsets A_s^T f_s (d_s / ybar_s - 1) - grad R(x)], floor)``,
+    ``D = x / (T + x diag(hess R)(x))`` at the start of each pass (module docstring).
 
     Parameters
     ----------
@@ -124,8 +125,8 @@ def bsrem(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, lambda0: fl
     prior : a :class:`~directpet.recon.priors.PairwisePrior` on the problem's image
         (e.g. ``RelativeDifferencePrior(beta, grid, epsilon=...)``).
     n_iter : passes through the subsets.
-    lambda0, gamma : relaxation ``lambda_n = lambda0 / (1 + gamma (n - 1))`` of pass n (``lambda0`` in
-        (0, 1] keeps the data part of every step positive). lambda0 = 1 makes the first pass OSEM-like
+    lambda0, gamma : relaxation ``lambda_n = lambda0 / (1 + gamma (n - 1))`` of pass n (with the
+        ``'max'`` preconditioner, ``lambda0`` in (0, 1] keeps the data part of every step positive). lambda0 = 1 makes the first pass OSEM-like
         where the subsets are balanced (with ``beta = 0`` the step is then OSEM's).
     preconditioner : ``'max'`` (default): ``T = n_subsets max_s S_s``; ``'mean'``: ``T = S``, block-RAMLA's
         ``x / Sbar`` (faster where subsets are balanced, e.g. DIRECT views, but a relaxation above
@@ -149,13 +150,13 @@ def bsrem(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, lambda0: fl
     if preconditioner == "mean":
         S = _sensitivity(problem, xp, range(n_sub))
         T = S
-    else:
-        S_sub = [_sensitivity(problem, xp, [s]) for s in range(n_sub)]
-        S, T = S_sub[0].copy(), S_sub[0].copy()
-        for S_s in S_sub[1:]:
+    else:                                  # one subset's sensitivity at a time: S and T accumulate
+        S = _sensitivity(problem, xp, [0])
+        T = S.copy()
+        for s in range(1, n_sub):
+            S_s = _sensitivity(problem, xp, [s])
             S += S_s
             xp.maximum(T, S_s, out=T)
-        del S_sub
     s_max = _check_sensitivity(S, xp)
     inv_T, good = _safe_inverse(T, _EPS_S_REL * float(T.max()), xp)
     good &= S > _EPS_S_REL * s_max

@@ -101,7 +101,10 @@ __device__ __forceinline__ void pair(float a, float b, float p0, float p1, int w
     *f = 0.5f * d * d; *df = d; *d2f = 1.0f;
 #else
     float t = d / p0, at = fabsf(t);
-    if (want & WANT_VALUE) *f = p0 * p0 * (at + log1pf(expf(-2.0f * at)) - 0.69314718f);
+    if (want & WANT_VALUE) {   // log cosh t: log1p(2 sinh^2(t/2)) below |t| = 1 (no cancellation), else |t| + ...
+        float sh = sinhf(0.5f * fminf(at, 1.0f));
+        *f = p0 * p0 * (at < 1.0f ? log1pf(2.0f * sh * sh) : at + log1pf(expf(-2.0f * at)) - 0.69314718f);
+    }
     if (want & WANT_GRAD) *df = p0 * tanhf(t);
     if (want & WANT_HESS) { float c = coshf(fminf(at, 40.0f)); *d2f = 1.0f / (c * c); }
 #endif
@@ -235,7 +238,12 @@ class PairwisePrior:
             if tuple(self.kappa.shape) != tuple(x.shape):
                 raise ValueError(f"kappa: its shape {tuple(self.kappa.shape)} differs from the image's "
                                  f"{tuple(x.shape)} [{type(self).__name__}]")
-            kappa = xp.asarray(self.kappa, dtype=x.dtype)
+            key = (xp.__name__, x.dtype.str)
+            if getattr(self, "_kappa_key", None) != key:      # convert once per namespace and dtype
+                if array_module(self.kappa) is not np and xp is np:
+                    raise TypeError(f"kappa: a CuPy array, and the image is NumPy [{type(self).__name__}]")
+                self._kappa_cached, self._kappa_key = xp.asarray(self.kappa, dtype=x.dtype), key
+            kappa = self._kappa_cached
         return xp, kappa
 
     def _weights(self, w, kappa, sj, sk):
@@ -244,7 +252,7 @@ class PairwisePrior:
     def _fused(self, x, xp):
         """Whether the fused CUDA kernel computes this call: a C-contiguous float32 CuPy image."""
         return (xp is not np and self._cuda_kind is not None and x.dtype == np.float32 and x.flags.c_contiguous
-                and max(x.shape[:2]) < 65536 and x.size < 2**31)  # grid y, z; the kernel's 32-bit indices
+                and 0 < x.size < 2**31 and max(x.shape[:2]) < 65536)  # 32-bit indices; grid y and z
 
     def _launch(self, x, kappa, xp, grad=None, hess=None, value=None, factor: float = 1.0, accumulate=False):
         """The fused kernel: ``grad = beta factor sum w df`` (``accumulate``: added to grad), ``hess``,
@@ -270,7 +278,10 @@ class PairwisePrior:
         xp, kappa = self._image(x, check=False)
         if not self.beta or not factor:
             return out
-        if self._fused(x, xp) and out.flags.c_contiguous and out.dtype == x.dtype and out.shape == x.shape:
+        if array_module(out) is not xp or tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype:
+            raise ValueError(f"out: expected a {xp.__name__} {x.dtype} array of shape {tuple(x.shape)} "
+                             f"[{type(self).__name__}.add_gradient]")
+        if self._fused(x, xp) and out.flags.c_contiguous:
             self._launch(x, kappa, xp, grad=out, factor=factor, accumulate=True)
             return out
         out += x.dtype.type(factor) * self.gradient(x, check=False)
@@ -416,9 +427,13 @@ class LogCoshPrior(PairwisePrior):
 
     def _pair(self, a, b, xp):
         t = (a - b) / self.delta
-        # log cosh t = |t| + log1p(exp(-2|t|)) - log 2: no overflow for large |t|
         at = xp.abs(t)
-        return self.delta ** 2 * (at + xp.log1p(xp.exp(-2 * at)) - _LOG2), self.delta * xp.tanh(t)
+        # log cosh t = log1p(2 sinh^2(t / 2)) for |t| < 1 (the other form cancels in float32 there) and
+        # |t| + log1p(exp(-2|t|)) - log 2 beyond (no overflow for large |t|)
+        sh = xp.sinh(0.5 * xp.minimum(at, 1.0))
+        small = xp.log1p(2 * sh * sh)
+        large = at + xp.log1p(xp.exp(-2 * at)) - _LOG2
+        return self.delta ** 2 * xp.where(at < 1.0, small, large), self.delta * xp.tanh(t)
 
     def _pair_curvature(self, a, b, xp):
         c = xp.cosh(xp.minimum(xp.abs(a - b) / self.delta, 40))

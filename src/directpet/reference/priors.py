@@ -40,7 +40,10 @@ def quadratic_pair(a: float, b: float):
 def logcosh_pair(a: float, b: float, delta: float):
     """``(f, df/da, d2f/da2)`` of the log-cosh prior's pair function ``delta^2 log cosh((a - b) / delta)``."""
     t = (a - b) / delta
-    return delta ** 2 * math.log(math.cosh(t)), delta * math.tanh(t), 1.0 / math.cosh(t) ** 2
+    at = abs(t)
+    # log cosh written to neither overflow (large |t|) nor cancel (small |t|)
+    log_cosh = math.log1p(2 * math.sinh(t / 2) ** 2) if at < 1 else at + math.log1p(math.exp(-2 * at)) - math.log(2)
+    return delta ** 2 * log_cosh, delta * math.tanh(t), 1.0 / math.cosh(min(at, 350.0)) ** 2
 
 
 def _neighbours(neighbourhood: int):
