@@ -16,7 +16,8 @@ def _demo(args) -> int:
 
     cfg = ExperimentConfig(size=args.size, n_events=args.events, n_iter=args.iterations,
                            kernels=tuple(args.kernels.split(",")), backend=args.backend,
-                           target_noise=args.target_noise, seed=args.seed, progress=not args.quiet)
+                           target_noise=args.target_noise, seed=args.seed, progress=not args.quiet,
+                           bsrem_betas=args.bsrem_betas, bsrem_passes=args.bsrem_passes)
     t0 = time.perf_counter()
     res = run_experiment(cfg)
     paths = write_figures(res, args.out)
@@ -129,6 +130,11 @@ def main(argv=None) -> int:
     d.add_argument("--kernels", default="invariant-fft,invariant,variant1",
                    help="comma list of: invariant-fft, invariant, variant1, variant2, variant3")
     d.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"])
+    d.add_argument("--bsrem-betas", default="",
+                   help="DIRECT: comma list of relative prior weights b; adds BSREM with the relative difference "
+                        "prior (beta = b * mean sensitivity) per kernel, from its last block-RAMLA image, and a "
+                        "CRC-noise figure over b (e.g. 0.003,0.01,0.03,0.1)")
+    d.add_argument("--bsrem-passes", type=int, default=10, help="DIRECT: BSREM passes per b (default 10)")
     d.add_argument("--target-noise", type=float, default=0.08)
     d.add_argument("--seed", type=int, default=2026)
     d.add_argument("--out", default="directpet_demo", help="folder for the PNG figures")
@@ -153,6 +159,10 @@ def main(argv=None) -> int:
             return _demo_family(args)
         if args.size not in ("auto", "tiny", "cpu", "small", "paper"):
             ap.error("--size: the DIRECT demo takes tiny, cpu, small or paper")
+        try:
+            args.bsrem_betas = tuple(float(b) for b in args.bsrem_betas.split(",")) if args.bsrem_betas else ()
+        except ValueError:
+            ap.error(f"--bsrem-betas: expected a comma list of numbers, got {args.bsrem_betas!r}")
         if args.size == "auto":
             args.size = "paper" if gpu else "small"
         if args.iterations is None:

@@ -27,7 +27,7 @@ import numpy as np
 
 from .. import analysis, recon, sim
 from .._backend import resolve_backend
-from .._checks import to_numpy
+from .._checks import real_number, to_numpy
 from ..geometry import ImageGrid
 from .deposition import simulate_histo_images
 from .fft import FFTProjector
@@ -69,6 +69,12 @@ class ExperimentConfig:
     ``gamma`` the relaxation ``lambda_n = lambda0 / (1 + gamma (n - 1))``; ``target_noise`` the
     relative noise (0.08 = 8 %) at which the models are compared; ``seed`` the noise realisation;
     ``progress`` shows progress bars.
+
+    ``bsrem_betas`` (default none) adds a penalised arm: for each kernel model and each relative
+    weight b, BSREM with the relative difference prior (``gamma = 2``, ``beta = b * mean(S)`` with S
+    the sensitivity image, ``epsilon = 1e-3`` of the mean activity), ``bsrem_passes`` passes over the
+    same one-view subsets from the model's last block-RAMLA image; each b gives one (noise, CRC)
+    point of the curve that Q.Clear-type studies compare (:func:`bsrem_sweep`).
     """
 
     size: str = "small"
@@ -81,6 +87,8 @@ class ExperimentConfig:
     target_noise: float = 0.08
     seed: int = 2026
     progress: bool = True
+    bsrem_betas: Sequence[float] = ()
+    bsrem_passes: int = 10
 
 
 @dataclass
@@ -104,6 +112,7 @@ class ExperimentResult:
     matched: list = field(default_factory=list)     # MatchedNoise per label
     timings: dict = field(default_factory=dict)     # seconds
     backend: str = "cpu"
+    bsrem: dict = field(default_factory=dict)       # label -> [(b, noise, CRC), ...] of bsrem_sweep
 
     def table(self) -> str:
         """CRC and noise at matched noise and at the last iteration, one row per kernel model."""
@@ -113,6 +122,12 @@ class ExperimentResult:
             it = f"{m.iteration:.1f}" if m.status == "ok" else m.status
             lines.append(f"{c.label:<14} {it:>10} {m.crc:>10.3f} {100 * m.noise:>6.1f}%   "
                          f"{c.crc[-1]:>9.3f} {100 * c.noise[-1]:>9.1f}% {r.time_s / r.n_iter:>7.2f}s")
+        if self.bsrem:
+            lines += ["", f"BSREM with the relative difference prior, {self.config.bsrem_passes} passes from the last "
+                          f"block-RAMLA image (beta = b * mean sensitivity)",
+                      f"{'kernel':<14} {'b':>8} {'CRC':>7} {'noise':>7}"]
+            for label, points in self.bsrem.items():
+                lines += [f"{label:<14} {b:>8g} {c:>7.3f} {100 * n:>6.1f}%" for b, n, c in points]
         return "\n".join(lines)
 
 
@@ -273,9 +288,40 @@ def reconstruct_kernel(study: SimulatedStudy, label: str, n_iter: int, *,
     return KernelReconstruction(label, res, curve, t1 - t0, t2 - t1)
 
 
+def bsrem_sweep(study: SimulatedStudy, label: str, betas: Sequence[float], n_passes: int, x0, *,
+                lambda0: float = ExperimentConfig.lambda0, gamma: float = ExperimentConfig.gamma,
+                progress: bool = False, cache_projector: bool = False) -> list:
+    """``[(b, noise, CRC), ...]``: BSREM with the relative difference prior on ``study`` with the
+    kernel model ``label``, one run of ``n_passes`` passes over the one-view subsets per relative weight b
+    (``beta = b * mean(S)``, S the sensitivity image: the prior's curvature ``beta / x`` is then b times
+    the data's ``S / x``; ``gamma = 2``; ``epsilon = 1e-3 * mean(x0)``), each from the image ``x0``
+    (e.g. the model's last block-RAMLA image), with the relaxation ``lambda0 / (1 + gamma (n - 1))``.
+    CRC and noise as in :func:`directpet.analysis.contrast_noise_curve`.
+    """
+    _check_kernel(label)
+    values = [real_number("betas", b, nonnegative=True) for b in betas]
+    op = _projector(label, study, cache_projector)
+    problem = ViewSubsets(op, study.data)
+    xp = problem.xp
+    x0 = xp.asarray(x0, dtype=xp.float32)
+    mean_s = float(recon.sensitivity_image(problem).mean())
+    out = []
+    for b in values:
+        prior = recon.RelativeDifferencePrior(b * mean_s, study.grid, gamma=2.0,
+                                              epsilon=1e-3 * float(x0.mean()))
+        res = recon.bsrem(problem, prior, int(n_passes), lambda0=lambda0, gamma=gamma, x0=x0, progress=progress)
+        image = to_numpy(res.image)
+        out.append((b, float(analysis.noise(image, study.info)), float(analysis.crc(image, study.info).mean)))
+    return out
+
+
 def run_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResult:
     """Simulate the sphere phantom, reconstruct it with each kernel model, and analyse."""
     _check_size(cfg.size)
+    for b in cfg.bsrem_betas:
+        real_number("bsrem_betas", b, nonnegative=True)
+    if cfg.bsrem_betas and not (isinstance(cfg.bsrem_passes, (int, np.integer)) and cfg.bsrem_passes >= 1):
+        raise ValueError(f"bsrem_passes: expected a positive number of passes, got {cfg.bsrem_passes!r}")
     unknown = [k for k in cfg.kernels if k not in KERNEL_MODELS]
     if unknown:
         raise ValueError(f"kernels: unknown models {unknown}; expected some of {sorted(KERNEL_MODELS)}")
@@ -287,6 +333,9 @@ def run_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResu
                                  progress=cfg.progress)
         out.results[label] = rec.result
         out.curves.append(rec.curve)
+        if cfg.bsrem_betas:
+            out.bsrem[label] = bsrem_sweep(study, label, cfg.bsrem_betas, cfg.bsrem_passes, rec.result.image,
+                                           lambda0=cfg.lambda0, gamma=cfg.gamma, progress=cfg.progress)
     out.matched = analysis.pick_matched_noise(out.curves, target=cfg.target_noise)
     return out
 
@@ -402,4 +451,22 @@ def write_figures(result: ExperimentResult, out_dir: str) -> list:
         imgs = result.results[k].images
         picks.append(imgs[min(max(m.index, 0), len(imgs) - 1)] if imgs else result.results[k].image)
     analysis.plot_line_profiles(picks, labels, result.phantom, truth=result.truth, path=paths[2])
+    if result.bsrem:
+        paths.append(_bsrem_figure(result, os.path.join(out_dir, "bsrem_beta_sweep.png")))
     return paths
+
+
+def _bsrem_figure(result: ExperimentResult, path: str) -> str:
+    """The block-RAMLA contrast-noise curves with each model's BSREM points (one per b) on top."""
+    fig = analysis.plot_contrast_noise(result.curves, target_noise=result.config.target_noise,
+                                       title="block-RAMLA iterations (lines) and BSREM-RDP over beta (squares)")
+    ax = fig.axes[0]
+    colours = {line.get_label(): line.get_color() for line in ax.get_lines()}
+    for label, points in result.bsrem.items():
+        b, n, c = (np.array(v) for v in zip(*points))
+        ax.plot(100 * n, c, "s--", color=colours.get(label, "k"), ms=5, label=f"{label}, BSREM")
+        for bi, ni, ci in zip(b, n, c):
+            ax.annotate(f"b={bi:g}", (100 * ni, ci), fontsize=7, textcoords="offset points", xytext=(3, -9))
+    ax.legend(fontsize=7)
+    fig.savefig(path, dpi=120)
+    return path
