@@ -49,11 +49,10 @@ def _display_without_ipython():
     """Where IPython is not installed (a bare GPU machine), a stand-in ``IPython.display`` whose
     ``display(Image(filename=...))`` prints the file's name: the notebooks' display cells only show the
     PNG files the cell before wrote, so every computing cell still runs and is timed."""
-    try:
-        import IPython.display  # noqa: F401
+    import importlib.util
+
+    if importlib.util.find_spec("IPython") is not None:
         return
-    except ImportError:
-        pass
     import types
 
     display_mod = types.ModuleType("IPython.display")

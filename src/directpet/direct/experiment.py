@@ -251,7 +251,8 @@ class KernelReconstruction:
     ``result`` is the :class:`~directpet.recon.ReconResult` (final and stored images as NumPy
     arrays, or no stored images when they were not kept), ``curve`` the CRC and noise of every
     stored iteration, ``seconds_projector`` the projector build (about 0 when it came from the cache),
-    ``seconds_recon`` the reconstruction's wall time.
+    ``seconds_recon`` the reconstruction's wall time, ``projector`` the projector it used (kept for
+    further runs on the same study, e.g. :func:`bsrem_sweep`).
     """
 
     label: str
@@ -259,6 +260,7 @@ class KernelReconstruction:
     curve: object
     seconds_projector: float
     seconds_recon: float
+    projector: object = field(default=None, repr=False, compare=False)
 
 
 def reconstruct_kernel(study: SimulatedStudy, label: str, n_iter: int, *,
@@ -285,22 +287,24 @@ def reconstruct_kernel(study: SimulatedStudy, label: str, n_iter: int, *,
     curve = analysis.contrast_noise_curve(res, study.info, label=label)
     res.image = to_numpy(res.image)
     res.images = [to_numpy(im) for im in res.images] if keep_images else []
-    return KernelReconstruction(label, res, curve, t1 - t0, t2 - t1)
+    return KernelReconstruction(label, res, curve, t1 - t0, t2 - t1, op)
 
 
 def bsrem_sweep(study: SimulatedStudy, label: str, betas: Sequence[float], n_passes: int, x0, *,
                 lambda0: float = ExperimentConfig.lambda0, gamma: float = ExperimentConfig.gamma,
-                progress: bool = False, cache_projector: bool = False) -> list:
+                progress: bool = False, cache_projector: bool = False, projector=None) -> list:
     """``[(b, noise, CRC), ...]``: BSREM with the relative difference prior on ``study`` with the
     kernel model ``label``, one run of ``n_passes`` passes over the one-view subsets per relative weight b
     (``beta = b * mean(S)``, S the sensitivity image: the prior's curvature ``beta / x`` is then b times
     the data's ``S / x``; ``gamma = 2``; ``epsilon = 1e-3 * mean(x0)``), each from the image ``x0``
     (e.g. the model's last block-RAMLA image), with the relaxation ``lambda0 / (1 + gamma (n - 1))``.
-    CRC and noise as in :func:`directpet.analysis.contrast_noise_curve`.
+    CRC and noise as in :func:`directpet.analysis.contrast_noise_curve`. ``projector``: the model's
+    projector when the caller has it (``KernelReconstruction.projector``), else one is built (or taken
+    from the cache with ``cache_projector``).
     """
     _check_kernel(label)
     values = [real_number("betas", b, nonnegative=True) for b in betas]
-    op = _projector(label, study, cache_projector)
+    op = _projector(label, study, cache_projector) if projector is None else projector
     problem = ViewSubsets(op, study.data)
     xp = problem.xp
     x0 = xp.asarray(x0, dtype=xp.float32)
@@ -335,7 +339,8 @@ def run_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResu
         out.curves.append(rec.curve)
         if cfg.bsrem_betas:
             out.bsrem[label] = bsrem_sweep(study, label, cfg.bsrem_betas, cfg.bsrem_passes, rec.result.image,
-                                           lambda0=cfg.lambda0, gamma=cfg.gamma, progress=cfg.progress)
+                                           lambda0=cfg.lambda0, gamma=cfg.gamma, progress=cfg.progress,
+                                           projector=rec.projector)
     out.matched = analysis.pick_matched_noise(out.curves, target=cfg.target_noise)
     return out
 

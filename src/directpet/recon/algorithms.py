@@ -311,16 +311,18 @@ def _progress(n_iter: int, desc, progress):
 
 def _run_passes(rec, xp, x, n_iter: int, label: str, progress, order, update: Callable,
                 callback: Optional[Callable], start_pass: Optional[Callable] = None):
-    """n_iter passes of ``x = update(iteration, subset, x)`` over ``order``, shared by OSEM and
-    block-RAMLA: ``start_pass(iteration)`` before each pass, ``callback(iteration, index, x)`` after
-    each subset (True stops after recording that pass), each pass timed and recorded. Returns x."""
+    """n_iter passes of ``x = update(iteration, subset, x)`` over ``order`` (a sequence of subsets,
+    or a callable ``iteration -> sequence`` for an order drawn per pass), shared by OSEM, block-RAMLA,
+    BSREM and SVRG: ``start_pass(iteration, x)`` before each pass (x: the iterate the pass starts
+    from), ``callback(iteration, index, x)`` after each subset (True stops after recording that pass),
+    each pass timed and recorded. Returns x."""
     for it in _progress(n_iter, label, progress):
         _sync(xp)
         t = time.perf_counter()          # the pass's set-up (SVRG's snapshot) counts as its time
         if start_pass is not None:
-            start_pass(it)
+            start_pass(it, x)
         stop = False
-        for m, s in enumerate(order):
+        for m, s in enumerate(order(it) if callable(order) else order):
             x = update(it, s, x)
             if callback is not None and callback(it, m, x):
                 stop = True
@@ -532,15 +534,14 @@ def block_ramla(problem: SubsetProblem, n_iter: int, lambda0: float = 0.03, gamm
     n_iter = _check_run(n_iter, callback, store_every, track_loglik, progress)
     lambda0, gamma = _check_relaxation(lambda0, gamma)
     lambdas = _schedule(schedule, lambda0, gamma, n_iter)
-    if floor is not None:
-        floor = real_number("floor", floor, nonnegative=True)
+    floor = _check_floor(floor)
     order = _check_order(problem.order() if order is None else order, problem.n_subsets)
     x0 = _check_x0(x0, problem, xp)
     S = _sensitivity(problem, xp, range(problem.n_subsets))
     inv_S, good = _safe_inverse(S, _EPS_S_REL * _check_sensitivity(S, xp), xp)
     inv_Sbar = inv_S * np.float32(problem.n_subsets)           # 1 / (S / n_subsets)
     x = _start(S, x0, totals, xp)
-    fl = float(1e-6 * float(x.mean(dtype=xp.float64))) if floor is None else floor
+    fl = _floor_value(x, floor, xp)
     work = _Work(problem, xp)
     rec = _Recorder("block_ramla", problem, xp, eps_y, work, store_every, track_loglik,
                     {"order": order, "lambda0": lambda0, "gamma": gamma, "floor": fl})
@@ -549,7 +550,7 @@ def block_ramla(problem: SubsetProblem, n_iter: int, lambda0: float = 0.03, gamm
     rec.loglik(x, 0)
     step = {}
 
-    def start_pass(it):
+    def start_pass(it, x):
         lam = lambdas(it)
         rec.res.lambdas.append(lam)
         with np.errstate(over="ignore"):       # a relaxation beyond float32 is reported by the first update
@@ -573,6 +574,16 @@ def block_ramla(problem: SubsetProblem, n_iter: int, lambda0: float = 0.03, gamm
 
     x = _run_passes(rec, xp, x, n_iter, "block-RAMLA", progress, order, update, callback, start_pass)
     return rec.finish(x)
+
+
+def _check_floor(floor) -> Optional[float]:
+    """The positivity floor argument: None (the default) or a finite number >= 0 (checked at entry)."""
+    return None if floor is None else real_number("floor", floor, nonnegative=True)
+
+
+def _floor_value(x, floor: Optional[float], xp) -> float:
+    """The floor in use: ``floor``, or by default ``1e-6 * mean(x)`` of the start image."""
+    return float(1e-6 * float(x.mean(dtype=xp.float64))) if floor is None else floor
 
 
 def _schedule(schedule, lambda0: float, gamma: float, n_iter: int) -> Callable[[int], float]:

@@ -47,9 +47,9 @@ import numpy as np
 
 from .._checks import integer, real_number, require_memory
 from ._fused import ramla_update
-from .algorithms import (_EPS_S_REL, ReconResult, _backproject_residual, _check_order, _check_relaxation,
-                         _check_run, _check_sensitivity, _check_x0, _checked, _check_image, _loglik,
-                         _progress, _Recorder, _run_passes, _safe_inverse, _schedule, _sensitivity, _start,
+from .algorithms import (_EPS_S_REL, ReconResult, _backproject_residual, _check_floor, _check_image, _check_order,
+                         _check_relaxation, _check_run, _check_sensitivity, _check_x0, _checked, _floor_value,
+                         _loglik, _progress, _Recorder, _run_passes, _safe_inverse, _schedule, _sensitivity, _start,
                          _sync, _Work)
 from .priors import PairwisePrior, QuadraticPrior
 from .problem import SubsetProblem
@@ -72,12 +72,6 @@ def _single_device(problem: SubsetProblem, name: str) -> None:
     if problem.n_ranks > 1:
         raise ValueError(f"problem: {name} updates per subset and runs on one device; this problem is shared "
                          f"by {problem.n_ranks} processes (use map_em)")
-
-
-def _floor(x, floor, xp) -> float:
-    if floor is not None:
-        return real_number("floor", floor, nonnegative=True)
-    return float(1e-6 * float(x.mean(dtype=xp.float64)))
 
 
 class _PenalisedRecorder(_Recorder):
@@ -143,6 +137,7 @@ def bsrem(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, lambda0: fl
     lambda0, gamma = _check_relaxation(lambda0, gamma)
     lambdas = _schedule(schedule, lambda0, gamma, n_iter)
     order = _check_order(problem.order() if order is None else order, problem.n_subsets)
+    floor = _check_floor(floor)
     if preconditioner not in ("max", "mean"):
         raise ValueError(f"preconditioner: expected 'max' or 'mean', got {preconditioner!r}")
     x0 = _check_x0(x0, problem, xp)
@@ -158,12 +153,16 @@ def bsrem(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, lambda0: fl
             S += S_s
             xp.maximum(T, S_s, out=T)
     s_max = _check_sensitivity(S, xp)
+    # the step is lambda_n x (grad L_s - grad R / n) / base with base = T / n: max_s S_s ('max') or
+    # S / n ('mean', block-RAMLA's Sbar); inv_base is block-RAMLA's inv_Sbar for 'mean'
     inv_T, good = _safe_inverse(T, _EPS_S_REL * float(T.max()), xp)
     good &= S > _EPS_S_REL * s_max
-    # the step scale lambda_n x / T times n_subsets grad L_s: T = n max_s S_s ('max') or S ('mean')
-    inv_Sbar = inv_T * np.float32(n_sub) if preconditioner == "mean" else inv_T
+    if preconditioner == "mean":
+        inv_base, base = inv_T * np.float32(n_sub), S * np.float32(1.0 / n_sub)
+    else:
+        inv_base, base = inv_T, T
     x = _start(S, x0, totals, xp)
-    fl = _floor(x, floor, xp)
+    fl = _floor_value(x, floor, xp)
     work = _Work(problem, xp)
     rec = _PenalisedRecorder("bsrem", problem, xp, eps_y, work, store_every, track_objective,
                              {"order": order, "lambda0": lambda0, "gamma": gamma, "floor": fl, "prior": repr(prior),
@@ -173,28 +172,24 @@ def bsrem(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, lambda0: fl
     rec.loglik(x, 0)
     step = {}
 
-    def start_pass(it):
+    def start_pass(it, x):
         lam = lambdas(it)
         rec.res.lambdas.append(lam)
         with np.errstate(over="ignore"):
             if not prior.beta:
-                step["scale"] = xp.where(good, inv_Sbar * np.float32(lam), 0.0).astype(xp.float32)
+                step["scale"] = xp.where(good, inv_base * np.float32(lam), 0.0).astype(xp.float32)
                 return
-            # lambda x / (T / n + x diag(hess R) / n) at the pass's start: the prior's curvature bounds
+            # lambda / (base + x diag(hess R) / n) at the pass's start: the prior's curvature bounds
             # its part of the step as the sensitivity bounds the data's (a weak-data voxel, S -> 0,
             # would otherwise take a prior step of x grad R / S)
-            curvature = prior.hessian_diagonal(step.get("x", x_start), check=False)
-            denominator = xp.where(good, 1.0 / xp.where(good, inv_Sbar, 1.0), 1.0) \
-                + step.get("x", x_start) * curvature * np.float32(1.0 / n_sub)
-            step["scale"] = xp.where(good, np.float32(lam) / denominator, 0.0).astype(xp.float32)
+            denominator = base + x * prior.hessian_diagonal(x, check=False) * np.float32(1.0 / n_sub)
+            step["scale"] = xp.where(good, np.float32(lam) / xp.where(good, denominator, 1.0), 0.0).astype(xp.float32)
 
     def update(it, s, x):
         _backproject_residual(problem, xp, x, (s,), eps_y, 1.0, work, grad)
         prior.add_gradient(x, grad, -1.0 / n_sub)
-        step["x"] = ramla_update(xp, x, step["scale"], grad, fl)
-        return step["x"]
+        return ramla_update(xp, x, step["scale"], grad, fl)
 
-    x_start = x
     x = _run_passes(rec, xp, x, n_iter, "BSREM", progress, order, update, callback, start_pass)
     if not bool(xp.isfinite(x).all()):
         raise ValueError(f"lambda0: the relaxation {lambda0!r} made the iterates overflow (NaN or inf); use a "
@@ -277,6 +272,7 @@ def svrg(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, step: float 
     step = real_number("step", step, positive=True)
     snapshot_every = integer("snapshot_every", snapshot_every, lo=1)
     rng = np.random.default_rng(integer("seed", seed, lo=0))
+    floor = _check_floor(floor)
     x0 = _check_x0(x0, problem, xp)
     n_sub = problem.n_subsets
     n_vox = int(np.prod(problem.image_shape))
@@ -285,7 +281,7 @@ def svrg(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, step: float 
     S = _sensitivity(problem, xp, range(n_sub))
     _, good = _safe_inverse(S, _EPS_S_REL * _check_sensitivity(S, xp), xp)
     x = _start(S, x0, totals, xp)
-    fl = _floor(x, floor, xp)
+    fl = _floor_value(x, floor, xp)
     work = _Work(problem, xp)
     rec = _PenalisedRecorder("svrg", problem, xp, eps_y, work, store_every, track_objective,
                              {"step": step, "snapshot_every": snapshot_every, "seed": seed, "floor": fl,
@@ -309,29 +305,21 @@ def svrg(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, step: float 
         denominator = S + x * curvature
         snap["precond"] = (np.float32(step) * xp.where(good, x / xp.where(good, denominator, 1), 0)).astype(xp.float32)
 
-    def start_pass(it):
+    def start_pass(it, x):
         if (it - 1) % snapshot_every == 0:
-            take_snapshot(x_now["x"])
-        start_pass.order = [int(s) for s in rng.permutation(n_sub)]
-
-    x_now = {"x": x}
+            take_snapshot(x)
 
     def update(it, s, x):
         subset_gradient(x, s, g)
         xp.subtract(g, snap["grads"][s], out=g)
         xp.multiply(g, np.float32(n_sub), out=g)
         xp.add(g, snap["full"], out=g)
-        y = xp.maximum(x - snap["precond"] * g, np.float32(fl))
-        x_now["x"] = y
-        return y
+        return xp.maximum(x - snap["precond"] * g, np.float32(fl))
 
-    # the random order is drawn per pass: _run_passes visits `order` as a list, so pass the indices
-    # 0..n-1 and map them through this pass's permutation
-    def update_in_random_order(it, m, x):
-        return update(it, start_pass.order[m], x)
+    def random_order(it):                # a fresh permutation of the subsets every pass
+        return [int(s) for s in rng.permutation(n_sub)]
 
-    x = _run_passes(rec, xp, x, n_iter, "SVRG", progress, list(range(n_sub)), update_in_random_order, callback,
-                    start_pass)
+    x = _run_passes(rec, xp, x, n_iter, "SVRG", progress, random_order, update, callback, start_pass)
     if not bool(xp.isfinite(x).all()):
         raise ValueError(f"step: {step!r} made the iterates overflow (NaN or inf); use a smaller step")
     return rec.finish(x)

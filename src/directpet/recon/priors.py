@@ -34,7 +34,8 @@ is accumulated in float64. The float64 reference written straight from the sums 
 from __future__ import annotations
 
 import itertools
-from typing import Optional, Sequence, Tuple
+from abc import ABC, abstractmethod
+from typing import Sequence, Tuple
 
 import numpy as np
 
@@ -164,7 +165,7 @@ def _cuda_kernel(kind: int, has_kappa: bool):
     return _CUDA_KERNELS[key]
 
 
-class PairwisePrior:
+class PairwisePrior(ABC):
     """``R(x) = beta sum_{pairs} w_jk kappa_j kappa_k f(x_j, x_k)`` (see the module docstring).
 
     Parameters
@@ -209,13 +210,13 @@ class PairwisePrior:
 
     # --- the pair function: subclasses ------------------------------------------------------------------
 
+    @abstractmethod
     def _pair(self, a, b, xp):
         """``(f(a, b), df/da(a, b))`` element-wise."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _pair_curvature(self, a, b, xp):
         """``d^2 f / da^2 (a, b)`` element-wise."""
-        raise NotImplementedError
 
     def _check_values(self, x, xp) -> None:
         """A subclass's requirement on the image values (the RDP: non-negative)."""
