@@ -214,15 +214,45 @@ def test_mlem_likelihood_and_sensitivity_are_sums_over_the_ranks(rng):
         assert ll_final == pytest.approx(recon.poisson_loglik(p, ref.image), rel=1e-6)
 
 
-def test_block_ramla_is_single_device(rng):
-    p = direct_problem(rng, n_subsets=3)
+PER_SUBSET = {
+    "block_ramla": lambda q: recon.block_ramla(q, 2, lambda0=0.5, progress=False, track_loglik=True),
+    "bsrem": lambda q: recon.bsrem(q, recon.RelativeDifferencePrior(0.5, GRID, epsilon=0.1), 2, progress=False,
+                                   track_objective=True),
+    "svrg": lambda q: recon.svrg(q, recon.RelativeDifferencePrior(0.5, GRID, epsilon=0.1), 3, seed=4,
+                                 snapshot_every=2, progress=False, track_objective=True),
+    "map_em": lambda q: recon.map_em(q, recon.QuadraticPrior(0.05, GRID), 2, progress=False,
+                                     track_objective=True),
+}
+
+
+@pytest.mark.parametrize("algorithm", sorted(PER_SUBSET))
+def test_per_subset_and_penalised_algorithms_on_shared_subsets_equal_one_process(algorithm, rng):
+    """Block-RAMLA, BSREM, SVRG and MAP-EM over subsets split across 2 ranks: every rank holds the
+    same image (the prior is evaluated on the full image in each; only projections are summed), and
+    it is the one-process image, with the same objective per pass."""
+    p = direct_problem(rng, n_subsets=3)               # 6 views per subset: 3 per rank
+    run = PER_SUBSET[algorithm]
+    ref = run(p)
+    track = "loglik" if algorithm == "block_ramla" else "objective"
 
     def rank(comm):
-        with pytest.raises(ValueError, match="block-RAMLA is sequential"):
-            recon.block_ramla(DistributedSubsets(p.share(comm.rank, comm.size), comm), 1, progress=False)
-        return True
+        res = run(DistributedSubsets(p.share(comm.rank, comm.size), comm))
+        return res.image, getattr(res, track)
 
-    assert run_ranks(2, rank) == [True, True]
+    (im0, obj0), (im1, obj1) = run_ranks(2, rank)
+    assert np.array_equal(im0, im1)
+    assert rel(im0, ref.image) < 1e-5
+    np.testing.assert_allclose(obj0, getattr(ref, track), rtol=1e-6)
+    np.testing.assert_array_equal(obj0, obj1)
+    if algorithm != "block_ramla":              # the penalised objective went down over the passes
+        assert obj0[-1] < obj0[0]
+
+
+def test_one_view_subsets_cannot_be_shared_and_the_error_says_what_to_do(rng):
+    p = direct_problem(rng, n_subsets=3)
+    one_view = ViewSubsets(p.projector, p.histo_image_data)
+    with pytest.raises(ValueError, match="group the views into blocks of at least 2"):
+        one_view.share(0, 2)
 
 
 def test_a_share_failing_its_check_stops_every_rank(rng):
@@ -273,25 +303,33 @@ def _gpu_problem(seed):
     return ViewSubsets(proj, data, 4), cp
 
 
-def _rank_image(comm, seed):
+def _reconstruct(q, algorithm):
+    if algorithm == "bsrem":           # the prior on the full image in each process (CuPy kernel)
+        prior = recon.RelativeDifferencePrior(0.2, (6.0, 6.0, 6.0), epsilon=0.05)
+        return recon.bsrem(q, prior, 3, progress=False).image
+    return recon.osem(q, 3, progress=False).image
+
+
+def _rank_image(comm, seed, algorithm="osem"):
     p, cp = _gpu_problem(seed)
     q = DistributedSubsets(p.share(comm.rank, comm.size, xp=cp), comm)
-    return cp.asnumpy(recon.osem(q, 3, progress=False).image)
+    return cp.asnumpy(_reconstruct(q, algorithm))
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("backend", ["nccl", "torch"])
-def test_two_gpus_over_nccl_equal_one_gpu(backend):
-    """NCCL through CuPy's bindings and through torch.distributed: 2 processes give one image."""
+@pytest.mark.parametrize("backend,algorithm", [("nccl", "osem"), ("torch", "osem"), ("nccl", "bsrem")])
+def test_two_gpus_over_nccl_equal_one_gpu(backend, algorithm):
+    """NCCL through CuPy's bindings and through torch.distributed: 2 processes give one image, for
+    OSEM and for BSREM with the relative difference prior."""
     if directpet.cuda_device_count() < 2:
         pytest.skip("needs 2 GPUs (the NCCL path runs one process per GPU)")
     if backend == "torch":
         pytest.importorskip("torch.distributed", reason="PyTorch not installed")
     elif not nccl_available():
         pytest.skip("CuPy's NCCL bindings are not available")
-    images = run_on_gpus(_rank_image, 2, args=(11,), backend=backend, timeout_s=300)
+    images = run_on_gpus(_rank_image, 2, args=(11, algorithm), backend=backend, timeout_s=300)
     p, cp = _gpu_problem(11)
     single = DistributedSubsets(p.share(0, 1, xp=cp), SingleProcess())
-    ref = cp.asnumpy(recon.osem(single, 3, progress=False).image)
+    ref = cp.asnumpy(_reconstruct(single, algorithm))
     assert np.array_equal(images[0], images[1])
     assert rel(images[0], ref) < 1e-5

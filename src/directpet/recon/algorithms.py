@@ -21,7 +21,9 @@ one pair per distinct subset shape (subsets may differ in shape).
 A problem shared by several processes (:class:`directpet.parallel.DistributedSubsets`, one process
 per GPU) runs MLEM and OSEM unchanged: its ``adjoint`` returns the back projection summed over the
 processes (an NCCL all-reduce) and its ``reduce_sum`` sums the likelihood terms, so every process
-computes the same updates. Block-RAMLA is sequential (one view per update) and is single-device.
+computes the same updates. Block-RAMLA (and OSEM) run unchanged too when every subset holds at least
+one unit per process: a one-view subset cannot be split, which
+:meth:`~directpet.recon.problem.StoredSubsets.share` reports.
 
 Every algorithm validates the problem once per call (:meth:`SubsetProblem.check`: data, factors
 and background finite and non-negative, errors naming the argument), not per iteration, and checks
@@ -528,9 +530,6 @@ def block_ramla(problem: SubsetProblem, n_iter: int, lambda0: float = 0.03, gamm
     later updates), and the likelihood costs one extra forward pass per iteration.
     """
     xp, eps_y, totals = _checked(problem)
-    if problem.n_ranks > 1:
-        raise ValueError(f"problem: block-RAMLA is sequential (one view per update) and runs on one device; "
-                         f"this problem is shared by {problem.n_ranks} processes (use OSEM or MLEM)")
     n_iter = _check_run(n_iter, callback, store_every, track_loglik, progress)
     lambda0, gamma = _check_relaxation(lambda0, gamma)
     lambdas = _schedule(schedule, lambda0, gamma, n_iter)

@@ -31,11 +31,17 @@ over non-negative images, written as a sum over the problem's subsets
 
 Every algorithm reports the objective per pass when asked (``track_objective``: one extra forward
 pass per pass) and keeps the checks of :mod:`directpet.recon.algorithms` (problem, arguments, one
-place, before any projection). BSREM and SVRG update per subset and refuse a problem shared by
-several processes (:class:`~directpet.parallel.DistributedSubsets`), as block-RAMLA does. MAP-EM
-sums the back projections through the problem as MLEM does and evaluates the prior on the full image
-in every process, so it is written to run on a shared problem; that has not been run on several GPUs
-yet.
+place, before any projection).
+
+A problem shared by several processes (:class:`~directpet.parallel.DistributedSubsets`, every
+subset split across the processes) runs all three unchanged: its ``adjoint`` returns the whole
+subset's back projection summed over the processes and its ``reduce_sum`` the likelihood, so every
+process holds the same image and evaluates the prior on the full image itself; only projections are
+shared. SVRG's random subset order is drawn from ``seed`` and is the same on every process.
+
+Helpers: :func:`sqrt_hessian_row_sum`, the spatially variant penalty strength ``kappa`` of Tsai et al.
+(2020) as STIR computes it, and :func:`rdp_beta_sweep`, BSREM-RDP over a list of relative
+strengths (the penalised arm of every family's experiment).
 """
 
 from __future__ import annotations
@@ -66,12 +72,6 @@ def _check_prior(prior, problem: SubsetProblem) -> PairwisePrior:
     if prior.kappa is not None and tuple(prior.kappa.shape) != shape:
         raise ValueError(f"prior: its kappa has shape {tuple(prior.kappa.shape)}, the problem's image {shape}")
     return prior
-
-
-def _single_device(problem: SubsetProblem, name: str) -> None:
-    if problem.n_ranks > 1:
-        raise ValueError(f"problem: {name} updates per subset and runs on one device; this problem is shared "
-                         f"by {problem.n_ranks} processes (use map_em)")
 
 
 class _PenalisedRecorder(_Recorder):
@@ -132,7 +132,6 @@ def bsrem(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, lambda0: fl
     """
     xp, eps_y, totals = _checked(problem)
     prior = _check_prior(prior, problem)
-    _single_device(problem, "BSREM")
     n_iter = _check_run(n_iter, callback, store_every, track_objective, progress)
     lambda0, gamma = _check_relaxation(lambda0, gamma)
     lambdas = _schedule(schedule, lambda0, gamma, n_iter)
@@ -267,7 +266,6 @@ def svrg(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, step: float 
     """
     xp, eps_y, totals = _checked(problem)
     prior = _check_prior(prior, problem)
-    _single_device(problem, "SVRG")
     n_iter = _check_run(n_iter, callback, store_every, track_objective, progress)
     step = real_number("step", step, positive=True)
     snapshot_every = integer("snapshot_every", snapshot_every, lo=1)

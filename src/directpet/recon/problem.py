@@ -243,8 +243,8 @@ class StoredSubsets(SubsetProblem):
         work of every subset. The share copies its units' data, factors and background (to the
         array namespace ``xp`` when given, e.g. ``cupy``: only the share is then resident on the
         device) and projects through this problem's unit hooks. Raises ValueError when a subset
-        has fewer units than ``n_ranks`` (one-view block-RAMLA subsets cannot be split: block-RAMLA
-        is sequential and runs on one device).
+        has fewer units than ``n_ranks`` ([HA]'s one-view block-RAMLA subsets cannot be split: run
+        those on one device, or group the views into blocks of at least ``n_ranks`` views).
         """
         missing = [h for h in self._UNIT_HOOKS if not callable(getattr(self, h, None))]
         if missing:
@@ -282,7 +282,8 @@ class SubsetShare(StoredSubsets):
             units = list(parent.subset_units(s))
             if len(units) < n_ranks:
                 raise ValueError(f"n_ranks: subset {s} has {len(units)} unit(s), fewer than the {n_ranks} "
-                                 f"processes to share it (block-RAMLA's one-view subsets run on one device)")
+                                 f"processes to share it (one-view block-RAMLA subsets run on one device; group the "
+                                 f"views into blocks of at least {n_ranks})")
             pos = list(range(rank, len(units), n_ranks))
             self.positions.append(pos)
             self.units.append([units[p] for p in pos])
