@@ -131,6 +131,87 @@ def test_a_stronger_prior_gives_a_smoother_image(dense):
     assert values[0] > values[1] > values[2], values
 
 
+# --- the penalty strength and the sweep ---------------------------------------------------------------------
+
+def _hessian_row_sum(problem, x, approximate=False):
+    """sum_s A_s^T diag(f_s^2 d_s / ybar_s^2) A_s 1 from the dense blocks in float64, the matrix
+    written out (with ybar_s = d_s and d_s = 0 rows left out when approximate)."""
+    total = np.zeros(int(np.prod(SHAPE)))
+    for a, d, f, b in zip(problem.blocks, problem._d, problem._f, problem._b):
+        a, d, f = a.astype(np.float64), d.astype(np.float64), f.astype(np.float64)
+        if approximate:
+            w = np.where(d > 0, f * f / np.where(d > 0, d, 1), 0.0)
+        else:
+            ybar = f * (a @ x.ravel().astype(np.float64)) + b
+            w = f * f * d / ybar**2
+        total += (a.T * w) @ a @ np.ones(a.shape[1])      # the Hessian block, then its row sums
+    return np.sqrt(total).reshape(SHAPE)
+
+
+def test_sqrt_hessian_row_sum_is_the_root_of_the_likelihood_hessians_row_sums(dense, rng):
+    x = rng.uniform(0.5, 2.0, SHAPE).astype(np.float32)
+    got = recon.sqrt_hessian_row_sum(dense, x)
+    assert got.dtype == np.float32 and got.shape == SHAPE
+    np.testing.assert_allclose(got, _hessian_row_sum(dense, x), rtol=2e-5)
+    approx = recon.sqrt_hessian_row_sum(dense, approximate=True)
+    np.testing.assert_allclose(approx, _hessian_row_sum(dense, x, approximate=True), rtol=2e-5)
+    # the Hessian at x is the curvature of -L: a finite difference of the gradient along the ones
+    # image, summed per voxel, is its row sum (the likelihood is smooth here: ybar > 0)
+    def grad(z):
+        g = np.zeros(int(np.prod(SHAPE)))
+        for a, d, f, b in zip(dense.blocks, dense._d, dense._f, dense._b):
+            a = a.astype(np.float64)
+            g -= a.T @ (f * (d / (f * (a @ z) + b) - 1.0))
+        return g
+    h = 1e-4
+    x64 = x.ravel().astype(np.float64)
+    fd = (grad(x64 + h) - grad(x64 - h)) / (2 * h)
+    np.testing.assert_allclose(got.ravel() ** 2, fd, rtol=1e-4)
+    with pytest.raises(ValueError, match="x: the Hessian row sum"):
+        recon.sqrt_hessian_row_sum(dense)
+    with pytest.raises(ValueError, match="x: approximate=True"):
+        recon.sqrt_hessian_row_sum(dense, x, approximate=True)
+    with pytest.raises(ValueError, match="x"):
+        recon.sqrt_hessian_row_sum(dense, np.full(SHAPE, np.nan, np.float32))
+
+
+def test_rdp_beta_sweep_scales_beta_by_the_sensitivity_and_smooths_as_b_grows(dense, rng):
+    x0 = rng.uniform(0.5, 2.0, SHAPE).astype(np.float32)
+    rough = QuadraticPrior(1.0, (1.0, 1.0, 1.0))
+    sweep = recon.rdp_beta_sweep(dense, (1.0, 1.0, 1.0), [0.0, 0.05, 0.5], 40, x0, rough.value,
+                                 lambda0=0.5)
+    assert [b for b, _ in sweep] == [0.0, 0.05, 0.5]
+    values = [v for _, v in sweep]
+    assert values[0] > values[1] > values[2], values
+    # b = 0.05 is beta = 0.05 * mean(S), gamma 2, epsilon 1e-3 mean(x0): the same run written out
+    mean_s = float(np.mean([(a.T @ f).sum() for a, f in zip(dense.blocks, dense._f)]) * dense.n_subsets
+                   / int(np.prod(SHAPE)))
+    prior = RelativeDifferencePrior(0.05 * mean_s, (1.0, 1.0, 1.0), gamma=2.0, epsilon=1e-3 * float(x0.mean()))
+    direct = bsrem(dense, prior, 40, lambda0=0.5, x0=x0, progress=False).image
+    assert rough.value(direct) == pytest.approx(values[1], rel=1e-4)
+    # kappa is rescaled to a mean square of 1: a multiple of it gives the same run
+    kappa = recon.sqrt_hessian_row_sum(dense, x0)
+    one = recon.rdp_beta_sweep(dense, (1.0, 1.0, 1.0), [0.5], 5, x0, np.copy, kappa=kappa)[0][1]
+    ten = recon.rdp_beta_sweep(dense, (1.0, 1.0, 1.0), [0.5], 5, x0, np.copy, kappa=10 * kappa)[0][1]
+    np.testing.assert_allclose(one, ten, rtol=1e-5)
+    # a kappa that is 0 for x < 2 switches the prior off there (every pair with a voxel there has
+    # weight 0): the image is rougher than the fully penalised one and smoother than the unpenalised
+    # one, and where the prior acts it is nearer the fully penalised image than the unpenalised is
+    half = np.ones(SHAPE, np.float32)
+    half[..., :2] = 0
+    off = recon.rdp_beta_sweep(dense, (1.0, 1.0, 1.0), [0.0], 20, x0, np.copy)[0][1]
+    on = recon.rdp_beta_sweep(dense, (1.0, 1.0, 1.0), [5.0], 20, x0, np.copy)[0][1]
+    halved = recon.rdp_beta_sweep(dense, (1.0, 1.0, 1.0), [5.0], 20, x0, np.copy, kappa=half)[0][1]
+    assert rough.value(off) > rough.value(halved) > rough.value(on)
+    assert _rel(halved[..., 2:], on[..., 2:].astype(np.float64)) < _rel(off[..., 2:], on[..., 2:].astype(np.float64))
+    with pytest.raises(ValueError, match="betas"):
+        recon.rdp_beta_sweep(dense, (1.0, 1.0, 1.0), [-1.0], 5, x0, np.copy)
+    with pytest.raises(TypeError, match="measure"):
+        recon.rdp_beta_sweep(dense, (1.0, 1.0, 1.0), [1.0], 5, x0, "noise")
+    with pytest.raises(ValueError, match="kappa"):
+        recon.rdp_beta_sweep(dense, (1.0, 1.0, 1.0), [1.0], 5, x0, np.copy, kappa=np.zeros(SHAPE))
+
+
 # --- every family -----------------------------------------------------------------------------------------
 
 def _direct_problem(rng):

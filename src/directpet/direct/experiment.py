@@ -295,28 +295,23 @@ def bsrem_sweep(study: SimulatedStudy, label: str, betas: Sequence[float], n_pas
                 progress: bool = False, cache_projector: bool = False, projector=None) -> list:
     """``[(b, noise, CRC), ...]``: BSREM with the relative difference prior on ``study`` with the
     kernel model ``label``, one run of ``n_passes`` passes over the one-view subsets per relative weight b
-    (``beta = b * mean(S)``, S the sensitivity image: the prior's curvature ``beta / x`` is then b times
-    the data's ``S / x``; ``gamma = 2``; ``epsilon = 1e-3 * mean(x0)``), each from the image ``x0``
-    (e.g. the model's last block-RAMLA image), with the relaxation ``lambda0 / (1 + gamma (n - 1))``.
+    (:func:`directpet.recon.rdp_beta_sweep`: ``beta = b * mean(S)``, S the sensitivity image, ``gamma =
+    2``, ``epsilon = 1e-3 * mean(x0)``), each from the image ``x0`` (e.g. the model's last block-RAMLA
+    image), with the relaxation ``lambda0 / (1 + gamma (n - 1))``.
     CRC and noise as in :func:`directpet.analysis.contrast_noise_curve`. ``projector``: the model's
     projector when the caller has it (``KernelReconstruction.projector``), else one is built (or taken
     from the cache with ``cache_projector``).
     """
     _check_kernel(label)
-    values = [real_number("betas", b, nonnegative=True) for b in betas]
     op = _projector(label, study, cache_projector) if projector is None else projector
     problem = ViewSubsets(op, study.data)
-    xp = problem.xp
-    x0 = xp.asarray(x0, dtype=xp.float32)
-    mean_s = float(recon.sensitivity_image(problem).mean())
-    out = []
-    for b in values:
-        prior = recon.RelativeDifferencePrior(b * mean_s, study.grid, gamma=2.0,
-                                              epsilon=1e-3 * float(x0.mean()))
-        res = recon.bsrem(problem, prior, int(n_passes), lambda0=lambda0, gamma=gamma, x0=x0, progress=progress)
-        image = to_numpy(res.image)
-        out.append((b, float(analysis.noise(image, study.info)), float(analysis.crc(image, study.info).mean)))
-    return out
+
+    def measure(image):
+        return float(analysis.noise(image, study.info)), float(analysis.crc(image, study.info).mean)
+
+    return [(b, noise, crc) for b, (noise, crc) in
+            recon.rdp_beta_sweep(problem, study.grid, betas, n_passes, problem.xp.asarray(x0, dtype=problem.xp.float32),
+                                 measure, lambda0=lambda0, gamma=gamma, progress=progress)]
 
 
 def run_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResult:
