@@ -31,3 +31,21 @@ def test_info_says_plainly_where_the_projectors_run():
         assert "no GPU is usable here" in text and "runs on the CPU" in text
     else:
         assert f"{directpet.cuda_device_count()} usable CUDA device(s)" in text
+
+
+def test_demo_runs_the_penalised_arm_of_every_family_and_names_a_bad_strength(tmp_path, capsys):
+    """``--bsrem-betas`` reaches every family's experiment (in this process: the tiny FIRST demo with
+    one strength), and a value that is not a number is a usage error naming the option."""
+    import pytest
+
+    from directpet.cli import main
+
+    assert main(["demo", "first", "--size", "tiny", "--backend", "cpu", "--methods", "fast", "--iterations", "2",
+                 "--bsrem-betas", "0.01", "--bsrem-passes", "1", "--quiet", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "BSREM with the relative difference prior, 1 pass from" in out
+    assert (tmp_path / "first_bsrem_sweep.png").exists()
+    for family in ("direct", "dualhead"):
+        with pytest.raises(SystemExit):
+            main(["demo", family, "--size", "tiny", "--bsrem-betas", "0.1,x"])
+        assert "--bsrem-betas: expected a comma list of numbers" in capsys.readouterr().err

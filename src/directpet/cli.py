@@ -39,7 +39,8 @@ def _demo_family(args) -> int:
 
     exp = importlib.import_module(f".{args.family}.experiment", __package__)
     cfg = exp.ExperimentConfig(size=args.size, methods=tuple(args.methods.split(",")), n_iter=args.iterations,
-                               backend=args.backend, seed=args.seed, progress=not args.quiet)
+                               backend=args.backend, seed=args.seed, progress=not args.quiet,
+                               bsrem_betas=args.bsrem_betas, bsrem_passes=args.bsrem_passes)
     t0 = time.perf_counter()
     res = exp.run_experiment(cfg)
     paths = exp.write_figures(res, args.out)
@@ -131,10 +132,11 @@ def main(argv=None) -> int:
                    help="comma list of: invariant-fft, invariant, variant1, variant2, variant3")
     d.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"])
     d.add_argument("--bsrem-betas", default="",
-                   help="DIRECT: comma list of relative prior weights b; adds BSREM with the relative difference "
-                        "prior (beta = b * mean sensitivity) per kernel, from its last block-RAMLA image, and a "
-                        "CRC-noise figure over b (e.g. 0.003,0.01,0.03,0.1)")
-    d.add_argument("--bsrem-passes", type=int, default=10, help="DIRECT: BSREM passes per b (default 10)")
+                   help="comma list of relative prior strengths b; adds BSREM with the relative difference prior "
+                        "(beta = b * mean sensitivity) from the last unpenalised image, per kernel (DIRECT: CRC "
+                        "against noise, e.g. 0.0001,0.0003,0.001) or per method (FIRST, dualhead: peak-to-valley "
+                        "against noise in the largest rods)")
+    d.add_argument("--bsrem-passes", type=int, default=10, help="BSREM passes per b (default 10)")
     d.add_argument("--target-noise", type=float, default=0.08)
     d.add_argument("--seed", type=int, default=2026)
     d.add_argument("--out", default="directpet_demo", help="folder for the PNG figures")
@@ -148,6 +150,10 @@ def main(argv=None) -> int:
         from ._backend import resolve_backend
 
         gpu = resolve_backend(args.backend) == "cuda"
+        try:
+            args.bsrem_betas = tuple(float(b) for b in args.bsrem_betas.split(",")) if args.bsrem_betas else ()
+        except ValueError:
+            ap.error(f"--bsrem-betas: expected a comma list of numbers, got {args.bsrem_betas!r}")
         if args.family in ("first", "dualhead"):
             if args.size == "auto":
                 args.size = "full" if gpu else ("small" if args.family == "first" else "cpu")
@@ -159,10 +165,6 @@ def main(argv=None) -> int:
             return _demo_family(args)
         if args.size not in ("auto", "tiny", "cpu", "small", "paper"):
             ap.error("--size: the DIRECT demo takes tiny, cpu, small or paper")
-        try:
-            args.bsrem_betas = tuple(float(b) for b in args.bsrem_betas.split(",")) if args.bsrem_betas else ()
-        except ValueError:
-            ap.error(f"--bsrem-betas: expected a comma list of numbers, got {args.bsrem_betas!r}")
         if args.size == "auto":
             args.size = "paper" if gpu else "small"
         if args.iterations is None:

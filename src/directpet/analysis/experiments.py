@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Dict, List, Sequence, Tuple
+from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._checks import to_numpy
-from .resolution import AXIS_NAMES, UNDERSAMPLED_NOTE, peak_to_valley, point_source_fwhm, rod_profiles
+from .._checks import real_number, to_numpy
+from .resolution import AXIS_NAMES, UNDERSAMPLED_NOTE, peak_to_valley, point_source_fwhm, rod_noise, rod_profiles
 
 #: the footnote of an FWHM in brackets (:meth:`MethodResult.fwhm_text`)
 VOXEL_LIMITED_NOTE = ("(w): an FWHM below two voxels along its direction: the voxels, not the system, limit it, "
@@ -40,6 +40,10 @@ class ExperimentConfigBase:
     methods : projector methods to reconstruct with, each a row of the results.
     n_iter : OSEM iterations; n_subsets : OSEM subsets (the family's subset problem deals them).
     backend : ``'auto'``, ``'cpu'`` or ``'cuda'``; seed : the simulations' seed; progress : bars.
+    bsrem_betas : relative strengths b of a penalised arm (default none): per method, BSREM with the
+        relative difference prior from the last OSEM image of the Derenzo, ``bsrem_passes`` passes per b
+        (:func:`directpet.recon.rdp_beta_sweep`), and its peak-to-valley against noise
+        (:func:`bsrem_arm`).
     """
 
     size: str = "small"
@@ -49,6 +53,28 @@ class ExperimentConfigBase:
     backend: str = "auto"
     seed: int = 2026
     progress: bool = True
+    bsrem_betas: Sequence[float] = ()
+    bsrem_passes: int = 10
+
+
+def check_bsrem_arm(betas: Sequence[float], passes) -> Tuple[float, ...]:
+    """A penalised arm's relative strengths (each finite and >= 0) and passes (a positive integer,
+    checked when there are strengths) before any simulation: ValueErrors naming ``bsrem_betas`` /
+    ``bsrem_passes``."""
+    values = tuple(real_number("bsrem_betas", b, nonnegative=True) for b in betas)
+    if values and (isinstance(passes, (bool, np.bool_)) or not isinstance(passes, (int, np.integer)) or passes < 1):
+        raise ValueError(f"bsrem_passes: expected a positive number of passes, got {passes!r}")
+    return values
+
+
+@dataclass
+class SweepPoint:
+    """One point of a penalised arm: relative strength ``b`` (``None`` for the unpenalised OSEM image
+    it starts from), its noise (:func:`~directpet.analysis.rod_noise`) and peak-to-valley per rod group."""
+
+    b: Optional[float]
+    noise: float
+    pv: Dict[float, object]
 
 
 @dataclass
@@ -62,6 +88,7 @@ class MethodResult:
     pv_first: dict = field(default_factory=dict)  # ... after one iteration
     fwhm: list = field(default_factory=list)      # per point source: the dict of point_source_fwhm
     seconds_per_iteration: float = 0.0            # median over the Derenzo reconstruction's iterations
+    bsrem: List[SweepPoint] = field(default_factory=list)   # the penalised arm: OSEM first, then each b
 
     def fwhm_mm(self) -> np.ndarray:
         """``(n_points, 3)`` FWHM in mm along the radial, tangential and axial directions of each point."""
@@ -131,6 +158,17 @@ class ExperimentResult:
             lines.append(VOXEL_LIMITED_NOTE)
         lines += ["", f"time per OSEM iteration ({self.config.n_subsets} subsets): " + ", ".join(
             f"{m} {r.seconds_per_iteration * 1e3:.0f} ms" for m, r in self.methods.items())]
+        if any(r.bsrem for r in self.methods.values()):
+            lines += ["", f"BSREM with the relative difference prior, {self.config.bsrem_passes} "
+                      f"pass{'es' if self.config.bsrem_passes != 1 else ''} from the last "
+                      f"OSEM image per relative strength b (beta = b * mean sensitivity): noise = std / mean in "
+                      f"the cores of the {max(self.derenzo_info.diameters_mm):g} mm rods; peak-to-valley per rod group"]
+            for m, r in self.methods.items():
+                lines.append(f"{m:>9} {'b':>8} {'noise':>7} " + " ".join(f"{d:>7.2f}" for d in groups))
+                for p in r.bsrem:
+                    b = "OSEM" if p.b is None else f"{p.b:.3g}"
+                    lines.append(f"{'':>9} {b:>8} {100 * p.noise:>6.1f}% " + " ".join(
+                        f"{p.pv[d].ratio_text():>7}" if d in p.pv else f"{'-':>7}" for d in groups))
         return "\n".join(lines)
 
 
@@ -181,19 +219,48 @@ def osem_first_and_last(problem, n_iter: int, progress: bool):
     return res
 
 
+def bsrem_arm(problem, grid, info, x0, betas: Sequence[float], n_passes: int, progress: bool) -> List[SweepPoint]:
+    """The penalised arm of a Derenzo reconstruction: the unpenalised image ``x0`` (the last OSEM
+    image, ``b = None``) and BSREM-RDP from it for each relative strength b
+    (:func:`directpet.recon.rdp_beta_sweep`, ``n_passes`` passes each), each with its noise in the
+    cores of the largest rods (:func:`~directpet.analysis.rod_noise`; half their radius, or one
+    in-plane voxel where that is more) and its peak-to-valley per rod
+    group: the peak-to-valley-against-noise curve, the Derenzo's counterpart of CRC against noise."""
+    from ..recon import rdp_beta_sweep
+
+    # the cores: half a rod radius, or one in-plane voxel where the voxels are coarser (a core must
+    # hold voxel centres; at 1.2 mm voxels in 2.4 mm rods that is the whole rod)
+    radius = 0.5 * max(info.diameters_mm)
+    voxel = max(grid.voxel_size[{"z": 0, "y": 1, "x": 2}[a]] for a in info.plane_axes)
+    core = min(1.0, max(0.5, voxel / radius))
+
+    def measure(image):
+        return (rod_noise(image, grid, info, core_fraction=core),
+                peak_to_valley(rod_profiles(image, grid, info)))
+
+    start = SweepPoint(None, *measure(to_numpy(x0)))
+    return [start] + [SweepPoint(b, noise, pv) for b, (noise, pv) in
+                      rdp_beta_sweep(problem, grid, betas, n_passes, x0, measure, progress=progress)]
+
+
 def reconstruct_methods(methods: Sequence[str], make_problem: Callable, derenzo_data, point_data, n_iter: int,
-                        progress: bool, grid, info, positions, half_width_mm: float) -> Dict[str, MethodResult]:
+                        progress: bool, grid, info, positions, half_width_mm: float, *,
+                        bsrem_betas: Sequence[float] = (), bsrem_passes: int = 10) -> Dict[str, MethodResult]:
     """For each method: OSEM of the Derenzo and of the point-source data (``make_problem(method,
     data)`` gives the subset problem), rod profiles and peak-to-valley after 1 and ``n_iter``
-    iterations, and the FWHM of each point source (profiles ``half_width_mm`` long each side)."""
+    iterations, the FWHM of each point source (profiles ``half_width_mm`` long each side), and with
+    ``bsrem_betas`` the penalised arm of the Derenzo (:func:`bsrem_arm`)."""
     out = {}
     for method in methods:
-        runs = [osem_first_and_last(make_problem(method, data), n_iter, progress)
-                for data in (derenzo_data, point_data)]
+        problems = [make_problem(method, data) for data in (derenzo_data, point_data)]
+        runs = [osem_first_and_last(p, n_iter, progress) for p in problems]
         r = MethodResult(method, runs[0], runs[1], seconds_per_iteration=float(np.median(runs[0].iteration_times)))
         r.pv = peak_to_valley(rod_profiles(runs[0].images[-1], grid, info))
         r.pv_first = peak_to_valley(rod_profiles(runs[0].images[0], grid, info))
         r.fwhm = [point_source_fwhm(runs[1].images[-1], grid, p, half_width_mm=half_width_mm) for p in positions]
+        if bsrem_betas:
+            x0 = problems[0].xp.asarray(runs[0].images[-1])
+            r.bsrem = bsrem_arm(problems[0], grid, info, x0, bsrem_betas, bsrem_passes, progress)
         out[method] = r
     return out
 
@@ -299,7 +366,35 @@ def fwhm_figure(path: str, result: ExperimentResult, coordinate: np.ndarray, xla
                        "rather than the system")
 
 
+def bsrem_figure(path: str, result: ExperimentResult) -> str:
+    """Peak-to-valley against noise over the penalised arm, one panel per rod group the voxels sample
+    (up to six), a line per method from its OSEM image (square) through the strengths b (labelled)."""
+    plt = pyplot()
+    methods = {m: r for m, r in result.methods.items() if r.bsrem}
+    diameters = [d for d in result.derenzo_info.diameters_mm
+                 if all(d in p.pv and p.pv[d].sampled for r in methods.values() for p in r.bsrem)]
+    n_cols = min(3, max(len(diameters), 1))
+    n_rows = -(-max(len(diameters), 1) // n_cols)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(4 * n_cols, 3.4 * n_rows), squeeze=False)
+    for ax, d in zip(axes.ravel(), diameters):
+        for m, r in methods.items():
+            noise = [100 * p.noise for p in r.bsrem]
+            ratio = [p.pv[d].ratio for p in r.bsrem]
+            line, = ax.plot(noise, ratio, "o-", label=m)
+            ax.plot(noise[:1], ratio[:1], "s", ms=8, mfc="white", mec=line.get_color())
+            for p, x, y in zip(r.bsrem[1:], noise[1:], ratio[1:]):
+                ax.annotate(f"{p.b:g}", (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ax.set_title(f"{d:g} mm rods", fontsize=9)
+        ax.set_xlabel(f"noise in the {max(result.derenzo_info.diameters_mm):g} mm rod cores (%)")
+        ax.set_ylabel("peak-to-valley")
+        ax.legend(fontsize=7)
+    for ax in axes.ravel()[len(diameters):]:
+        ax.set_visible(False)
+    return save_figure(fig, path, f"squares: OSEM after {result.config.n_iter} iterations; dots: BSREM-RDP, "
+                       f"{result.config.bsrem_passes} passes from it, labelled with the relative strength b")
+
+
 __all__ = ["ACTIVITY_LABEL", "VOXEL_LIMITED_NOTE", "ExperimentConfigBase", "ExperimentResult", "MethodResult",
-           "fwhm_figure", "iteration_images",
+           "SweepPoint", "bsrem_arm", "bsrem_figure", "check_bsrem_arm", "fwhm_figure", "iteration_images",
            "osem_first_and_last", "prepare", "preset_scanner", "pyplot", "reconstruct_methods", "rod_profile_figure",
            "save_figure", "slice_figure"]

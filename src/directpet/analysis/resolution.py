@@ -322,6 +322,72 @@ UNDERSAMPLED_NOTE = ("* rods closer than two voxels along the profile: the voxel
                      "ratio is an aliasing artefact, not a result")
 
 
+def _central_slices(grid: ImageGrid, info, axial_fraction: float):
+    """(voxel centres along the rod axis, the phantom centre's coordinate there, the indices of the
+    slices whose centres lie in the central ``axial_fraction`` of the rods), with ``info`` checked
+    against ``grid``."""
+    expect_attributes(info, ("grid", "axis", "plane_axes", "centre_mm", "length_mm", "groups"), "info",
+                      "a DerenzoInfo (directpet.sim.derenzo_phantom)")
+    if tuple(info.grid.shape) != tuple(grid.shape) or tuple(info.grid.voxel_size) != tuple(grid.voxel_size):
+        raise ValueError(f"info: its grid {info.grid} differs from grid {grid}")
+    axial_fraction = real_number("axial_fraction", axial_fraction)
+    if not 0.0 < axial_fraction <= 1.0:
+        raise ValueError(f"axial_fraction: expected a value in (0, 1], got {axial_fraction!r}")
+    along = grid.centres(_GRID_AXIS[info.axis])
+    centre_along = info.centre_mm[_POINT_AXIS[info.axis]]
+    slices = np.flatnonzero(np.abs(along - centre_along) <= 0.5 * axial_fraction * info.length_mm + 1e-9)
+    if slices.size == 0:
+        raise ValueError(f"axial_fraction: no image slice along {info.axis} lies in the central "
+                         f"{axial_fraction:g} of the rods ({info.length_mm} mm at {centre_along} mm)")
+    return along, centre_along, slices
+
+
+def rod_noise(image, grid: ImageGrid, info, *, diameter_mm: Optional[float] = None, core_fraction: float = 0.5,
+              axial_fraction: float = 0.5) -> float:
+    """The noise of a Derenzo reconstruction: the relative standard deviation (std / mean) of the
+    voxels in the cores of the rods of one group, per rod, root-mean-square over the rods.
+
+    A rod's core is the voxels whose centres lie within ``core_fraction`` of its radius of its axis,
+    in the image slices of the central ``axial_fraction`` of its length (as :func:`rod_profiles`):
+    a region of uniform true activity away from the rod's edge, where the resolution blur hardly
+    varies, so what spreads the values there is noise. Taken per rod, the differences between rods
+    (sensitivity, partial volume) do not count as noise. ``diameter_mm`` picks the group (default
+    the largest rods, whose cores hold the most voxels). On voxels as coarse as the rods a core may
+    hold no voxel centre: that rod is left out, and when every rod is, it is an error
+    (``core_fraction``), as is a non-positive mean. Under a prior strong enough to blur a rod into a
+    peak the core is no longer flat and this reads the blur as well as the noise.
+    """
+    img = _image(image, grid)
+    _, _, slices = _central_slices(grid, info, axial_fraction)
+    core_fraction = real_number("core_fraction", core_fraction, positive=True)
+    if core_fraction > 1.0:
+        raise ValueError(f"core_fraction: expected a value in (0, 1], got {core_fraction!r}")
+    group = max(info.groups, key=lambda g: g.diameter_mm) if diameter_mm is None else info.group(diameter_mm)
+    u_name, v_name = info.plane_axes
+    cu, cv = grid.centres(_GRID_AXIS[u_name]), grid.centres(_GRID_AXIS[v_name])
+    radius = core_fraction * 0.5 * group.diameter_mm
+    # the image with the rod axis first and (u, v) after: slices x u x v
+    order = (_GRID_AXIS[info.axis], _GRID_AXIS[u_name], _GRID_AXIS[v_name])
+    stack = np.transpose(img, order)[slices]
+    squares = []
+    for c in np.asarray(group.centres_mm, float):
+        iu = np.flatnonzero(np.abs(cu - c[0]) <= radius)
+        iv = np.flatnonzero(np.abs(cv - c[1]) <= radius)
+        inside = (cu[iu, None] - c[0]) ** 2 + (cv[None, iv] - c[1]) ** 2 <= radius * radius
+        if not inside.any():
+            continue               # coarse voxels: this rod's core holds no voxel centre
+        values = stack[:, iu[:, None], iv[None, :]][:, inside].astype(np.float64)
+        mean = float(values.mean())
+        if not mean > 0:
+            raise ValueError(f"image: the mean in the core of the {group.diameter_mm:g} mm rod at {tuple(c)} mm is "
+                             f"{mean:g}; the noise is relative to a positive mean")
+        squares.append((values.std() / mean) ** 2)
+    if not squares:
+        raise ValueError(f"core_fraction: the core of no {group.diameter_mm:g} mm rod ({radius:.2f} mm radius) holds a "
+                         f"voxel centre on {grid.voxel_size} mm voxels; use a larger core_fraction")
+    return float(np.sqrt(np.mean(squares)))
+
+
 def rod_profiles(image, grid: ImageGrid, info, *, step_mm: Optional[float] = None,
                  axial_fraction: float = 0.5) -> Dict[float, RodProfile]:
     """Profiles along the row of collinear rods that ``info`` names for each group.
@@ -340,24 +406,10 @@ def rod_profiles(image, grid: ImageGrid, info, *, step_mm: Optional[float] = Non
     Returns ``{diameter_mm: RodProfile}`` in the order of ``info.groups``.
     """
     img = _image(image, grid)
-    expect_attributes(info, ("grid", "axis", "plane_axes", "centre_mm", "length_mm", "groups"), "info",
-                      "a DerenzoInfo (directpet.sim.derenzo_phantom)")
-    if tuple(info.grid.shape) != tuple(grid.shape) or tuple(info.grid.voxel_size) != tuple(grid.voxel_size):
-        raise ValueError(f"info: its grid {info.grid} differs from grid {grid}")
-    axial_fraction = real_number("axial_fraction", axial_fraction)
-    if not 0.0 < axial_fraction <= 1.0:
-        raise ValueError(f"axial_fraction: expected a value in (0, 1], got {axial_fraction!r}")
+    along, centre_along, slices = _central_slices(grid, info, axial_fraction)
     u_name, v_name = info.plane_axes
     in_plane = min(grid.voxel_size[_GRID_AXIS[u_name]], grid.voxel_size[_GRID_AXIS[v_name]])
     step = 0.25 * in_plane if step_mm is None else real_number("step_mm", step_mm, positive=True)
-
-    ax = _GRID_AXIS[info.axis]
-    along = grid.centres(ax)
-    centre_along = info.centre_mm[_POINT_AXIS[info.axis]]
-    slices = np.flatnonzero(np.abs(along - centre_along) <= 0.5 * axial_fraction * info.length_mm + 1e-9)
-    if slices.size == 0:
-        raise ValueError(f"axial_fraction: no image slice along {info.axis} lies in the central "
-                         f"{axial_fraction:g} of the rods ({info.length_mm} mm at {centre_along} mm)")
 
     out = {}
     for g in info.groups:

@@ -27,7 +27,8 @@ import numpy as np
 
 from .. import analysis, recon, sim
 from .._backend import resolve_backend
-from .._checks import real_number, to_numpy
+from .._checks import to_numpy
+from ..analysis.experiments import check_bsrem_arm
 from ..geometry import ImageGrid
 from .deposition import simulate_histo_images
 from .fft import FFTProjector
@@ -317,10 +318,7 @@ def bsrem_sweep(study: SimulatedStudy, label: str, betas: Sequence[float], n_pas
 def run_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResult:
     """Simulate the sphere phantom, reconstruct it with each kernel model, and analyse."""
     _check_size(cfg.size)
-    for b in cfg.bsrem_betas:
-        real_number("bsrem_betas", b, nonnegative=True)
-    if cfg.bsrem_betas and not (isinstance(cfg.bsrem_passes, (int, np.integer)) and cfg.bsrem_passes >= 1):
-        raise ValueError(f"bsrem_passes: expected a positive number of passes, got {cfg.bsrem_passes!r}")
+    check_bsrem_arm(cfg.bsrem_betas, cfg.bsrem_passes)
     unknown = [k for k in cfg.kernels if k not in KERNEL_MODELS]
     if unknown:
         raise ValueError(f"kernels: unknown models {unknown}; expected some of {sorted(KERNEL_MODELS)}")

@@ -12,7 +12,8 @@ orientation classes (104 each at full size) with the zero-count skip. Reported: 
 through each rod group with their peak-to-valley ratios, point-source FWHM in x (between the heads:
 the depth-of-interaction and limited-angle blur), y and z against the plane, and the time per
 iteration, for each projector method asked for (``'default'``; the paper's ``'alg1'`` .. ``'alg3'``
-on CUDA). The analysis, the table and the figure helpers are shared with the FIRST experiment
+on CUDA); with ``bsrem_betas``, BSREM with the relative difference prior from the OSEM image and its
+peak-to-valley against noise. The analysis, the table and the figure helpers are shared with the FIRST experiment
 (:mod:`directpet.analysis.experiments`).
 
 Used by ``directpet demo dualhead`` and ``notebooks/dual_head.ipynb``.
@@ -110,6 +111,7 @@ def _point_image(scanner: DualHeadScanner, positions: np.ndarray) -> np.ndarray:
 def run_experiment(config: ExperimentConfig = ExperimentConfig()) -> ExperimentResult:
     """Build the model, simulate, reconstruct with each method, analyse (see the module docstring)."""
     cfg = config
+    betas = shared.check_bsrem_arm(cfg.bsrem_betas, cfg.bsrem_passes)
     backend = resolve_backend(cfg.backend)
     scanner, (radius, default_derenzo, default_points), xp = shared.prepare(cfg, SIZES, DualHeadScanner, METHODS,
                                                                            backend, CUDA_ONLY)
@@ -138,7 +140,8 @@ def run_experiment(config: ExperimentConfig = ExperimentConfig()) -> ExperimentR
     # the frame of point_source_fwhm for points at y = 0: radial = x, tangential = y, axial = z
     methods = shared.reconstruct_methods(cfg.methods, problem, DualHeadData(scanner, xp.asarray(counts_d)),
                                          DualHeadData(scanner, xp.asarray(counts_p)), cfg.n_iter, cfg.progress,
-                                         grid, info, positions, half_width_mm=6.0)
+                                         grid, info, positions, half_width_mm=6.0,
+                                         bsrem_betas=betas, bsrem_passes=cfg.bsrem_passes)
     return ExperimentResult(cfg, scanner, model, truth, info, positions, {"derenzo": st_d, "points": st_p}, methods,
                             timings=timings, backend=backend)
 
@@ -167,7 +170,8 @@ def write_figures(result: ExperimentResult, outdir: str) -> list:
     """Derenzo slices per method (the x = 0 plane and the paper's y slices, 1 and n_iter iterations),
     profiles along z at y = 11.7 / -2.7 mm, profiles per rod group and the point-source FWHM against
     the plane x: ``dualhead_derenzo.png``, ``dualhead_profiles.png``, ``dualhead_rod_profiles.png``,
-    ``dualhead_fwhm.png`` in ``outdir``. Returns their paths."""
+    ``dualhead_fwhm.png`` in ``outdir``, and with a penalised arm ``dualhead_bsrem_sweep.png``
+    (peak-to-valley against noise). Returns their paths."""
     s, g, info = result.scanner, result.scanner.grid, result.derenzo_info
     view = (-(info.radius_mm + 3.0), info.radius_mm + 3.0)
     plane = dict(extent=[g.centres(1)[0], g.centres(1)[-1], g.centres(0)[0], g.centres(0)[-1]], xlim=view, ylim=view,
@@ -206,6 +210,8 @@ def write_figures(result: ExperimentResult, outdir: str) -> list:
     paths.append(shared.rod_profile_figure(os.path.join(outdir, "dualhead_rod_profiles.png"), g, info, curves))
     paths.append(shared.fwhm_figure(os.path.join(outdir, "dualhead_fwhm.png"), result, result.point_positions[:, 0],
                                     "plane x of the point source (mm)"))
+    if any(r.bsrem for r in result.methods.values()):
+        paths.append(shared.bsrem_figure(os.path.join(outdir, "dualhead_bsrem_sweep.png"), result))
     return paths
 
 

@@ -7,7 +7,8 @@ reconstructed with the analytic Super-LOR model and the heads' geometric normali
 (:func:`~directpet.first.geometric_normalisation`): no inverse crime. OSEM uses 13 subsets of
 interleaved angles. Reported: images after 1 and ``n_iter`` iterations, profiles through each rod
 group with their peak-to-valley ratios, point-source FWHM (radial, tangential, axial) against the
-distance from the axis, and the time per iteration of each method. The analysis, the table and the
+distance from the axis, and the time per iteration of each method; with ``bsrem_betas``, BSREM with
+the relative difference prior from the OSEM image and its peak-to-valley against noise. The analysis, the table and the
 figure helpers are shared with the dual-head experiment (:mod:`directpet.analysis.experiments`).
 
 Used by ``directpet demo first`` and ``notebooks/first_superlor.ipynb``.
@@ -96,6 +97,7 @@ def _simulate(scanner, activity, grid, events, seed, backend, progress):
 def run_experiment(config: ExperimentConfig = ExperimentConfig()) -> ExperimentResult:
     """Simulate, reconstruct with each method, analyse (see the module docstring)."""
     cfg = config
+    betas = shared.check_bsrem_arm(cfg.bsrem_betas, cfg.bsrem_passes)
     backend = resolve_backend(cfg.backend)
     scanner, (radius, default_derenzo, default_points), xp = shared.prepare(cfg, SIZES, RotatingScanner, METHODS,
                                                                            backend)
@@ -130,7 +132,8 @@ def run_experiment(config: ExperimentConfig = ExperimentConfig()) -> ExperimentR
 
     spacing = float(np.linalg.norm(positions[1] - positions[0]))
     methods = shared.reconstruct_methods(cfg.methods, problem, data_d, data_p, cfg.n_iter, cfg.progress, grid, info,
-                                         positions, half_width_mm=min(5.0, 0.45 * spacing))
+                                         positions, half_width_mm=min(5.0, 0.45 * spacing), bsrem_betas=betas,
+                                         bsrem_passes=cfg.bsrem_passes)
     return ExperimentResult(cfg, scanner, table, truth, info, positions, {"derenzo": st_d, "points": st_p}, methods,
                             timings=timings, backend=backend)
 
@@ -138,7 +141,8 @@ def run_experiment(config: ExperimentConfig = ExperimentConfig()) -> ExperimentR
 def write_figures(result: ExperimentResult, outdir: str) -> list:
     """Reconstructed slices (1 and n_iter iterations) per method, rod profiles and FWHM against the
     distance from the axis: ``first_derenzo.png``, ``first_rod_profiles.png``, ``first_fwhm.png``
-    in ``outdir``. Returns their paths."""
+    in ``outdir``, and with a penalised arm ``first_bsrem_sweep.png`` (peak-to-valley against noise).
+    Returns their paths."""
     grid, info = result.scanner.grid, result.derenzo_info
     half = 0.5 * grid.nx * grid.voxel_size[2]
     z_mid = grid.nz // 2
@@ -153,7 +157,8 @@ def write_figures(result: ExperimentResult, outdir: str) -> list:
         shared.fwhm_figure(os.path.join(outdir, "first_fwhm.png"), result,
                            np.hypot(result.point_positions[:, 0], result.point_positions[:, 1]),
                            "distance from the axis (mm)"),
-    ]
+    ] + ([shared.bsrem_figure(os.path.join(outdir, "first_bsrem_sweep.png"), result)]
+         if any(r.bsrem for r in result.methods.values()) else [])
 
 
 __all__ = ["ExperimentConfig", "ExperimentResult", "SIZES", "run_experiment", "scanner_for", "write_figures"]
