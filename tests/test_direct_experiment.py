@@ -12,10 +12,11 @@ from directpet.direct.experiment import ExperimentConfig, run_experiment, write_
 
 
 def test_the_bsrem_arm_trades_noise_for_contrast(tmp_path):
-    cfg = ExperimentConfig(size="tiny", n_events=2_000_000, n_iter=4, kernels=("invariant-fft",),
-                           backend="cpu", progress=False, bsrem_betas=(0.003, 0.03, 0.3), bsrem_passes=2)
+    cfg = ExperimentConfig(size="tiny", n_events=2_000_000, n_iter=4, kernels=("invariant-fft", "invariant"),
+                           backend="cpu", progress=False, bsrem_betas=(0.003, 0.03, 0.3), bsrem_passes=2,
+                           bsrem_kernels=("invariant-fft",))
     res = run_experiment(cfg)
-    assert set(res.bsrem) == {"invariant-fft"}
+    assert set(res.bsrem) == {"invariant-fft"}            # the kernels asked for only
     for label, points in res.bsrem.items():
         betas, noise, crc = zip(*points)
         assert betas == (0.003, 0.03, 0.3)
@@ -35,6 +36,9 @@ def test_bad_bsrem_arguments_are_clear_errors(capsys):
     with pytest.raises(ValueError, match="bsrem_passes"):
         run_experiment(ExperimentConfig(size="tiny", bsrem_betas=(0.1,), bsrem_passes=0, progress=False,
                                         backend="cpu"))
+    with pytest.raises(ValueError, match="bsrem_kernels"):
+        run_experiment(ExperimentConfig(size="tiny", bsrem_betas=(0.1,), kernels=("invariant",),
+                                        bsrem_kernels=("variant1",), progress=False, backend="cpu"))
     with pytest.raises(SystemExit):
         main(["demo", "--bsrem-betas", "0.1,x", "--backend", "cpu"])
     assert "--bsrem-betas: expected a comma list of numbers" in capsys.readouterr().err

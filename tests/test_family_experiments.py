@@ -47,3 +47,14 @@ def test_bad_penalised_arm_arguments_are_clear_errors_before_the_simulation(fami
     with pytest.raises(ValueError, match="bsrem_passes"):
         exp.run_experiment(exp.ExperimentConfig(size="tiny", backend="cpu", progress=False, bsrem_betas=(0.1,),
                                                 bsrem_passes=0))
+    with pytest.raises(ValueError, match=r"bsrem_methods: \['alg9'\] are not among the runs"):
+        exp.run_experiment(exp.ExperimentConfig(size="tiny", backend="cpu", progress=False, bsrem_betas=(0.1,),
+                                                bsrem_methods=("alg9",), **options))
+
+
+def test_the_arm_follows_only_the_methods_asked_for():
+    cfg = first.ExperimentConfig(size="tiny", n_iter=2, backend="cpu", progress=False, methods=("fast", "matched"),
+                                 bsrem_betas=(0.01,), bsrem_passes=1, bsrem_methods=("fast",))
+    res = first.run_experiment(cfg)
+    assert [p.b for p in res.methods["fast"].bsrem] == [None, 0.01] and res.methods["matched"].bsrem == []
+    assert "\n     fast        b" in res.table_text() and "matched        b" not in res.table_text()

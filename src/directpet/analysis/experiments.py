@@ -43,7 +43,7 @@ class ExperimentConfigBase:
     bsrem_betas : relative strengths b of a penalised arm (default none): per method, BSREM with the
         relative difference prior from the last OSEM image of the Derenzo, ``bsrem_passes`` passes per b
         (:func:`directpet.recon.rdp_beta_sweep`), and its peak-to-valley against noise
-        (:func:`bsrem_arm`).
+        (:func:`bsrem_arm`); ``bsrem_methods`` the methods that get it (None: every one).
     """
 
     size: str = "small"
@@ -55,16 +55,23 @@ class ExperimentConfigBase:
     progress: bool = True
     bsrem_betas: Sequence[float] = ()
     bsrem_passes: int = 10
+    bsrem_methods: Optional[Sequence[str]] = None
 
 
-def check_bsrem_arm(betas: Sequence[float], passes) -> Tuple[float, ...]:
-    """A penalised arm's relative strengths (each finite and >= 0) and passes (a positive integer,
-    checked when there are strengths) before any simulation: ValueErrors naming ``bsrem_betas`` /
-    ``bsrem_passes``."""
+def check_bsrem_arm(betas: Sequence[float], passes, arms=None, runs: Sequence[str] = (),
+                    name: str = "bsrem_methods") -> Tuple[Tuple[float, ...], Tuple[str, ...]]:
+    """A penalised arm's settings, checked before any simulation: its relative strengths (each
+    finite and >= 0), passes (a positive integer, checked when there are strengths) and the runs it
+    follows (``arms``: some of ``runs``, the experiment's methods or kernels; None: all of them).
+    Returns ``(strengths, arms)``; ValueErrors name ``bsrem_betas``, ``bsrem_passes`` or ``name``."""
     values = tuple(real_number("bsrem_betas", b, nonnegative=True) for b in betas)
     if values and (isinstance(passes, (bool, np.bool_)) or not isinstance(passes, (int, np.integer)) or passes < 1):
         raise ValueError(f"bsrem_passes: expected a positive number of passes, got {passes!r}")
-    return values
+    arms = tuple(runs) if arms is None else tuple(arms)
+    unknown = [a for a in arms if a not in runs]
+    if unknown:
+        raise ValueError(f"{name}: {unknown} are not among the runs of this experiment ({', '.join(runs)})")
+    return values, (arms if values else ())
 
 
 @dataclass
@@ -163,7 +170,7 @@ class ExperimentResult:
                       f"pass{'es' if self.config.bsrem_passes != 1 else ''} from the last "
                       f"OSEM image per relative strength b (beta = b * mean sensitivity): noise = std / mean in "
                       f"the cores of the {max(self.derenzo_info.diameters_mm):g} mm rods; peak-to-valley per rod group"]
-            for m, r in self.methods.items():
+            for m, r in ((m, r) for m, r in self.methods.items() if r.bsrem):
                 lines.append(f"{m:>9} {'b':>8} {'noise':>7} " + " ".join(f"{d:>7.2f}" for d in groups))
                 for p in r.bsrem:
                     b = "OSEM" if p.b is None else f"{p.b:.3g}"
@@ -245,11 +252,13 @@ def bsrem_arm(problem, grid, info, x0, betas: Sequence[float], n_passes: int, pr
 
 def reconstruct_methods(methods: Sequence[str], make_problem: Callable, derenzo_data, point_data, n_iter: int,
                         progress: bool, grid, info, positions, half_width_mm: float, *,
-                        bsrem_betas: Sequence[float] = (), bsrem_passes: int = 10) -> Dict[str, MethodResult]:
+                        bsrem_betas: Sequence[float] = (), bsrem_passes: int = 10,
+                        bsrem_methods: Sequence[str] = ()) -> Dict[str, MethodResult]:
     """For each method: OSEM of the Derenzo and of the point-source data (``make_problem(method,
     data)`` gives the subset problem), rod profiles and peak-to-valley after 1 and ``n_iter``
-    iterations, the FWHM of each point source (profiles ``half_width_mm`` long each side), and with
-    ``bsrem_betas`` the penalised arm of the Derenzo (:func:`bsrem_arm`)."""
+    iterations, the FWHM of each point source (profiles ``half_width_mm`` long each side), and for
+    the methods in ``bsrem_methods`` the penalised arm of the Derenzo over ``bsrem_betas``
+    (:func:`bsrem_arm`)."""
     out = {}
     for method in methods:
         problems = [make_problem(method, data) for data in (derenzo_data, point_data)]
@@ -258,7 +267,7 @@ def reconstruct_methods(methods: Sequence[str], make_problem: Callable, derenzo_
         r.pv = peak_to_valley(rod_profiles(runs[0].images[-1], grid, info))
         r.pv_first = peak_to_valley(rod_profiles(runs[0].images[0], grid, info))
         r.fwhm = [point_source_fwhm(runs[1].images[-1], grid, p, half_width_mm=half_width_mm) for p in positions]
-        if bsrem_betas:
+        if bsrem_betas and method in bsrem_methods:
             x0 = problems[0].xp.asarray(runs[0].images[-1])
             r.bsrem = bsrem_arm(problems[0], grid, info, x0, bsrem_betas, bsrem_passes, progress)
         out[method] = r

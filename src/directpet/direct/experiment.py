@@ -75,7 +75,8 @@ class ExperimentConfig:
     weight b, BSREM with the relative difference prior (``gamma = 2``, ``beta = b * mean(S)`` with S
     the sensitivity image, ``epsilon = 1e-3`` of the mean activity), ``bsrem_passes`` passes over the
     same one-view subsets from the model's last block-RAMLA image; each b gives one (noise, CRC)
-    point of the curve that Q.Clear-type studies compare (:func:`bsrem_sweep`).
+    point of the curve that Q.Clear-type studies compare (:func:`bsrem_sweep`). ``bsrem_kernels``
+    picks the kernel models that get it (None: every one of ``kernels``).
     """
 
     size: str = "small"
@@ -90,6 +91,7 @@ class ExperimentConfig:
     progress: bool = True
     bsrem_betas: Sequence[float] = ()
     bsrem_passes: int = 10
+    bsrem_kernels: Optional[Sequence[str]] = None
 
 
 @dataclass
@@ -318,7 +320,8 @@ def bsrem_sweep(study: SimulatedStudy, label: str, betas: Sequence[float], n_pas
 def run_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResult:
     """Simulate the sphere phantom, reconstruct it with each kernel model, and analyse."""
     _check_size(cfg.size)
-    check_bsrem_arm(cfg.bsrem_betas, cfg.bsrem_passes)
+    _, arms = check_bsrem_arm(cfg.bsrem_betas, cfg.bsrem_passes, cfg.bsrem_kernels, tuple(cfg.kernels),
+                              "bsrem_kernels")
     unknown = [k for k in cfg.kernels if k not in KERNEL_MODELS]
     if unknown:
         raise ValueError(f"kernels: unknown models {unknown}; expected some of {sorted(KERNEL_MODELS)}")
@@ -330,7 +333,7 @@ def run_experiment(cfg: ExperimentConfig = ExperimentConfig()) -> ExperimentResu
                                  progress=cfg.progress)
         out.results[label] = rec.result
         out.curves.append(rec.curve)
-        if cfg.bsrem_betas:
+        if label in arms:
             out.bsrem[label] = bsrem_sweep(study, label, cfg.bsrem_betas, cfg.bsrem_passes, rec.result.image,
                                            lambda0=cfg.lambda0, gamma=cfg.gamma, progress=cfg.progress,
                                            projector=rec.projector)

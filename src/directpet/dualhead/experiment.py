@@ -111,7 +111,7 @@ def _point_image(scanner: DualHeadScanner, positions: np.ndarray) -> np.ndarray:
 def run_experiment(config: ExperimentConfig = ExperimentConfig()) -> ExperimentResult:
     """Build the model, simulate, reconstruct with each method, analyse (see the module docstring)."""
     cfg = config
-    betas = shared.check_bsrem_arm(cfg.bsrem_betas, cfg.bsrem_passes)
+    betas, arms = shared.check_bsrem_arm(cfg.bsrem_betas, cfg.bsrem_passes, cfg.bsrem_methods, cfg.methods)
     backend = resolve_backend(cfg.backend)
     scanner, (radius, default_derenzo, default_points), xp = shared.prepare(cfg, SIZES, DualHeadScanner, METHODS,
                                                                            backend, CUDA_ONLY)
@@ -141,7 +141,7 @@ def run_experiment(config: ExperimentConfig = ExperimentConfig()) -> ExperimentR
     methods = shared.reconstruct_methods(cfg.methods, problem, DualHeadData(scanner, xp.asarray(counts_d)),
                                          DualHeadData(scanner, xp.asarray(counts_p)), cfg.n_iter, cfg.progress,
                                          grid, info, positions, half_width_mm=6.0,
-                                         bsrem_betas=betas, bsrem_passes=cfg.bsrem_passes)
+                                         bsrem_betas=betas, bsrem_passes=cfg.bsrem_passes, bsrem_methods=arms)
     return ExperimentResult(cfg, scanner, model, truth, info, positions, {"derenzo": st_d, "points": st_p}, methods,
                             timings=timings, backend=backend)
 

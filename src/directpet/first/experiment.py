@@ -97,7 +97,7 @@ def _simulate(scanner, activity, grid, events, seed, backend, progress):
 def run_experiment(config: ExperimentConfig = ExperimentConfig()) -> ExperimentResult:
     """Simulate, reconstruct with each method, analyse (see the module docstring)."""
     cfg = config
-    betas = shared.check_bsrem_arm(cfg.bsrem_betas, cfg.bsrem_passes)
+    betas, arms = shared.check_bsrem_arm(cfg.bsrem_betas, cfg.bsrem_passes, cfg.bsrem_methods, cfg.methods)
     backend = resolve_backend(cfg.backend)
     scanner, (radius, default_derenzo, default_points), xp = shared.prepare(cfg, SIZES, RotatingScanner, METHODS,
                                                                            backend)
@@ -133,7 +133,7 @@ def run_experiment(config: ExperimentConfig = ExperimentConfig()) -> ExperimentR
     spacing = float(np.linalg.norm(positions[1] - positions[0]))
     methods = shared.reconstruct_methods(cfg.methods, problem, data_d, data_p, cfg.n_iter, cfg.progress, grid, info,
                                          positions, half_width_mm=min(5.0, 0.45 * spacing), bsrem_betas=betas,
-                                         bsrem_passes=cfg.bsrem_passes)
+                                         bsrem_passes=cfg.bsrem_passes, bsrem_methods=arms)
     return ExperimentResult(cfg, scanner, table, truth, info, positions, {"derenzo": st_d, "points": st_p}, methods,
                             timings=timings, backend=backend)
 
