@@ -180,8 +180,9 @@ def test_rdp_beta_sweep_scales_beta_by_the_sensitivity_and_smooths_as_b_grows(de
     rough = QuadraticPrior(1.0, (1.0, 1.0, 1.0))
     sweep = recon.rdp_beta_sweep(dense, (1.0, 1.0, 1.0), [0.0, 0.05, 0.5], 40, x0, rough.value,
                                  lambda0=0.5)
-    assert [b for b, _ in sweep] == [0.0, 0.05, 0.5]
-    values = [v for _, v in sweep]
+    assert [run.b for run in sweep] == [0.0, 0.05, 0.5] and all(run.passes == 40 for run in sweep)
+    assert all(run.seconds > 0 and run.seconds_per_pass == run.seconds / 40 for run in sweep)
+    values = [run.value for run in sweep]
     assert values[0] > values[1] > values[2], values
     # b = 0.05 is beta = 0.05 * mean(S), gamma 2, epsilon 1e-3 mean(x0): the same run written out
     mean_s = float(np.mean([(a.T @ f).sum() for a, f in zip(dense.blocks, dense._f)]) * dense.n_subsets

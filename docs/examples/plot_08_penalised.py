@@ -83,10 +83,11 @@ axes[2].set_xlabel("x (mm)")
 axes[2].set_ylabel("y (mm)")
 fig.colorbar(im, ax=axes[2], shrink=0.85, label="kappa (a.u.)")
 axes[3].plot(100 * np.asarray(curve.noise), curve.crc, "o-", ms=3, label="OSEM, iterations 1-12")
-noise, crc = zip(*(point for _, point in sweep))
+noise, crc = zip(*(run.value for run in sweep))
 axes[3].plot(100 * np.asarray(noise), crc, "s-", label="BSREM-RDP over b")
-for b, (n, c) in sweep:
-    axes[3].annotate(f"{b:g}", (100 * n, c), fontsize=7, xytext=(3, 3), textcoords="offset points")
+for run in sweep:
+    axes[3].annotate(f"{run.b:g}", (100 * run.value[0], run.value[1]), fontsize=7, xytext=(3, 3),
+                     textcoords="offset points")
 axes[3].set_xlabel("background noise (%)")
 axes[3].set_ylabel("mean CRC")
 axes[3].legend(fontsize=8)

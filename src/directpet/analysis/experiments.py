@@ -82,6 +82,7 @@ class SweepPoint:
     b: Optional[float]
     noise: float
     pv: Dict[float, object]
+    seconds_per_pass: float = float("nan")        # BSREM's wall time per pass (NaN for the OSEM point)
 
 
 @dataclass
@@ -171,11 +172,13 @@ class ExperimentResult:
                       f"OSEM image per relative strength b (beta = b * mean sensitivity): noise = std / mean in "
                       f"the cores of the {max(self.derenzo_info.diameters_mm):g} mm rods; peak-to-valley per rod group"]
             for m, r in ((m, r) for m, r in self.methods.items() if r.bsrem):
-                lines.append(f"{m:>9} {'b':>8} {'noise':>7} " + " ".join(f"{d:>7.2f}" for d in groups))
+                lines.append(f"{m:>9} {'b':>8} {'noise':>7} " + " ".join(f"{d:>7.2f}" for d in groups)
+                             + f" {'ms/pass':>8}")
                 for p in r.bsrem:
                     b = "OSEM" if p.b is None else f"{p.b:.3g}"
+                    per_pass = f"{1e3 * p.seconds_per_pass:>8.0f}" if p.b is not None else f"{'':>8}"
                     lines.append(f"{'':>9} {b:>8} {100 * p.noise:>6.1f}% " + " ".join(
-                        f"{p.pv[d].ratio_text():>7}" if d in p.pv else f"{'-':>7}" for d in groups))
+                        f"{p.pv[d].ratio_text():>7}" if d in p.pv else f"{'-':>7}" for d in groups) + " " + per_pass)
         return "\n".join(lines)
 
 
@@ -246,7 +249,7 @@ def bsrem_arm(problem, grid, info, x0, betas: Sequence[float], n_passes: int, pr
                 peak_to_valley(rod_profiles(image, grid, info)))
 
     start = SweepPoint(None, *measure(to_numpy(x0)))
-    return [start] + [SweepPoint(b, noise, pv) for b, (noise, pv) in
+    return [start] + [SweepPoint(run.b, *run.value, seconds_per_pass=run.seconds_per_pass) for run in
                       rdp_beta_sweep(problem, grid, betas, n_passes, x0, measure, progress=progress)]
 
 

@@ -312,7 +312,7 @@ def bsrem_sweep(study: SimulatedStudy, label: str, betas: Sequence[float], n_pas
     def measure(image):
         return float(analysis.noise(image, study.info)), float(analysis.crc(image, study.info).mean)
 
-    return [(b, noise, crc) for b, (noise, crc) in
+    return [(run.b, *run.value) for run in
             recon.rdp_beta_sweep(problem, study.grid, betas, n_passes, problem.xp.asarray(x0, dtype=problem.xp.float32),
                                  measure, lambda0=lambda0, gamma=gamma, progress=progress)]
 

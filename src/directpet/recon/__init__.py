@@ -6,11 +6,11 @@ SubsetProblem (``directpet.direct.ViewSubsets``, ``directpet.first.AngleSubsets`
 
 from .algorithms import (ReconResult, block_ramla, mlem, osem, poisson_loglik, ramla_lambda,
                          sensitivity_image)
-from .penalised import bsrem, map_em, penalised_objective, rdp_beta_sweep, sqrt_hessian_row_sum, svrg
+from .penalised import BetaRun, bsrem, map_em, penalised_objective, rdp_beta_sweep, sqrt_hessian_row_sum, svrg
 from .priors import LogCoshPrior, PairwisePrior, QuadraticPrior, RelativeDifferencePrior
 from .problem import StoredSubsets, SubsetProblem, check_nonnegative, spread_order
 
-__all__ = ["LogCoshPrior", "PairwisePrior", "QuadraticPrior", "RelativeDifferencePrior", "ReconResult",
+__all__ = ["BetaRun", "LogCoshPrior", "PairwisePrior", "QuadraticPrior", "RelativeDifferencePrior", "ReconResult",
            "StoredSubsets", "SubsetProblem", "block_ramla", "bsrem", "check_nonnegative", "map_em", "mlem", "osem",
            "penalised_objective", "poisson_loglik", "ramla_lambda", "rdp_beta_sweep", "sensitivity_image", "spread_order",
            "sqrt_hessian_row_sum", "svrg"]

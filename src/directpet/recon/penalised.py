@@ -47,7 +47,7 @@ strengths (the penalised arm of every family's experiment).
 from __future__ import annotations
 
 import time
-from typing import Callable, Optional, Sequence
+from typing import Callable, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -364,12 +364,26 @@ def sqrt_hessian_row_sum(problem: SubsetProblem, x=None, *, approximate: bool = 
     return xp.sqrt(xp.maximum(total, 0)).astype(xp.float32)
 
 
+class BetaRun(NamedTuple):
+    """One run of :func:`rdp_beta_sweep`: the relative strength ``b``, what ``measure`` returned for
+    its image, and the wall time of its BSREM passes (s, ``seconds_per_pass`` = ``seconds / passes``)."""
+
+    b: float
+    value: object
+    seconds: float
+    passes: int
+
+    @property
+    def seconds_per_pass(self) -> float:
+        return self.seconds / self.passes
+
+
 def rdp_beta_sweep(problem: SubsetProblem, voxel_size, betas: Sequence[float], n_passes: int, x0,
                    measure: Callable, *, edge_gamma: float = 2.0, epsilon_fraction: float = 1e-3, kappa=None,
-                   progress: bool = False, **bsrem_options) -> list:
-    """``[(b, measure(image)), ...]``: BSREM with the relative difference prior, one run of
-    ``n_passes`` passes from ``x0`` per relative strength b in ``betas``, ``image`` the result as a
-    NumPy array. The penalised arm of every family's experiment (DIRECT CRC against noise, FIRST and
+                   progress: bool = False, **bsrem_options) -> List[BetaRun]:
+    """``[BetaRun(b, measure(image), seconds, n_passes), ...]``: BSREM with the relative difference
+    prior, one run of ``n_passes`` passes from ``x0`` per relative strength b in ``betas``, ``image``
+    the result as a NumPy array. The penalised arm of every family's experiment (DIRECT CRC against noise, FIRST and
     dual-head peak-to-valley against noise).
 
     The strength is relative to the data, so that one b means about the same on every problem:
@@ -396,9 +410,9 @@ def rdp_beta_sweep(problem: SubsetProblem, voxel_size, betas: Sequence[float], n
     out = []
     for b in values:
         prior = RelativeDifferencePrior(b * mean_s, voxel_size, gamma=edge_gamma, epsilon=epsilon, kappa=kappa)
-        image = bsrem(problem, prior, n_passes, x0=x0, progress=progress, **bsrem_options).image
-        out.append((b, measure(to_numpy(image))))
+        res = bsrem(problem, prior, n_passes, x0=x0, progress=progress, **bsrem_options)
+        out.append(BetaRun(b, measure(to_numpy(res.image)), float(res.time_s), int(res.n_iter)))
     return out
 
 
-__all__ = ["bsrem", "map_em", "penalised_objective", "rdp_beta_sweep", "sqrt_hessian_row_sum", "svrg"]
+__all__ = ["BetaRun", "bsrem", "map_em", "penalised_objective", "rdp_beta_sweep", "sqrt_hessian_row_sum", "svrg"]
