@@ -17,6 +17,7 @@ void register_dualhead(py::module_& m);
 void register_dualhead_monte_carlo(py::module_& m);
 void register_dualhead_model(py::module_& m);
 void register_io(py::module_& m);
+void register_recon(py::module_& m);
 #ifdef DIRECTPET_WITH_CUDA
 void register_direct_cuda(py::module_& m);
 void register_direct_fft_cuda(py::module_& m);
@@ -54,6 +55,7 @@ PYBIND11_MODULE(_core, m) {
     dp::bind::register_dualhead_monte_carlo(m);
     dp::bind::register_dualhead_model(m);
     dp::bind::register_io(m);
+    dp::bind::register_recon(m);
 #ifdef DIRECTPET_WITH_CUDA
     dp::bind::register_direct_cuda(m);
     dp::bind::register_direct_fft_cuda(m);

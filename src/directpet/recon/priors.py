@@ -25,9 +25,11 @@ Pair functions (``d = a - b``):
 
 Each prior gives its value, its gradient and the diagonal of its Hessian (``sum_k w kappa kappa
 d^2 f / da^2``, what the preconditioners of BSREM and of preconditioned stochastic gradient methods
-use). The arrays may be NumPy or CuPy; the work is 13 (26-neighbourhood) or 3 (6-neighbourhood)
-vectorised passes over shifted views of the image in the image's own namespace and dtype; the value
-is accumulated in float64. The float64 reference written straight from the sums is
+use). The arrays may be NumPy or CuPy. A float32 C-contiguous image goes through one compiled pass
+(``csrc/recon/pair_prior.hpp``, the per-voxel sums written once for OpenMP on the CPU and one thread
+per voxel on the GPU); float64 and strided images through 13 (26-neighbourhood) or 3
+(6-neighbourhood) vectorised passes over shifted views of the image in its own namespace and dtype.
+The value is accumulated in float64. The float64 reference written straight from the sums is
 :mod:`directpet.reference.priors`.
 """
 
@@ -39,6 +41,7 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
+from .. import _core
 from .._checks import array_module, integer, real_number
 
 #: the pair offsets (dz, dy, dx) of each neighbourhood, one per unordered pair (first nonzero > 0)
@@ -74,95 +77,13 @@ def _pair_slices(offset, shape):
     return tuple(sj), tuple(sk)
 
 
-#: One thread per voxel j: the sums over its neighbours k of w_jk kappa_j kappa_k times f / 2, df/da and
-#: d2f/da2 at (x_j, x_k), in one pass over the image (the 27 values a thread reads are shared with its
-#: neighbours' threads through the caches). PAIR_KIND selects the pair function (0: RDP, 1: quadratic,
-#: 2: log-cosh); its formulas are those of the classes below.
-_CUDA_SOURCE = r"""
-#define PAIR_RDP 0
-#define PAIR_QUADRATIC 1
-#define PAIR_LOGCOSH 2
-#define WANT_GRAD 1
-#define WANT_HESS 2
-#define WANT_VALUE 4
-// The pair function's f, df/da, d2f/da2 at (a, b), only those asked for (want): the RDP's three share
-// one reciprocal of its denominator instead of three divisions (the kernel is bound by arithmetic).
-__device__ __forceinline__ void pair(float a, float b, float p0, float p1, int want, float* f, float* df, float* d2f) {
-    float d = a - b;
-#if PAIR_KIND == PAIR_RDP
-    float ad = fabsf(d), s = a + b + p0 * ad + p1, n = a + 3.0f * b + p0 * ad + 2.0f * p1;
-    float r = __fdividef(1.0f, s);      // MUFU reciprocal (2 ulp): a prior needs no IEEE division
-    if (want & WANT_VALUE) *f = d * d * r;
-    if (want & WANT_GRAD) *df = d * n * r * r;
-    if (want & WANT_HESS) {
-        float sigma = 1.0f + p0 * (d > 0.0f ? 1.0f : (d < 0.0f ? -1.0f : 0.0f));
-        *d2f = ((n + d + p0 * ad) * s - 2.0f * d * n * sigma) * r * r * r;
-    }
-#elif PAIR_KIND == PAIR_QUADRATIC
-    *f = 0.5f * d * d; *df = d; *d2f = 1.0f;
-#else
-    float t = d / p0, at = fabsf(t);
-    if (want & WANT_VALUE) {   // log cosh t: log1p(2 sinh^2(t/2)) below |t| = 1 (no cancellation), else |t| + ...
-        float sh = sinhf(0.5f * fminf(at, 1.0f));
-        *f = p0 * p0 * (at < 1.0f ? log1pf(2.0f * sh * sh) : at + log1pf(expf(-2.0f * at)) - 0.69314718f);
-    }
-    if (want & WANT_GRAD) *df = p0 * tanhf(t);
-    if (want & WANT_HESS) { float c = coshf(fminf(at, 40.0f)); *d2f = 1.0f / (c * c); }
-#endif
-}
-extern "C" __global__ void pair_prior(const float* __restrict__ x, const float* __restrict__ kappa,
-                                      const float* __restrict__ weights, int nz, int ny, int nx,
-                                      float scale, float p0, float p1, float* grad, int accumulate,
-                                      float* hess, float* value) {
-    // weights: the 3 x 3 x 3 table w[dz + 1][dy + 1][dx + 1] (0 for the centre and, in the
-    // 6-neighbourhood, for the edges and corners); the loops are unrolled, so every neighbour's
-    // offset is a constant and the bounds checks are three comparisons per axis per thread
-    int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y, iz = blockIdx.z;
-    if (ix >= nx) return;
-    int want = (grad ? WANT_GRAD : 0) | (hess ? WANT_HESS : 0) | (value ? WANT_VALUE : 0);
-    int plane = ny * nx;                // 32-bit indices: the host sends images below 2**31 voxels only
-    int j = iz * plane + iy * nx + ix;
-#if HAS_KAPPA
-    float ka = kappa[j];
-#endif
-    float a = x[j];
-    float g = 0.0f, h = 0.0f, v = 0.0f;
-    bool inz[3] = {iz > 0, true, iz + 1 < nz}, iny[3] = {iy > 0, true, iy + 1 < ny}, inx[3] = {ix > 0, true, ix + 1 < nx};
-#pragma unroll
-    for (int dz = -1; dz <= 1; ++dz) {
-#pragma unroll
-        for (int dy = -1; dy <= 1; ++dy) {
-#pragma unroll
-            for (int dx = -1; dx <= 1; ++dx) {
-                float w = weights[(dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)];
-                if (w == 0.0f || !(inz[dz + 1] && iny[dy + 1] && inx[dx + 1])) continue;
-                int k = j + dz * plane + dy * nx + dx;
-#if HAS_KAPPA
-                w *= ka * kappa[k];
-#endif
-                float f = 0.0f, df = 0.0f, d2f = 0.0f;
-                pair(a, x[k], p0, p1, want, &f, &df, &d2f);
-                g = fmaf(w, df, g); h = fmaf(w, d2f, h); v = fmaf(w, f, v);
-            }
-        }
-    }
-    if (grad) grad[j] = accumulate ? fmaf(scale, g, grad[j]) : scale * g;
-    if (hess) hess[j] = scale * h;
-    if (value) value[j] = 0.5f * v;     // the ordered double sum's half: each pair once over all j
-}
-"""
-
-_CUDA_KERNELS = {}
-
-
-def _cuda_kernel(kind: int, has_kappa: bool):
-    import cupy  # present: called for CuPy arrays only
-
-    key = (kind, bool(has_kappa))
-    if key not in _CUDA_KERNELS:
-        module = cupy.RawModule(code=_CUDA_SOURCE, options=(f"-DPAIR_KIND={kind}", f"-DHAS_KAPPA={int(has_kappa)}"))
-        _CUDA_KERNELS[key] = module.get_function("pair_prior")
-    return _CUDA_KERNELS[key]
+def _weight_table(offsets) -> np.ndarray:
+    """The 3 x 3 x 3 neighbour weights, flattened (``w[(dz + 1) * 9 + (dy + 1) * 3 + (dx + 1)]``), of
+    the compiled kernels: each pair direction's weight at its offset and the opposite one, 0 elsewhere."""
+    table = np.zeros((3, 3, 3), np.float32)
+    for o, w in offsets:
+        table[tuple(c + 1 for c in o)] = table[tuple(1 - c for c in o)] = w
+    return table.ravel()
 
 
 class PairwisePrior(ABC):
@@ -178,16 +99,18 @@ class PairwisePrior(ABC):
 
     Subclasses define the pair function by :meth:`_pair` (``f`` and ``df/da``) and
     :meth:`_pair_curvature` (``d^2 f / da^2``); both take the values ``a = x_j``, ``b = x_k`` of a
-    block of pairs and the array namespace.
+    block of pairs and the array namespace. The compiled kernels (``csrc/recon/pair_prior.hpp``: one
+    pass per call, OpenMP on the CPU, one thread per voxel on the GPU) compute float32 C-contiguous
+    images, NumPy and CuPy; float64 and strided images take the vectorised path written here.
     """
 
     #: the pair function's name in messages
     name = "pairwise prior"
-    #: the fused CUDA kernel's PAIR_KIND (None: no fused kernel)
-    _cuda_kind = None
+    #: the compiled kernels' pair kind (pair_prior.hpp's PairKind; None: vectorised path only)
+    _kind = None
 
-    def _cuda_parameters(self):
-        """(p0, p1) of the fused kernel's pair function."""
+    def _kernel_parameters(self):
+        """(p0, p1) of the compiled kernels' pair function."""
         return 0.0, 0.0
 
     def __init__(self, beta: float, voxel_size=(1.0, 1.0, 1.0), *, neighbourhood: int = 26, kappa=None):
@@ -251,27 +174,35 @@ class PairwisePrior(ABC):
         return w if kappa is None else w * kappa[sj] * kappa[sk]
 
     def _fused(self, x, xp):
-        """Whether the fused CUDA kernel computes this call: a C-contiguous float32 CuPy image."""
-        return (xp is not np and self._cuda_kind is not None and x.dtype == np.float32 and x.flags.c_contiguous
-                and 0 < x.size < 2**31 and max(x.shape[:2]) < 65536)  # 32-bit indices; grid y and z
+        """Whether a compiled kernel computes this call: a non-empty C-contiguous float32 image, NumPy,
+        or CuPy where the CUDA backend is compiled in (32-bit indices and grid limits on the GPU)."""
+        if self._kind is None or x.dtype != np.float32 or not x.flags.c_contiguous or x.size == 0:
+            return False
+        if xp is np:
+            return True
+        return _core.has_cuda() and x.size < 2**31 and max(x.shape[:2]) < 65536
 
     def _launch(self, x, kappa, xp, grad=None, hess=None, value=None, factor: float = 1.0, accumulate=False):
-        """The fused kernel: ``grad = beta factor sum w df`` (``accumulate``: added to grad), ``hess``,
-        ``value`` partials; each only when given."""
-        device = xp.cuda.Device().id
-        if getattr(self, "_table_device", None) != device:
-            table = np.zeros((3, 3, 3), np.float32)
-            for o, w in self.offsets:
-                table[tuple(c + 1 for c in o)] = table[tuple(1 - c for c in o)] = w
-            self._table, self._table_device = xp.asarray(table.ravel()), device
-        p0, p1 = self._cuda_parameters()
-        nz, ny, nx = x.shape
+        """The compiled kernel: ``grad = beta factor sum w df`` (``accumulate``: added to grad),
+        ``hess``, ``value`` partials; each only when given (float32 C-contiguous, x's namespace)."""
+        if not hasattr(self, "_table"):
+            self._table = _weight_table(self.offsets)
+        p0, p1 = self._kernel_parameters()
+        scale = self.beta * factor
         kap = None if kappa is None else xp.ascontiguousarray(kappa, dtype=xp.float32)
-        threads = min(256, 32 * ((nx + 31) // 32))        # a block per row segment: x along threads
-        _cuda_kernel(self._cuda_kind, kap is not None)((((nx + threads - 1) // threads), ny, nz), (threads,), (
-            x, kap if kap is not None else 0, self._table, np.int32(nz), np.int32(ny), np.int32(nx),
-            np.float32(self.beta * factor), np.float32(p0), np.float32(p1), grad if grad is not None else 0,
-            np.int32(bool(accumulate)), hess if hess is not None else 0, value if value is not None else 0))
+        if xp is np:
+            _core.pair_prior_cpu(self._kind, x, kap, self._table, scale, p0, p1, grad, bool(accumulate), hess, value)
+            return
+        device = xp.cuda.Device().id
+        for name, a in (("x", x), ("kappa", kap), ("out", grad), ("out", hess)):
+            if a is not None and a.device.id != device:
+                raise ValueError(f"{name}: on GPU {a.device.id}, and the current device is GPU {device} "
+                                 f"[{type(self).__name__}]")
+        nz, ny, nx = x.shape
+        _core.pair_prior_cuda(self._kind, x.data.ptr, 0 if kap is None else kap.data.ptr, self._table, nz, ny, nx,
+                              scale, p0, p1, 0 if grad is None else grad.data.ptr, bool(accumulate),
+                              0 if hess is None else hess.data.ptr, 0 if value is None else value.data.ptr,
+                              xp.cuda.get_current_stream().ptr)
 
     def add_gradient(self, x, out, factor: float = 1.0):
         """``out += factor * grad R(x)`` in place (the algorithms' step, one fused pass on the GPU);
@@ -361,9 +292,9 @@ class RelativeDifferencePrior(PairwisePrior):
     """
 
     name = "relative difference prior"
-    _cuda_kind = 0
+    _kind = 0
 
-    def _cuda_parameters(self):
+    def _kernel_parameters(self):
         return self.gamma, self.epsilon
 
     def __init__(self, beta: float, voxel_size=(1.0, 1.0, 1.0), *, gamma: float = 2.0, epsilon: float,
@@ -400,7 +331,7 @@ class QuadraticPrior(PairwisePrior):
     kappa (x_j - x_k)`` and the Hessian is constant."""
 
     name = "quadratic prior"
-    _cuda_kind = 1
+    _kind = 1
 
     def _pair(self, a, b, xp):
         d = a - b
@@ -416,9 +347,9 @@ class LogCoshPrior(PairwisePrior):
     alternative to the Huber prior."""
 
     name = "log-cosh prior"
-    _cuda_kind = 2
+    _kind = 2
 
-    def _cuda_parameters(self):
+    def _kernel_parameters(self):
         return self.delta, 0.0
 
     def __init__(self, beta: float, voxel_size=(1.0, 1.0, 1.0), *, delta: float, neighbourhood: int = 26,
