@@ -2,7 +2,7 @@
 against its memory floor, and a BSREM pass against a block-RAMLA pass at DIRECT paper size.
 
 1. RDP gradient (and value + gradient) on 288 x 288 x 96 float32 (26 neighbours, kappa off and on):
-   the fused CUDA kernel and, as the baseline, the vectorised CuPy path (13 shifted-slice passes),
+   the compiled CUDA kernel (csrc/recon/prior_cuda.cu) and, as the baseline, the vectorised CuPy path (13 shifted-slice passes),
    timed with CUDA events on random (never constant) images. Floor: the bytes that must move, the
    image read once and the gradient written once (8 bytes per voxel; 12 with kappa), at the H200's
    4.8 TB/s HBM3e peak.

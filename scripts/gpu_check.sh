@@ -3,11 +3,14 @@
 # whole test suite (gpu-marked tests included), compute-sanitizer memcheck on a small case, and the
 # benchmarks. Logs and JSON records go to OUTDIR.
 #
-#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|realdata|notebooks|demo|multigpu|all]
+#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|penalised|first|dualhead|realdata|notebooks|demo|multigpu|all]
 #
 # The third argument may list several stages, comma-separated (e.g. tests,first,demo).
 # tests: the whole pytest suite + compute-sanitizer memcheck; projectors: benchmarks/direct_projectors.py;
 # recon: benchmarks/direct_recon.py and the [HA] section 6 experiment (scripts/run_experiment.py);
+# penalised: the prior / penalised-reconstruction / multi-process tests, benchmarks/recon_priors.py, Nsight
+# Compute of the RDP kernel (scripts/ncu_prior_case.py) and the FIRST and dual-head penalised arms
+# (benchmarks/penalised_sweeps.py; PENALISED_FAMILIES=first or dualhead runs one of them);
 # first: the FIRST family's gpu-marked tests (when run alone), benchmarks/first_projectors.py,
 # benchmarks/first_invariants.py (per-angle totals, sensitivity smoothness) and the experiment; dualhead: the dual-head
 # family's gpu-marked tests, the model build (full size; quick: the benchmark's --small scanner),
@@ -28,7 +31,7 @@
 # Records carry the commit of the tree (benchmarks/_common.py stamp). On a machine that got a copy of the
 # working tree without .git, pass it in: DIRECTPET_COMMIT=<git rev-parse HEAD of the source>[+dirty].
 set -uo pipefail
-OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|first|dualhead|realdata|notebooks|demo|multigpu|all]}
+OUTDIR=${1:?usage: scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|penalised|first|dualhead|realdata|notebooks|demo|multigpu|all]}
 MODE=${2:-full}
 WHAT=${3:-all}
 mkdir -p "$OUTDIR"
@@ -123,6 +126,29 @@ if runs recon; then
   if [ "$MODE" = quick ]; then EXP="--size small --iterations 10"; else EXP="--size paper --iterations 40"; fi
   stage experiment "$OUTDIR/experiment.log" $PY scripts/run_experiment.py "$OUTDIR/experiment" $EXP
   show "$OUTDIR/experiment.log" 16
+fi
+
+if runs penalised; then
+  echo "== penalised reconstruction: tests"
+  stage tests_penalised "$OUTDIR/tests_penalised.log" $PY -m pytest tests/test_recon_priors.py \
+    tests/test_recon_penalised.py tests/test_parallel.py tests/test_family_experiments.py tests/test_direct_experiment.py \
+    -q -rs -p no:cacheprovider
+  show "$OUTDIR/tests_penalised.log" 10
+  echo "== prior benchmark (RDP kernel, BSREM pass against block-RAMLA)"
+  stage bench_priors "$OUTDIR/bench_priors.log" $PY benchmarks/recon_priors.py $QUICK --out "$OUTDIR/recon_priors.json"
+  show "$OUTDIR/bench_priors.log" 12
+  if command -v ncu > /dev/null; then
+    echo "== Nsight Compute: the RDP gradient kernel"
+    stage ncu_prior "$OUTDIR/ncu_pair_prior.txt" ncu --set full --kernel-name regex:pair_prior --launch-count 1 \
+      $PY scripts/ncu_prior_case.py
+    grep -E "Duration|Compute \(SM\) Throughput|DRAM Throughput|Executed Ipc Active" "$OUTDIR/ncu_pair_prior.txt" | head -6
+  fi
+  echo "== FIRST and dual-head penalised arms (BSREM-RDP from OSEM: peak-to-valley against noise)"
+  if [ "$MODE" = quick ]; then PSIZE=small; else PSIZE=full; fi
+  stage penalised_sweeps "$OUTDIR/penalised_sweeps.log" $PY benchmarks/penalised_sweeps.py --size $PSIZE \
+    --family "${PENALISED_FAMILIES:-first,dualhead}" \
+    --out "$OUTDIR/penalised_sweeps" --json "$OUTDIR/penalised_sweeps.json"
+  show "$OUTDIR/penalised_sweeps.log" 40
 fi
 
 if runs first; then

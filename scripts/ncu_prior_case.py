@@ -1,5 +1,5 @@
-"""One launch of the fused RDP gradient kernel at 288 x 288 x 96 for Nsight Compute:
-``ncu --set full --kernel-name pair_prior --launch-count 1 python scripts/ncu_prior_case.py``."""
+"""One launch of the compiled RDP gradient kernel (csrc/recon/prior_cuda.cu) at 288 x 288 x 96 for Nsight Compute:
+``ncu --set full --kernel-name regex:pair_prior --launch-count 1 python scripts/ncu_prior_case.py``."""
 
 import cupy
 
