@@ -46,7 +46,8 @@ def run_family(family: str, size: str, betas, passes: int, n_iter: int, backend:
         records.append(stamp(dict(
             family=family, size=size, method=method, b=p.b, passes=None if p.b is None else passes,
             osem_iterations=n_iter, n_subsets=cfg.n_subsets, noise=p.noise,
-            noise_measure=f"std/mean in the cores of the {max(res.derenzo_info.diameters_mm):g} mm rods, RMS over rods",
+            noise_measure=f"std/mean along the rods per core column of the {max(res.derenzo_info.diameters_mm):g} mm "
+                          "rods, RMS over the columns (analysis.rod_noise)",
             peak_to_valley={f"{d:g}": pv.ratio for d, pv in p.pv.items()},
             sampled={f"{d:g}": bool(pv.sampled) for d, pv in p.pv.items()},
             ms_per_pass=None if p.b is None else 1e3 * p.seconds_per_pass,

@@ -89,7 +89,7 @@ OSEM's noise grows with the iterations. BSREM minimises `-L(x) + R(x)` with the 
 relative difference prior (γ = 2), so the prior's strength b, not the iteration count, sets the
 trade-off (`directpet.recon.rdp_beta_sweep`, started from the last OSEM image; β = b × mean
 sensitivity). The table above lists each b; the `*_bsrem_sweep.png` figure plots the peak-to-valley
-of each sampled rod group against the noise in the cores of the largest rods. Below: each b's noise
+of each sampled rod group against the noise along the largest rods (in their cores). Below: each b's noise
 and peak-to-valley relative to OSEM's. A good b removes most of the noise while the rods the system
 resolves keep most of their peak-to-valley; a strong one smooths the rods away."""),
     code("""for m, r in res.methods.items():

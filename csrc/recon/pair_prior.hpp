@@ -76,21 +76,21 @@ DP_HD void pair_terms(float a, float b, float p0, float p1, int want, float& f, 
     }
 }
 
-// Voxel (iz, iy, ix): its sums over the neighbours, written to grad (added when accumulate), hess and
-// value where those are not null. Index: 64-bit on the host; 32-bit on the GPU, whose launch takes
-// images below 2^31 voxels only (64-bit index arithmetic would cost the kernel ~10 %).
-template <int Kind, bool HasKappa, typename Index = long long>
+// Voxel (iz, iy, ix): its sums over the neighbours, one output per instance (Want: WANT_GRAD into
+// grad, added when accumulate; WANT_HESS into hess; WANT_VALUE into value), so that the compiler
+// drops the other terms (the kernel is bound by the pair arithmetic). Index: 64-bit on the host;
+// 32-bit on the GPU, whose launch takes images below 2^31 voxels only.
+template <int Kind, bool HasKappa, int Want, typename Index = long long>
 DP_HD void prior_voxel(const float* __restrict__ x, const float* __restrict__ kappa, const NeighbourWeights& W,
-                       const PriorShape& P, int iz, int iy, int ix, float* grad, bool accumulate, float* hess,
-                       float* value) {
-    const int want = (grad ? WANT_GRAD : 0) | (hess ? WANT_HESS : 0) | (value ? WANT_VALUE : 0);
+                       const PriorShape& P, int iz, int iy, int ix, float* out, bool accumulate) {
+    constexpr int want = Want;
     const Index plane = static_cast<Index>(P.ny) * P.nx;
     const Index j = iz * plane + static_cast<Index>(iy) * P.nx + ix;
     const float a = x[j];
     const float ka = HasKappa ? kappa[j] : 1.0f;
     const bool inz[3] = {iz > 0, true, iz + 1 < P.nz}, iny[3] = {iy > 0, true, iy + 1 < P.ny},
                inx[3] = {ix > 0, true, ix + 1 < P.nx};
-    float g = 0.0f, h = 0.0f, v = 0.0f;
+    float sum = 0.0f;
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
@@ -109,28 +109,34 @@ DP_HD void prior_voxel(const float* __restrict__ x, const float* __restrict__ ka
                 if (HasKappa) w *= ka * kappa[k];
                 float f = 0.0f, df = 0.0f, d2f = 0.0f;
                 pair_terms<Kind>(a, x[k], P.p0, P.p1, want, f, df, d2f);
-                g = fmaf(w, df, g);
-                h = fmaf(w, d2f, h);
-                v = fmaf(w, f, v);
+                sum = fmaf(w, want == WANT_GRAD ? df : (want == WANT_HESS ? d2f : f), sum);
             }
         }
     }
-    if (grad) grad[j] = accumulate ? fmaf(P.scale, g, grad[j]) : P.scale * g;
-    if (hess) hess[j] = P.scale * h;
-    if (value) value[j] = 0.5f * v;
+    if constexpr (want == WANT_GRAD) out[j] = accumulate ? fmaf(P.scale, sum, out[j]) : P.scale * sum;
+    else if constexpr (want == WANT_HESS) out[j] = P.scale * sum;
+    else out[j] = 0.5f * sum;
 }
 
-// Calls f.template operator()<Kind, HasKappa>() for the runtime kind and kappa (the backends'
-// dispatch onto the compiled instances); false for an unknown kind.
+// Calls f.template operator()<Kind, HasKappa, Want>(out) for the runtime kind and kappa, once per
+// output asked for (grad, hess, value: the backends' dispatch onto the compiled instances); false for
+// an unknown kind.
+template <int Kind, bool HasKappa, typename F>
+void dispatch_outputs(F& f, float* grad, float* hess, float* value) {
+    if (grad) f.template operator()<Kind, HasKappa, WANT_GRAD>(grad);
+    if (hess) f.template operator()<Kind, HasKappa, WANT_HESS>(hess);
+    if (value) f.template operator()<Kind, HasKappa, WANT_VALUE>(value);
+}
+
 template <typename F>
-bool dispatch_prior(int kind, bool has_kappa, F&& f) {
+bool dispatch_prior(int kind, bool has_kappa, F& f, float* grad, float* hess, float* value) {
     switch (kind * 2 + (has_kappa ? 1 : 0)) {
-        case 0: f.template operator()<PAIR_RDP, false>(); return true;
-        case 1: f.template operator()<PAIR_RDP, true>(); return true;
-        case 2: f.template operator()<PAIR_QUADRATIC, false>(); return true;
-        case 3: f.template operator()<PAIR_QUADRATIC, true>(); return true;
-        case 4: f.template operator()<PAIR_LOGCOSH, false>(); return true;
-        case 5: f.template operator()<PAIR_LOGCOSH, true>(); return true;
+        case 0: dispatch_outputs<PAIR_RDP, false>(f, grad, hess, value); return true;
+        case 1: dispatch_outputs<PAIR_RDP, true>(f, grad, hess, value); return true;
+        case 2: dispatch_outputs<PAIR_QUADRATIC, false>(f, grad, hess, value); return true;
+        case 3: dispatch_outputs<PAIR_QUADRATIC, true>(f, grad, hess, value); return true;
+        case 4: dispatch_outputs<PAIR_LOGCOSH, false>(f, grad, hess, value); return true;
+        case 5: dispatch_outputs<PAIR_LOGCOSH, true>(f, grad, hess, value); return true;
         default: return false;
     }
 }

@@ -16,21 +16,18 @@ struct CpuPass {
     const float* kappa;
     const NeighbourWeights& W;
     const PriorShape& P;
-    float* grad;
     bool accumulate;
-    float* hess;
-    float* value;
     int threads;
 
-    template <int Kind, bool HasKappa>
-    void operator()() const {
+    template <int Kind, bool HasKappa, int Want>
+    void operator()(float* out) const {
         // rows of voxels as the unit of work: a row's neighbours are three rows above and below,
         // which stay in the cache while the row is swept
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
         for (int iz = 0; iz < P.nz; ++iz)
             for (int iy = 0; iy < P.ny; ++iy)
                 for (int ix = 0; ix < P.nx; ++ix)
-                    prior_voxel<Kind, HasKappa>(x, kappa, W, P, iz, iy, ix, grad, accumulate, hess, value);
+                    prior_voxel<Kind, HasKappa, Want>(x, kappa, W, P, iz, iy, ix, out, accumulate);
     }
 };
 
@@ -38,8 +35,8 @@ struct CpuPass {
 
 void pair_prior_cpu(int kind, const float* x, const float* kappa, const NeighbourWeights& W, const PriorShape& P,
                     float* grad, bool accumulate, float* hess, float* value, int threads) {
-    const CpuPass pass{x, kappa, W, P, grad, accumulate, hess, value, threads > 0 ? threads : omp_get_max_threads()};
-    if (!dispatch_prior(kind, kappa != nullptr, pass))
+    CpuPass pass{x, kappa, W, P, accumulate, threads > 0 ? threads : omp_get_max_threads()};
+    if (!dispatch_prior(kind, kappa != nullptr, pass, grad, hess, value))
         throw ValueError("kind: expected 0 (RDP), 1 (quadratic) or 2 (log-cosh), got " + std::to_string(kind));
 }
 

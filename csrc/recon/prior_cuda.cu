@@ -15,13 +15,12 @@ namespace dp::recon {
 
 namespace {
 
-template <int Kind, bool HasKappa>
+template <int Kind, bool HasKappa, int Want>
 __global__ void pair_prior_kernel(const float* __restrict__ x, const float* __restrict__ kappa,
-                                  const NeighbourWeights W, const PriorShape P, float* grad, bool accumulate,
-                                  float* hess, float* value) {
+                                  const NeighbourWeights W, const PriorShape P, float* out, bool accumulate) {
     const int ix = blockIdx.x * blockDim.x + threadIdx.x;
     if (ix >= P.nx) return;
-    prior_voxel<Kind, HasKappa, int>(x, kappa, W, P, blockIdx.z, blockIdx.y, ix, grad, accumulate, hess, value);
+    prior_voxel<Kind, HasKappa, Want, int>(x, kappa, W, P, blockIdx.z, blockIdx.y, ix, out, accumulate);
 }
 
 struct CudaLaunch {
@@ -29,17 +28,14 @@ struct CudaLaunch {
     const float* kappa;
     const NeighbourWeights& W;
     const PriorShape& P;
-    float* grad;
     bool accumulate;
-    float* hess;
-    float* value;
     cudaStream_t stream;
 
-    template <int Kind, bool HasKappa>
-    void operator()() const {
+    template <int Kind, bool HasKappa, int Want>
+    void operator()(float* out) const {
         const int threads = P.nx >= 256 ? 256 : 32 * ((P.nx + 31) / 32);
         const dim3 blocks((P.nx + threads - 1) / threads, P.ny, P.nz);
-        pair_prior_kernel<Kind, HasKappa><<<blocks, threads, 0, stream>>>(x, kappa, W, P, grad, accumulate, hess, value);
+        pair_prior_kernel<Kind, HasKappa, Want><<<blocks, threads, 0, stream>>>(x, kappa, W, P, out, accumulate);
         DP_CUDA_CHECK_LAUNCH("pair_prior_kernel");
     }
 };
@@ -53,8 +49,8 @@ void pair_prior_cuda(int kind, const float* x, const float* kappa, const Neighbo
     if (P.ny > 65535 || P.nz > 65535 || n >= (1LL << 31))
         throw ValueError("x: the GPU prior takes images below 2^31 voxels with at most 65535 rows and slices, got (" +
                          std::to_string(P.nz) + ", " + std::to_string(P.ny) + ", " + std::to_string(P.nx) + ")");
-    const CudaLaunch launch{x, kappa, W, P, grad, accumulate, hess, value, static_cast<cudaStream_t>(stream)};
-    if (!dispatch_prior(kind, kappa != nullptr, launch))
+    CudaLaunch launch{x, kappa, W, P, accumulate, static_cast<cudaStream_t>(stream)};
+    if (!dispatch_prior(kind, kappa != nullptr, launch, grad, hess, value))
         throw ValueError("kind: expected 0 (RDP), 1 (quadratic) or 2 (log-cosh), got " + std::to_string(kind));
 }
 

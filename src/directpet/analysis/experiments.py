@@ -169,8 +169,9 @@ class ExperimentResult:
         if any(r.bsrem for r in self.methods.values()):
             lines += ["", f"BSREM with the relative difference prior, {self.config.bsrem_passes} "
                       f"pass{'es' if self.config.bsrem_passes != 1 else ''} from the last "
-                      f"OSEM image per relative strength b (beta = b * mean sensitivity): noise = std / mean in "
-                      f"the cores of the {max(self.derenzo_info.diameters_mm):g} mm rods; peak-to-valley per rod group"]
+                      f"OSEM image per relative strength b (beta = b * mean sensitivity): noise = std / mean along "
+                      f"the rods in the cores of the {max(self.derenzo_info.diameters_mm):g} mm rods; peak-to-valley "
+                      f"per rod group"]
             for m, r in ((m, r) for m, r in self.methods.items() if r.bsrem):
                 lines.append(f"{m:>9} {'b':>8} {'noise':>7} " + " ".join(f"{d:>7.2f}" for d in groups)
                              + f" {'ms/pass':>8}")
@@ -397,7 +398,7 @@ def bsrem_figure(path: str, result: ExperimentResult) -> str:
             for p, x, y in zip(r.bsrem[1:], noise[1:], ratio[1:]):
                 ax.annotate(f"{p.b:g}", (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
         ax.set_title(f"{d:g} mm rods", fontsize=9)
-        ax.set_xlabel(f"noise in the {max(result.derenzo_info.diameters_mm):g} mm rod cores (%)")
+        ax.set_xlabel(f"noise along the {max(result.derenzo_info.diameters_mm):g} mm rods' cores (%)")
         ax.set_ylabel("peak-to-valley")
         ax.legend(fontsize=7)
     for ax in axes.ravel()[len(diameters):]:

@@ -344,21 +344,26 @@ def _central_slices(grid: ImageGrid, info, axial_fraction: float):
 
 def rod_noise(image, grid: ImageGrid, info, *, diameter_mm: Optional[float] = None, core_fraction: float = 0.5,
               axial_fraction: float = 0.5) -> float:
-    """The noise of a Derenzo reconstruction: the relative standard deviation (std / mean) of the
-    voxels in the cores of the rods of one group, per rod, root-mean-square over the rods.
+    """The noise of a Derenzo reconstruction: the relative voxel-to-voxel variation along the rods in
+    the cores of one group of rods.
 
-    A rod's core is the voxels whose centres lie within ``core_fraction`` of its radius of its axis,
-    in the image slices of the central ``axial_fraction`` of its length (as :func:`rod_profiles`):
-    a region of uniform true activity away from the rod's edge, where the resolution blur hardly
-    varies, so what spreads the values there is noise. Taken per rod, the differences between rods
-    (sensitivity, partial volume) do not count as noise. ``diameter_mm`` picks the group (default
-    the largest rods, whose cores hold the most voxels). On voxels as coarse as the rods a core may
-    hold no voxel centre: that rod is left out, and when every rod is, it is an error
-    (``core_fraction``), as is a non-positive mean. Under a prior strong enough to blur a rod into a
-    peak the core is no longer flat and this reads the blur as well as the noise.
+    A rod's core is the voxel columns along its axis whose centres lie within ``core_fraction`` of its
+    radius of the axis, over the image slices of the central ``axial_fraction`` of its length (as
+    :func:`rod_profiles`). Along a column the true activity is constant and so is the resolution
+    blur, so what spreads the values there is noise: per column the standard deviation over the slices
+    (``ddof = 1``) divided by the column's mean, root-mean-square over the columns of every rod of the
+    group. The blur across the rod (which a strong prior makes into a peak) and the differences
+    between rods (sensitivity, partial volume) therefore do not count as noise; a slow variation of
+    the sensitivity along the axis would. ``diameter_mm`` picks the group (default the largest rods,
+    whose cores hold the most columns). On voxels as coarse as the rods a core may hold no voxel
+    centre: that rod is left out, and when every rod is, it is an error (``core_fraction``), as are
+    fewer than two slices (``axial_fraction``) and a non-positive column mean.
     """
     img = _image(image, grid)
     _, _, slices = _central_slices(grid, info, axial_fraction)
+    if slices.size < 2:
+        raise ValueError(f"axial_fraction: the noise along the rods needs two slices or more in the central "
+                         f"{axial_fraction:g} of their length; {slices.size} lies there")
     core_fraction = real_number("core_fraction", core_fraction, positive=True)
     if core_fraction > 1.0:
         raise ValueError(f"core_fraction: expected a value in (0, 1], got {core_fraction!r}")
@@ -369,23 +374,22 @@ def rod_noise(image, grid: ImageGrid, info, *, diameter_mm: Optional[float] = No
     # the image with the rod axis first and (u, v) after: slices x u x v
     order = (_GRID_AXIS[info.axis], _GRID_AXIS[u_name], _GRID_AXIS[v_name])
     stack = np.transpose(img, order)[slices]
-    squares = []
+    columns = []
     for c in np.asarray(group.centres_mm, float):
         iu = np.flatnonzero(np.abs(cu - c[0]) <= radius)
         iv = np.flatnonzero(np.abs(cv - c[1]) <= radius)
         inside = (cu[iu, None] - c[0]) ** 2 + (cv[None, iv] - c[1]) ** 2 <= radius * radius
-        if not inside.any():
-            continue               # coarse voxels: this rod's core holds no voxel centre
-        values = stack[:, iu[:, None], iv[None, :]][:, inside].astype(np.float64)
-        mean = float(values.mean())
-        if not mean > 0:
-            raise ValueError(f"image: the mean in the core of the {group.diameter_mm:g} mm rod at {tuple(c)} mm is "
-                             f"{mean:g}; the noise is relative to a positive mean")
-        squares.append((values.std() / mean) ** 2)
-    if not squares:
+        if inside.any():           # coarse voxels: a rod's core may hold no voxel centre
+            columns.append(stack[:, iu[:, None], iv[None, :]][:, inside].astype(np.float64))
+    if not columns:
         raise ValueError(f"core_fraction: the core of no {group.diameter_mm:g} mm rod ({radius:.2f} mm radius) holds a "
                          f"voxel centre on {grid.voxel_size} mm voxels; use a larger core_fraction")
-    return float(np.sqrt(np.mean(squares)))
+    values = np.concatenate(columns, axis=1)              # slices x columns
+    mean = values.mean(axis=0)
+    if not (mean > 0).all():
+        raise ValueError(f"image: a column in the cores of the {group.diameter_mm:g} mm rods has mean "
+                         f"{float(mean.min()):g}; the noise is relative to a positive mean")
+    return float(np.sqrt(np.mean((values.std(axis=0, ddof=1) / mean) ** 2)))
 
 
 def rod_profiles(image, grid: ImageGrid, info, *, step_mm: Optional[float] = None,
