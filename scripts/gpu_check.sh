@@ -17,7 +17,7 @@
 # benchmarks/dualhead_projectors.py and its experiment;
 # realdata: the PETSIRD / corrections / NIfTI / autograd tests, the real-data notebook at the 'small' size and
 # benchmarks/io_petsird.py (petsird and nibabel wheels from .whl/io when missing);
-# notebooks: every notebook at its GPU default size, timed (benchmarks/notebook_timing.py);
+# notebooks: every notebook (or those NOTEBOOKS names) at its GPU default size, timed (benchmarks/notebook_timing.py);
 # demo: `python -m directpet.cli demo` end to end as the README runs it, twice (benchmarks/demo_timing.py: the
 # first run with an empty CuPy kernel cache, the second with the kernels it compiled);
 # multigpu (a host with 2+ GPUs, not part of 'all'): the NCCL test, benchmarks/multi_gpu.py and the Dask sweep
@@ -224,7 +224,7 @@ fi
 
 if runs notebooks; then
   # every notebook as a reader runs it on this machine: its GPU default size, cells timed
-  for nb in direct_reconstruction real_data_workflow first_superlor dual_head; do
+  for nb in ${NOTEBOOKS:-direct_reconstruction real_data_workflow first_superlor dual_head}; do
     echo "== notebook $nb at its GPU default (cells run as a script, timed)"
     stage "notebook_$nb" "$OUTDIR/notebook_$nb.log" \
       $PY benchmarks/notebook_timing.py "notebooks/$nb.ipynb" --set DIRECTPET_NOTEBOOK_OUT="$OUTDIR/notebook_$nb" \

@@ -34,8 +34,10 @@ from directpet.dualhead.experiment import PROFILE_Y_MM, ExperimentConfig, line_p
 gpu = dp.cuda_device_count() > 0
 size = os.environ.get("DIRECTPET_NOTEBOOK_SIZE", "full" if gpu else "cpu")
 n_iter = int(os.environ.get("DIRECTPET_NOTEBOOK_ITER", "24" if size in ("full", "small") else "12"))
-# the penalised arm (BSREM-RDP from the last OSEM image) over relative strengths b
-cfg = ExperimentConfig(size=size, n_iter=n_iter, bsrem_betas=(0.003, 0.01, 0.03), bsrem_passes=5, progress=False)
+# the penalised arm (BSREM-RDP from the last OSEM image) over relative strengths b: the range that trades
+# noise for peak-to-valley at each size (benchmarks/RESULTS.md, penalised reconstruction)
+betas = (0.001, 0.003, 0.01) if size in ("full", "small") else (0.003, 0.01, 0.03)
+cfg = ExperimentConfig(size=size, n_iter=n_iter, bsrem_betas=betas, bsrem_passes=5, progress=False)
 # wall times of this notebook measured at its default sizes (benchmarks/RESULTS.md, notebooks)
 expected = {("cpu", False): "about 1 minute on a 2-core CPU", ("full", True): "about 2.5 minutes on an H200"}
 print(f"size {size}, {n_iter} OSEM iterations of {cfg.n_subsets} subsets, CUDA device: {gpu}; expected run time: "
