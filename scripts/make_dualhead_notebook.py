@@ -23,7 +23,7 @@ with 60 mm between the front faces. The image is 119 planes × 416 × 288 voxels
 
 **Sizes.** On a GPU the notebook runs the paper's size (`full`, 24 iterations). On a CPU it runs the
 `cpu` size (24 × 18 crystals per head, 0.8 mm voxels in 49 planes of 0.6 mm, 1e7 Derenzo trues,
-12 iterations and the penalised arm: about a minute on 2 cores), whose voxels still sample the 1.35 mm rods.
+12 iterations and the penalised arm: under a minute on 2 cores), whose voxels still sample the 1.35 mm rods.
 `DIRECTPET_NOTEBOOK_SIZE=tiny|cpu|small|full` and `DIRECTPET_NOTEBOOK_ITER=N` choose another."""),
     code("""import os
 import numpy as np
@@ -39,7 +39,7 @@ n_iter = int(os.environ.get("DIRECTPET_NOTEBOOK_ITER", "24" if size in ("full", 
 betas = (0.001, 0.003, 0.01) if size in ("full", "small") else (0.003, 0.01, 0.03)
 cfg = ExperimentConfig(size=size, n_iter=n_iter, bsrem_betas=betas, bsrem_passes=5, progress=False)
 # wall times of this notebook measured at its default sizes (benchmarks/RESULTS.md, notebooks)
-expected = {("cpu", False): "about 1 minute on a 2-core CPU", ("full", True): "about 3 minutes on an H200"}
+expected = {("cpu", False): "under a minute on a 2-core CPU", ("full", True): "about 3 minutes on an H200"}
 print(f"size {size}, {n_iter} OSEM iterations of {cfg.n_subsets} subsets, CUDA device: {gpu}; expected run time: "
       f"{expected.get((size, gpu), 'not measured for this choice')}")"""),
     code("""res = run_experiment(cfg)

@@ -25,7 +25,7 @@ difference prior over a sweep of strengths) shows the same trade-off the way Q.C
 
 **Sizes.** On a GPU the notebook runs the paper's size (144 × 144 × 48 voxels of 4 mm, 430 M
 events, 40 passes). On a CPU it runs the `cpu` size (96 × 96 × 8 voxels of 4 mm, 20 M events,
-10 passes, and the penalised arm: about 1.5 minutes on 2 cores), which keeps the phantom and the counts per slice close to
+10 passes, and the penalised arm: about a minute on 2 cores), which keeps the phantom and the counts per slice close to
 the paper's. `DIRECTPET_NOTEBOOK_SIZE=tiny|cpu|small|paper` and `DIRECTPET_NOTEBOOK_ITER=N` choose
 another (`paper` on a CPU takes hours)."""),
     code("""import os
@@ -46,7 +46,7 @@ cfg = ExperimentConfig(size=size, n_iter=n_iter, n_events=None if events is None
                        bsrem_betas=betas, bsrem_passes=10 if size == "paper" else 5,
                        bsrem_kernels=("invariant-fft", "variant1"), progress=False)
 # wall times of this notebook measured at its default sizes (benchmarks/RESULTS.md, notebooks)
-expected = {("cpu", False): "about 1.5 minutes on a 2-core CPU",
+expected = {("cpu", False): "about 1 minute on a 2-core CPU",
             ("paper", True): "about 20 s on an H200 (35 s on a first run, which compiles CuPy's kernels)"}
 print(f"size {size}, {n_iter} iterations, CUDA device: {gpu}; expected run time: "
       f"{expected.get((size, gpu), 'not measured for this choice')}")"""),

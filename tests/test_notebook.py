@@ -37,7 +37,7 @@ def test_reconstruction_notebook_runs(tmp_path, monkeypatch):
     """Runs every cell at the CPU default (10 passes of five kernel models) and checks the printed
     results: every model reaches the matched noise, so its CRC there is a number."""
     text, figures = _execute("direct_reconstruction.ipynb", tmp_path, monkeypatch)
-    assert "size cpu, 10 iterations" in text and "expected run time: about 1.5 minutes" in text
+    assert "size cpu, 10 iterations" in text and "expected run time: about 1 minute" in text
     rows = {parts[0]: parts for parts in map(str.split, text.splitlines())        # the table's 7 columns
             if len(parts) == 7 and parts[0] in ("invariant-fft", "invariant", "variant1", "variant2", "variant3")}
     assert len(rows) == 5
