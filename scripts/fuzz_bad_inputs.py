@@ -184,9 +184,14 @@ def SEEDS(): return H.build_seed_drf(DS, planes=[0])
 
 # --- sim / analysis -----------------------------------------------------------------------------------
 @cache
-def DER():       # Derenzo phantom on a FIRST-like grid: (image, info)
+def DER():       # Derenzo phantom on a FIRST-like grid: (grid, info)
     g = ImageGrid((3, 91, 91), (0.8, 0.4, 0.4))
     return g, S.derenzo_phantom(g, supersample=2)[1]
+@cache
+def DERIMG():    # a noisy reconstruction-like image of it (positive in the rods)
+    g, info = DER()
+    return (S.derenzo_phantom(g, supersample=2)[0] * np.random.default_rng(0).uniform(0.8, 1.2, g.shape)
+            ).astype(np.float32)
 @cache
 def CURVE():
     img, info = PHI()
@@ -1206,10 +1211,78 @@ case(M, "StoredSubsets.share", "rank-negative", "VS().share(-1, 2)", ["rank"])
 case(M, "StoredSubsets.share", "n_ranks-too-many", "VS().share(0, 3)", ["n_ranks"])
 case(M, "StoredSubsets.share", "xp-string", "VS().share(0, 1, xp='numpy')", ["xp"])
 
+# the priors (the float32 images take the compiled pass) and the penalised algorithms
+RDP = "R.RelativeDifferencePrior(0.5, G, epsilon=0.01)"
+for meth in ("value", "gradient", "hessian_diagonal"):
+    arrays(M, f"RelativeDifferencePrior.{meth}", f"{RDP}.{meth}({{A}})", "x", "gimg()", nonneg=True,
+           skip=("list",))
+arrays(M, "RelativeDifferencePrior.add_gradient", f"{RDP}.add_gradient(gimg(), {{A}}, -0.5)", "out", "gimg()",
+       skip=("NaN", "inf", "negative", "list"))
+case(M, "RelativeDifferencePrior.add_gradient", "out-read-only",
+     f"o = gimg(); o.setflags(write=False); _r = {RDP}.add_gradient(gimg(), o, -0.5)", ["out"])
+floats(M, "RelativeDifferencePrior", "R.RelativeDifferencePrior({A}, G, epsilon=0.01)", "beta", "0.5",
+       positive=False, nonneg=True)
+floats(M, "RelativeDifferencePrior", "R.RelativeDifferencePrior(0.5, G, epsilon={A})", "epsilon", "0.01")
+floats(M, "RelativeDifferencePrior", "R.RelativeDifferencePrior(0.5, G, gamma={A}, epsilon=0.01)", "gamma", "2.0",
+       positive=False, nonneg=True)
+floats(M, "LogCoshPrior", "R.LogCoshPrior(0.5, G, delta={A})", "delta", "0.1")
+objects(M, "RelativeDifferencePrior", "R.RelativeDifferencePrior(0.5, {A}, epsilon=0.01)", "voxel_size",
+        [("None", "None"), ("string", "'1'"), ("two", "(1.0, 1.0)"), ("zero", "(1.0, 0.0, 1.0)"),
+         ("nan", "(1.0, float('nan'), 1.0)"), ("number", "2.0")])
+objects(M, "QuadraticPrior", "R.QuadraticPrior(0.5, G, neighbourhood={A})", "neighbourhood",
+        [("18", "18"), ("string", "'26'"), ("float", "26.5"), ("None", "None")])
+arrays(M, "QuadraticPrior", "R.QuadraticPrior(0.5, G, kappa={A}).gradient(gimg())", "kappa", "gimg()", nonneg=True,
+       skip=("None", "list", "string"))
+base(M, "bsrem", f"R.bsrem(VS(), {RDP}, 2, progress=False)")
+ints(M, "bsrem", f"R.bsrem(VS(), {RDP}, {{A}}, progress=False)", "n_iter", "2", skip=("huge-1e9", "huge-2^31"))
+floats(M, "bsrem", f"R.bsrem(VS(), {RDP}, 2, lambda0={{A}}, progress=False)", "lambda0", "1.0",
+       extra=[("above-1", "5.0")])
+objects(M, "bsrem", "R.bsrem(VS(), {A}, 2, progress=False)", "prior",
+        [("None", "None"), ("number", "0.5"), ("string", "'rdp'"), ("projector", "HP()"),
+         ("wrong-kappa-shape", "R.QuadraticPrior(0.5, G, kappa=np.ones((2, 2, 2)))")])
+objects(M, "bsrem", f"R.bsrem(VS(), {RDP}, 2, preconditioner={{A}}, progress=False)", "preconditioner",
+        [("unknown", "'min'"), ("None", "None"), ("number", "1")])
+arrays(M, "bsrem", f"R.bsrem(VS(), {RDP}, 2, x0={{A}}, progress=False)", "x0", "gimg()", nonneg=True, skip=("None",))
+base(M, "svrg", f"R.svrg(VS(), {RDP}, 2, progress=False)")
+floats(M, "svrg", f"R.svrg(VS(), {RDP}, 2, step={{A}}, progress=False)", "step", "1.0")
+ints(M, "svrg", f"R.svrg(VS(), {RDP}, 2, snapshot_every={{A}}, progress=False)", "snapshot_every", "2",
+     skip=("huge-1e9", "huge-2^31", "huge-2^63"))
+ints(M, "svrg", f"R.svrg(VS(), {RDP}, 2, seed={{A}}, progress=False)", "seed", "1", lo=0,
+     skip=("huge-1e9", "huge-2^31", "huge-2^63"))
+base(M, "map_em", "R.map_em(VS(), R.QuadraticPrior(0.05, G), 2, progress=False)")
+case(M, "map_em", "prior-rdp", f"R.map_em(VS(), {RDP}, 2, progress=False)", ["prior"])
+base(M, "penalised_objective", f"R.penalised_objective(VS(), gimg(), {RDP})")
+arrays(M, "penalised_objective", f"R.penalised_objective(VS(), {{A}}, {RDP})", "x", "gimg()", nonneg=True,
+       skip=("list",))
+base(M, "sqrt_hessian_row_sum", "R.sqrt_hessian_row_sum(VS(), gimg())")
+arrays(M, "sqrt_hessian_row_sum", "R.sqrt_hessian_row_sum(VS(), {A})", "x", "gimg()", nonneg=True,
+       skip=("None", "list"))
+case(M, "sqrt_hessian_row_sum", "no-x", "R.sqrt_hessian_row_sum(VS())", ["x"])
+case(M, "sqrt_hessian_row_sum", "approximate-with-x", "R.sqrt_hessian_row_sum(VS(), gimg(), approximate=True)", ["x"])
+base(M, "rdp_beta_sweep", "R.rdp_beta_sweep(VS(), G, [0.01], 1, gimg(), np.mean)")
+objects(M, "rdp_beta_sweep", "R.rdp_beta_sweep(VS(), G, {A}, 1, gimg(), np.mean)", "betas",
+        [("negative", "[-0.1]"), ("nan", "[float('nan')]"), ("string", "['a']"), ("None", "None"),
+         ("number", "0.1")])
+objects(M, "rdp_beta_sweep", "R.rdp_beta_sweep(VS(), G, [0.01], 1, gimg(), {A})", "measure",
+        [("None", "None"), ("string", "'noise'")])
+arrays(M, "rdp_beta_sweep", "R.rdp_beta_sweep(VS(), G, [0.01], 1, gimg(), np.mean, kappa={A})", "kappa", "gimg()",
+       nonneg=True, skip=("None", "list", "string"), only=("NaN", "inf", "negative", "wrong-shape", "0-d", "empty"))
+ints(M, "rdp_beta_sweep", "R.rdp_beta_sweep(VS(), G, [0.01], {A}, gimg(), np.mean)", "n_passes", "1",
+     skip=("huge-1e9", "huge-2^31", "huge-2^63"))
+
 # -----------------------------------------------------------------------------------------------------
 # directpet.analysis
 # -----------------------------------------------------------------------------------------------------
 M = "analysis"
+base(M, "rod_noise", "A.rod_noise(DERIMG(), *DER())")
+arrays(M, "rod_noise", "A.rod_noise({A}, *DER())", "image", "DERIMG()",
+       only=("None", "string", "wrong-shape", "wrong-ndim", "NaN", "inf", "empty"))
+floats(M, "rod_noise", "A.rod_noise(DERIMG(), *DER(), core_fraction={A})", "core_fraction", "0.5",
+       extra=[("above-1", "1.5")])
+objects(M, "rod_noise", "A.rod_noise(DERIMG(), DER()[0], {A})", "info",
+        [("None", "None"), ("phantom-info", "PHI()[1]"), ("string", "'derenzo'")])
+case(M, "rod_noise", "diameter-unknown", "A.rod_noise(DERIMG(), *DER(), diameter_mm=3.3)",
+     ["diameter_mm"])
 base(M, "crc", "A.crc(*PHI())")
 arrays(M, "crc", "A.crc({A}, PHI()[1])", "image", "PHI()[0]")
 objects(M, "crc", "A.crc(PHI()[0], {A})", "phantom_info",
@@ -1713,6 +1786,25 @@ for alg in ("mlem", "osem", "block_ramla"):
     fine(alg, "data", "data-wrong-length", "the fuzz's own toy SubsetProblem breaks its contract (its forward gives 7 "
          "values for 5 data); families validate their data shapes")
     fine(alg, "callback", "callback-raises", "the user's own exception propagates unchanged")
+for meth in ("value", "gradient", "hessian_diagonal"):
+    fine(f"RelativeDifferencePrior.{meth}", "x", "dtype-float64 non-contiguous",
+         "float64 and strided images take the vectorised path (documented); the result is the same sum")
+    fine(f"RelativeDifferencePrior.{meth}", "x", "wrong-shape",
+         "a prior has no image shape of its own: any (nz, ny, nx) image is valid (here one column fewer)")
+fine("RelativeDifferencePrior.add_gradient", "out", "non-contiguous",
+     "a strided out is updated through the vectorised path: the same numbers")
+for n in ("beta", "epsilon", "gamma"):
+    fine("RelativeDifferencePrior", n, "0-d", ZERO_D)
+    fine("RelativeDifferencePrior", n, "huge-1e300",
+         "a finite parameter; on a float32 image the compiled pass refuses it by name (tests: test_recon_priors)")
+fine("LogCoshPrior", "delta", "0-d", ZERO_D)
+fine("LogCoshPrior", "delta", "huge-1e300",
+     "a finite parameter; on a float32 image the compiled pass refuses it by name (tests: test_recon_priors)")
+fine("QuadraticPrior", "kappa", "dtype-float64 dtype-int non-contiguous", CONVERTED)
+fine("bsrem", "lambda0", "above-1", "a relaxation above 1 is allowed (documented; the floor keeps the image positive)")
+fine("bsrem", "x0", "dtype-float64 non-contiguous", CONVERTED)
+for n in ("penalised_objective", "sqrt_hessian_row_sum"):
+    fine(n, "x", "dtype-float64 dtype-int non-contiguous", CONVERTED)
 fine("block_ramla", "lambda0", "0-d", ZERO_D)
 fine("block_ramla", "lambda0", "above-1", "a large relaxation is allowed (the floor keeps the image positive)")
 fine("ramla_lambda", "lambda0", "0-d huge-1e300", "a pure formula of finite positive numbers")

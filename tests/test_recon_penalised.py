@@ -288,6 +288,11 @@ def test_bad_arguments_are_clear_errors_before_any_projection(dense):
     with pytest.raises(ValueError, match="x0"):
         svrg(dense, prior, 1, x0=-np.ones(SHAPE, np.float32), progress=False)
     assert dense.projections == 0
+    # a step size so large that the first update overflows: an error naming it, not a NaN met later
+    with pytest.raises(ValueError, match="lambda0: the relaxation 1e[+]?300 of pass 1 makes the first update"):
+        bsrem(dense, prior, 1, lambda0=1e300, progress=False)
+    with pytest.raises(ValueError, match="step: the step 1e[+]?300 makes the first update"):
+        svrg(dense, prior, 1, step=1e300, progress=False)
 
 
 @pytest.mark.gpu

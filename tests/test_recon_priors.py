@@ -213,6 +213,22 @@ def test_bad_input_is_a_clear_error(rng):
         prior.value(x.astype(np.int64))
     with pytest.raises(ValueError, match="out"):
         prior.gradient(x, out=np.zeros(x.shape, np.float32))
+    with pytest.raises(ValueError, match="out: expected"):
+        prior.add_gradient(x, None)
+    frozen = np.zeros(x.shape)
+    frozen.setflags(write=False)
+    with pytest.raises(ValueError, match="out: the array is read-only"):
+        prior.add_gradient(x, frozen)
+    with pytest.raises(ValueError, match="out: the array is read-only"):
+        prior.gradient(x, out=frozen)
+    # parameters beyond float32 on a float32 image (the compiled pass): errors naming them
+    x32 = x.astype(np.float32)
+    with pytest.raises(ValueError, match="beta: 1e[+]?300 overflows"):
+        RelativeDifferencePrior(1e300, VOXEL, epsilon=0.1).gradient(x32)
+    with pytest.raises(ValueError, match="epsilon: 1e[+]?300 overflows"):
+        RelativeDifferencePrior(1.0, VOXEL, epsilon=1e300).value(x32)
+    with pytest.raises(ValueError, match="delta: 1e[+]?300 overflows"):
+        LogCoshPrior(1.0, VOXEL, delta=1e300).hessian_diagonal(x32)
 
 
 @pytest.mark.gpu

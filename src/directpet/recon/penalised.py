@@ -61,6 +61,14 @@ from .priors import PairwisePrior, QuadraticPrior, RelativeDifferencePrior
 from .problem import SubsetProblem
 
 
+def _check_first_update(xp, y, name: str, what: str, advice: str) -> None:
+    """The first update of a pass (one reduction per pass, not per update): inf or NaN there is an
+    error naming the step-size argument, before the next projection would meet it."""
+    if not bool(xp.isfinite(y).all()):
+        raise ValueError(f"{name}: {what} makes the first update of the pass overflow (the image holds inf or "
+                         f"NaN); {advice}")
+
+
 def _check_prior(prior, problem: SubsetProblem) -> PairwisePrior:
     if not isinstance(prior, PairwisePrior):
         raise TypeError(f"prior: expected a directpet.recon.priors prior (RelativeDifferencePrior, QuadraticPrior, "
@@ -174,6 +182,7 @@ def bsrem(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, lambda0: fl
     def start_pass(it, x):
         lam = lambdas(it)
         rec.res.lambdas.append(lam)
+        step["first"] = True
         with np.errstate(over="ignore"):
             if not prior.beta:
                 step["scale"] = xp.where(good, inv_base * np.float32(lam), 0.0).astype(xp.float32)
@@ -187,7 +196,13 @@ def bsrem(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, lambda0: fl
     def update(it, s, x):
         _backproject_residual(problem, xp, x, (s,), eps_y, 1.0, work, grad)
         prior.add_gradient(x, grad, -1.0 / n_sub)
-        return ramla_update(xp, x, step["scale"], grad, fl)
+        with np.errstate(over="ignore", invalid="ignore"):    # an overflow is the error raised below
+            y = ramla_update(xp, x, step["scale"], grad, fl)
+        if step.pop("first", False):
+            name = "lambda0" if schedule is None else f"schedule: lambda_{it}"
+            _check_first_update(xp, y, name, f"the relaxation {rec.res.lambdas[-1]!r} of pass {it}",
+                                "use a relaxation of order 0.01 to 1 (lambda0 <= 1 keeps the data part positive)")
+        return y
 
     x = _run_passes(rec, xp, x, n_iter, "BSREM", progress, order, update, callback, start_pass)
     if not bool(xp.isfinite(x).all()):
@@ -301,9 +316,12 @@ def svrg(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, step: float 
             full += subset_gradient(x, s, snap["grads"][s])
         curvature = prior.hessian_diagonal(x, check=False) if prior.beta else 0
         denominator = S + x * curvature
-        snap["precond"] = (np.float32(step) * xp.where(good, x / xp.where(good, denominator, 1), 0)).astype(xp.float32)
+        with np.errstate(over="ignore"):        # a step beyond float32 is reported by the first update
+            snap["precond"] = (np.float32(step) * xp.where(good, x / xp.where(good, denominator, 1), 0)
+                               ).astype(xp.float32)
 
     def start_pass(it, x):
+        snap["first"] = True
         if (it - 1) % snapshot_every == 0:
             take_snapshot(x)
 
@@ -312,7 +330,11 @@ def svrg(problem: SubsetProblem, prior: PairwisePrior, n_iter: int, step: float 
         xp.subtract(g, snap["grads"][s], out=g)
         xp.multiply(g, np.float32(n_sub), out=g)
         xp.add(g, snap["full"], out=g)
-        return xp.maximum(x - snap["precond"] * g, np.float32(fl))
+        with np.errstate(over="ignore", invalid="ignore"):    # an overflow is the error raised below
+            y = xp.maximum(x - snap["precond"] * g, np.float32(fl))
+        if snap.pop("first", False):
+            _check_first_update(xp, y, "step", f"the step {step!r}", "use a step of order 0.1 to 1")
+        return y
 
     def random_order(it):                # a fresh permutation of the subsets every pass
         return [int(s) for s in rng.permutation(n_sub)]
@@ -394,6 +416,8 @@ def rdp_beta_sweep(problem: SubsetProblem, voxel_size, betas: Sequence[float], n
     ``bsrem_options`` go to :func:`bsrem` (``lambda0``, ``gamma``, ``preconditioner``, ...).
     """
     xp, _, _ = _checked(problem)
+    if isinstance(betas, (str, bytes)) or not hasattr(betas, "__iter__"):
+        raise TypeError(f"betas: expected a sequence of relative strengths, got {type(betas).__name__}")
     values = [real_number("betas", b, nonnegative=True) for b in betas]
     n_passes = integer("n_passes", n_passes, lo=1)
     if not callable(measure):

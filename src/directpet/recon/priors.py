@@ -108,6 +108,8 @@ class PairwisePrior(ABC):
     name = "pairwise prior"
     #: the compiled kernels' pair kind (pair_prior.hpp's PairKind; None: vectorised path only)
     _kind = None
+    #: the names of the kernel parameters (p0, p1) in messages
+    _parameter_names = ()
 
     def _kernel_parameters(self):
         """(p0, p1) of the compiled kernels' pair function."""
@@ -189,6 +191,11 @@ class PairwisePrior(ABC):
             self._table = _weight_table(self.offsets)
         p0, p1 = self._kernel_parameters()
         scale = self.beta * factor
+        with np.errstate(over="ignore"):
+            for name, v in (("beta", scale),) + tuple(zip(self._parameter_names, (p0, p1))):
+                if not np.isfinite(np.float32(v)):
+                    raise ValueError(f"{name}: {v:g} overflows the float32 arithmetic of a float32 image "
+                                     f"[{type(self).__name__}]")
         kap = None if kappa is None else xp.ascontiguousarray(kappa, dtype=xp.float32)
         if xp is np:
             _core.pair_prior_cpu(self._kind, x, kap, self._table, scale, p0, p1, grad, bool(accumulate), hess, value)
@@ -210,9 +217,13 @@ class PairwisePrior(ABC):
         xp, kappa = self._image(x, check=False)
         if not self.beta or not factor:
             return out
-        if array_module(out) is not xp or tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype:
-            raise ValueError(f"out: expected a {xp.__name__} {x.dtype} array of shape {tuple(x.shape)} "
+        if (not hasattr(out, "shape") or array_module(out) is not xp or tuple(out.shape) != tuple(x.shape)
+                or out.dtype != x.dtype):
+            raise ValueError(f"out: expected a {xp.__name__} {x.dtype} array of shape {tuple(x.shape)}, got "
+                             f"{type(out).__name__} {getattr(out, 'dtype', '')} {tuple(getattr(out, 'shape', ()))} "
                              f"[{type(self).__name__}.add_gradient]")
+        if xp is np and not out.flags.writeable:
+            raise ValueError(f"out: the array is read-only [{type(self).__name__}.add_gradient]")
         if self._fused(x, xp) and out.flags.c_contiguous:
             self._launch(x, kappa, xp, grad=out, factor=factor, accumulate=True)
             return out
@@ -251,9 +262,12 @@ class PairwisePrior(ABC):
         if out is None:
             out = xp.zeros_like(x)
         else:
-            if array_module(out) is not xp or tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype:
+            if (not hasattr(out, "shape") or array_module(out) is not xp or tuple(out.shape) != tuple(x.shape)
+                    or out.dtype != x.dtype):
                 raise ValueError(f"out: expected a {xp.__name__} {x.dtype} array of shape {tuple(x.shape)} "
                                  f"[{type(self).__name__}]")
+            if xp is np and not out.flags.writeable:
+                raise ValueError(f"out: the array is read-only [{type(self).__name__}]")
             out[...] = 0
         if self.beta == 0.0:
             return out
@@ -293,6 +307,7 @@ class RelativeDifferencePrior(PairwisePrior):
 
     name = "relative difference prior"
     _kind = 0
+    _parameter_names = ("gamma", "epsilon")
 
     def _kernel_parameters(self):
         return self.gamma, self.epsilon
@@ -348,6 +363,7 @@ class LogCoshPrior(PairwisePrior):
 
     name = "log-cosh prior"
     _kind = 2
+    _parameter_names = ("delta",)
 
     def _kernel_parameters(self):
         return self.delta, 0.0
