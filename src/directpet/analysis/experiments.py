@@ -36,14 +36,21 @@ class ExperimentConfigBase:
     """The settings every family's ``ExperimentConfig`` has (each sets its own defaults and adds
     its simulation sizes).
 
+    Parameters
+    ----------
     size : a key of the family's ``SIZES`` (scanner, phantom and count presets).
     methods : projector methods to reconstruct with, each a row of the results.
-    n_iter : OSEM iterations; n_subsets : OSEM subsets (the family's subset problem deals them).
-    backend : ``'auto'``, ``'cpu'`` or ``'cuda'``; seed : the simulations' seed; progress : bars.
-    bsrem_betas : relative strengths b of a penalised arm (default none): per method, BSREM with the
-        relative difference prior from the last OSEM image of the Derenzo, ``bsrem_passes`` passes per b
-        (:func:`directpet.recon.rdp_beta_sweep`), and its peak-to-valley against noise
-        (:func:`bsrem_arm`); ``bsrem_methods`` the methods that get it (None: every one).
+    n_iter : OSEM iterations.
+    n_subsets : OSEM subsets (the family's subset problem deals them).
+    backend : ``'auto'``, ``'cpu'`` or ``'cuda'``.
+    seed : the simulations' seed.
+    progress : progress bars.
+    bsrem_betas : relative strengths b of a penalised arm (default none): per method, BSREM with
+        the relative difference prior from the last OSEM image of the Derenzo, ``bsrem_passes``
+        passes per b (:func:`directpet.recon.rdp_beta_sweep`), and its peak-to-valley against
+        noise (:func:`bsrem_arm`).
+    bsrem_passes : BSREM passes per b.
+    bsrem_methods : the methods that get the arm (None: every one).
     """
 
     size: str = "small"

@@ -397,6 +397,7 @@ class BetaRun(NamedTuple):
 
     @property
     def seconds_per_pass(self) -> float:
+        """BSREM's wall time per pass (s)."""
         return self.seconds / self.passes
 
 
