@@ -19,7 +19,7 @@ FAMILIES = ("direct", "first", "dualhead")
 
 # Layer -> the directpet modules it may import (and their submodules).
 ALLOWED = {
-    "recon": {"directpet._checks", "directpet.recon"},
+    "recon": {"directpet._checks", "directpet._core", "directpet.recon"},     # _core: the compiled priors
     "sim": {"directpet._checks", "directpet.geometry", "directpet.sim"},
     "analysis": {"directpet._checks", "directpet.geometry", "directpet.analysis", "directpet.recon",
                  "directpet.sim"},
@@ -37,7 +37,9 @@ def _directpet_imports(layer: str):
             if isinstance(node, ast.ImportFrom):
                 if node.level:           # relative to the package directpet.<layer>
                     base = ".".join(["directpet", layer][:3 - node.level])
-                    names = [f"{base}.{node.module}" if node.module else base]
+                    # `from .. import _core` imports the module directpet._core
+                    names = ([f"{base}.{node.module}"] if node.module
+                             else [f"{base}.{alias.name}" for alias in node.names])
                 else:
                     names = [node.module]
             elif isinstance(node, ast.Import):
