@@ -80,7 +80,9 @@ runs() { [ "$WHAT" = all ] || [[ ",$WHAT," == *",$1,"* ]]; }
 
 echo "== build" | tee -a "$OUTDIR/build.log"
 # Hopper only here (sm_90 machine code + PTX): the device build need not wait for other targets.
-if ! $PY -m pip install --no-build-isolation --no-deps -v -C cmake.define.CMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" . >> "$OUTDIR/build.log" 2>&1; then
+# DIRECTPET_PTXAS_VERBOSE: the register and spill report of every kernel in the build log (read below)
+if ! $PY -m pip install --no-build-isolation --no-deps -v -C cmake.define.CMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" \
+    -C cmake.define.DIRECTPET_PTXAS_VERBOSE=ON . >> "$OUTDIR/build.log" 2>&1; then
   tail -60 "$OUTDIR/build.log"
   FAILED+=("build (pip install; log: $OUTDIR/build.log)")
   finish

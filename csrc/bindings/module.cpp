@@ -1,8 +1,16 @@
 // The extension module directpet._core: one register_* function per projector family.
+#include <fftw3.h>
+#include <omp.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
-#include "../common/errors.hpp"
+#include "../common/cpu_dispatch.hpp"
 #include "../common/cuda_runtime.hpp"
+#include "../common/errors.hpp"
+
+#ifndef DIRECTPET_CUDA_ARCHS
+#define DIRECTPET_CUDA_ARCHS ""
+#endif
 
 namespace py = pybind11;
 
@@ -45,6 +53,32 @@ PYBIND11_MODULE(_core, m) {
           "Number of CUDA devices usable now (0 without the CUDA backend or without a GPU).");
     m.def("cuda_runtime_status", &dp::cuda::runtime_status,
           "Why no CUDA device is usable, or 'ok'.");
+    m.def("build_info", [] {
+        py::dict d;
+        d["cpu_dispatch"] = dp::cpu_dispatch_level();
+#ifdef DIRECTPET_NATIVE_BUILD
+        d["native"] = true;
+#else
+        d["native"] = false;
+#endif
+#if defined(__clang__)
+        d["compiler"] = std::string("Clang ") + __clang_version__;
+#elif defined(__GNUC__)
+        d["compiler"] = std::string("GCC ") + __VERSION__;
+#else
+        d["compiler"] = std::string(__VERSION__);
+#endif
+        d["openmp_threads"] = omp_get_max_threads();
+        d["fftw"] = std::string(fftwf_version);
+        d["cuda_architectures"] = std::string(DIRECTPET_CUDA_ARCHS);
+        const dp::cuda::RuntimeInfo rt = dp::cuda::runtime_info();
+        d["cuda_runtime"] = rt.runtime;
+        d["cuda_driver"] = rt.driver;
+        d["cufft"] = rt.cufft;
+        d["cuda_devices"] = rt.devices;
+        return d;
+    }, "What this build holds and finds: the CPU dispatch level, compiler, OpenMP threads, FFTW version, "
+       "CUDA architectures compiled in, and the CUDA runtime, driver, cuFFT and devices found at run time.");
     dp::bind::register_direct(m);
     dp::bind::register_direct_fft(m);
     dp::bind::register_direct_events(m);

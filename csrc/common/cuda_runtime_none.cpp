@@ -4,4 +4,5 @@
 namespace dp::cuda {
 int device_count() { return 0; }
 std::string runtime_status() { return "directpet was built without the CUDA backend"; }
+RuntimeInfo runtime_info() { return {}; }
 }  // namespace dp::cuda

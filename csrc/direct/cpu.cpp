@@ -7,6 +7,7 @@
 #include "cpu.hpp"
 
 #include "columns.hpp"
+#include "../common/cpu_dispatch.hpp"
 
 #include <omp.h>
 
@@ -72,7 +73,7 @@ Plan make_plan(bool forward, const Dims& d, const LutRef& lut, int zblock) {
 // One output column block: acc[b] = sum_j w_j * src[z0 + b + dz_j] over all offsets, where the
 // kernel row is the neighbour's (forward) or the voxel's own (back).
 template <int B>
-void column_block(bool forward, const Plan& p, const float* base, const int32_t* ids_at_pix,
+DP_CPU_CLONES void column_block(bool forward, const Plan& p, const float* base, const int32_t* ids_at_pix,
                   int own_id, float* acc) {
     // Two accumulator sets for alternating taps: a single set would chain every multiply-add on
     // the previous one (FMA latency), two keep twice as many independent FMAs in flight.

@@ -4,12 +4,20 @@
 
 #include <string>
 
+#include "../common/cpu_dispatch.hpp"
 #include "../common/errors.hpp"
 #include "pair_prior.hpp"
 
 namespace dp::recon {
 
 namespace {
+
+// One row of voxels (runtime-dispatched: the loop vectorises with the CPU's widest ISA).
+template <int Kind, bool HasKappa, int Want>
+DP_CPU_CLONES void prior_row(const float* x, const float* kappa, const NeighbourWeights& W, const PriorShape& P,
+                             int iz, int iy, float* out, bool accumulate) {
+    for (int ix = 0; ix < P.nx; ++ix) prior_voxel<Kind, HasKappa, Want>(x, kappa, W, P, iz, iy, ix, out, accumulate);
+}
 
 struct CpuPass {
     const float* x;
@@ -25,9 +33,7 @@ struct CpuPass {
         // which stay in the cache while the row is swept
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
         for (int iz = 0; iz < P.nz; ++iz)
-            for (int iy = 0; iy < P.ny; ++iy)
-                for (int ix = 0; ix < P.nx; ++ix)
-                    prior_voxel<Kind, HasKappa, Want>(x, kappa, W, P, iz, iy, ix, out, accumulate);
+            for (int iy = 0; iy < P.ny; ++iy) prior_row<Kind, HasKappa, Want>(x, kappa, W, P, iz, iy, out, accumulate);
     }
 };
 

@@ -38,11 +38,11 @@ timing in ps; voxel centres are symmetric about the scanner axis. The documentat
 page gives every family's axes, signs and data layouts.
 """
 
-from ._backend import cuda_device_count, has_cuda
+from ._backend import build_info, cuda_device_count, has_cuda, show_config
 from .geometry import ImageGrid
 from .operators import LinearOperator
 from . import analysis, recon, sim  # noqa: E402,F401  (subpackages; matplotlib is imported lazily)
 
 __version__ = "0.1.0"
 
-__all__ = ["ImageGrid", "LinearOperator", "cuda_device_count", "has_cuda", "__version__"]
+__all__ = ["ImageGrid", "LinearOperator", "build_info", "cuda_device_count", "has_cuda", "show_config", "__version__"]
