@@ -49,6 +49,11 @@ def _cuda_version(v: int) -> str:
     return f"{v // 1000}.{v % 1000 // 10}" if v else "none found"
 
 
+def _cufft_version(v: int) -> str:
+    """cuFFT's integer version (1000 major + 100 minor + patch, e.g. 12000) as 'major.minor.patch'."""
+    return f"{v // 1000}.{v % 1000 // 100}.{v % 100}" if v else "none found"
+
+
 def build_info() -> dict:
     """What this directpet holds and finds, as a dict: ``version``, ``cpu_dispatch`` (the CPU
     code path the loader picked: 'x86-64-v4' (AVX-512), 'x86-64-v3' (AVX2), 'baseline', or 'native'
@@ -66,7 +71,7 @@ def build_info() -> dict:
             "openmp_threads": int(raw["openmp_threads"]), "fftw": raw["fftw"], "cuda_compiled": has_cuda(),
             "cuda_architectures": raw["cuda_architectures"] or None,
             "cuda_runtime": _cuda_version(int(raw["cuda_runtime"])), "cuda_driver": _cuda_version(int(raw["cuda_driver"])),
-            "cufft": str(raw["cufft"]) if raw["cufft"] else "none found", "cuda_devices": list(raw["cuda_devices"]),
+            "cufft": _cufft_version(int(raw["cufft"])), "cuda_devices": list(raw["cuda_devices"]),
             "cuda_status": cuda_status()}
     for name in ("numpy", "cupy", "torch"):
         try:
