@@ -97,6 +97,11 @@ grep -q '"commit": "unknown"' "$OUTDIR/environment.json" 2>/dev/null && \
   echo "!! records will say commit 'unknown': no git here; set DIRECTPET_COMMIT (see the top of this script)"
 
 if runs tests; then
+  # the README's PETSIRD / NIfTI blocks and the io tests need petsird and nibabel (the io extra): from
+  # the wheels carried in .whl/io where the machine has no network
+  if ! $PY -c "import petsird, nibabel" 2>/dev/null && ls .whl/io/*.whl >/dev/null 2>&1; then
+    stage io_install "$OUTDIR/io_install.log" $PY -m pip install -q --no-index --find-links .whl/io petsird nibabel
+  fi
   echo "== tests"
   stage tests "$OUTDIR/tests.log" $PY -m pytest tests -q -rs -p no:cacheprovider
   rc=$?
