@@ -76,13 +76,27 @@ template <int B>
 DP_CPU_CLONES void column_block(bool forward, const Plan& p, const float* base, const int32_t* ids_at_pix,
                   int own_id, float* acc) {
     // Two accumulator sets for alternating taps: a single set would chain every multiply-add on
-    // the previous one (FMA latency), two keep twice as many independent FMAs in flight.
+    // the previous one (FMA latency), two keep twice as many independent FMAs in flight. Four taps
+    // per step: the loop's schedule then does not hang on the compiler's tuning for one CPU (a
+    // generic-tuned build ran the two-tap loop ~15 % slower on long kernels than -mtune=native).
     float a0[B] = {}, a1[B] = {};
     for (const ColumnGroup& g : p.groups) {
         const int id = forward ? ids_at_pix[g.pix_shift] : own_id;
         const float* row = p.weights.data() + static_cast<size_t>(id) * p.n_keep;
         const float* col = base + g.col_shift;
         int j = g.begin;
+        for (; j + 3 < g.end; j += 4) {
+            const float w0 = row[j], w1 = row[j + 1], w2 = row[j + 2], w3 = row[j + 3];
+            const float* c0 = col + p.dz[j];
+            const float* c1 = col + p.dz[j + 1];
+            const float* c2 = col + p.dz[j + 2];
+            const float* c3 = col + p.dz[j + 3];
+#pragma omp simd
+            for (int b = 0; b < B; ++b) {
+                a0[b] += w0 * c0[b] + w2 * c2[b];
+                a1[b] += w1 * c1[b] + w3 * c3[b];
+            }
+        }
         for (; j + 1 < g.end; j += 2) {
             const float w0 = row[j], w1 = row[j + 1];
             const float* c0 = col + p.dz[j];
