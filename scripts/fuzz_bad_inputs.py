@@ -1803,6 +1803,7 @@ fine("LogCoshPrior", "delta", "huge-1e300",
 fine("QuadraticPrior", "kappa", "dtype-float64 dtype-int non-contiguous", CONVERTED)
 fine("bsrem", "lambda0", "above-1", "a relaxation above 1 is allowed (documented; the floor keeps the image positive)")
 fine("bsrem", "x0", "dtype-float64 non-contiguous", CONVERTED)
+fine("rod_noise", "core_fraction", "None", "None is the documented default (half the radius or one voxel)")
 for n in ("penalised_objective", "sqrt_hessian_row_sum"):
     fine(n, "x", "dtype-float64 dtype-int non-contiguous", CONVERTED)
 fine("block_ramla", "lambda0", "0-d", ZERO_D)

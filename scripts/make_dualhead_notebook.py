@@ -90,15 +90,7 @@ sensitivity). The table above lists each b; the `*_bsrem_sweep.png` figure plots
 of each sampled rod group against the noise along the largest rods (in their cores). Below: each b's noise
 and peak-to-valley relative to OSEM's. A good b removes most of the noise while the rods the system
 resolves keep most of their peak-to-valley; a strong one smooths the rods away."""),
-    code("""for m, r in res.methods.items():
-    if not r.bsrem:
-        continue
-    osem, groups = r.bsrem[0], [d for d in res.derenzo_info.diameters_mm if r.bsrem[0].pv[d].sampled]
-    print(f"{m}: relative to OSEM ({100 * osem.noise:.1f} % noise); peak-to-valley of the "
-          + ", ".join(f"{d:g}" for d in groups) + " mm rods")
-    for p in r.bsrem[1:]:
-        pv = ", ".join(f"{p.pv[d].ratio / osem.pv[d].ratio:.2f}" for d in groups)
-        print(f"  b = {p.b:<6g} noise x {p.noise / osem.noise:.2f}   peak-to-valley x {pv}")"""),
+    code("""print(res.bsrem_relative_text())"""),
 ]
 nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
 nbf.write(nb, "notebooks/dual_head.ipynb")

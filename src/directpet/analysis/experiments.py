@@ -19,7 +19,7 @@ from typing import Callable, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._checks import real_number, to_numpy
+from .._checks import integer, real_number, to_numpy
 from .resolution import AXIS_NAMES, UNDERSAMPLED_NOTE, peak_to_valley, point_source_fwhm, rod_noise, rod_profiles
 
 #: the footnote of an FWHM in brackets (:meth:`MethodResult.fwhm_text`)
@@ -72,8 +72,8 @@ def check_bsrem_arm(betas: Sequence[float], passes, arms=None, runs: Sequence[st
     follows (``arms``: some of ``runs``, the experiment's methods or kernels; None: all of them).
     Returns ``(strengths, arms)``; ValueErrors name ``bsrem_betas``, ``bsrem_passes`` or ``name``."""
     values = tuple(real_number("bsrem_betas", b, nonnegative=True) for b in betas)
-    if values and (isinstance(passes, (bool, np.bool_)) or not isinstance(passes, (int, np.integer)) or passes < 1):
-        raise ValueError(f"bsrem_passes: expected a positive number of passes, got {passes!r}")
+    if values:
+        integer("bsrem_passes", passes, lo=1)
     arms = tuple(runs) if arms is None else tuple(arms)
     unknown = [a for a in arms if a not in runs]
     if unknown:
@@ -190,6 +190,23 @@ class ExperimentResult:
         return "\n".join(lines)
 
 
+    def bsrem_relative_text(self) -> str:
+        """Per method with a penalised arm: each strength b's noise and peak-to-valley (of every rod
+        group the voxels sample) as multiples of the OSEM image's it starts from."""
+        lines = []
+        for m, r in self.methods.items():
+            if not r.bsrem:
+                continue
+            osem = r.bsrem[0]
+            groups = [d for d in self.derenzo_info.diameters_mm if osem.pv[d].sampled]
+            lines.append(f"{m}: relative to OSEM ({100 * osem.noise:.1f} % noise); peak-to-valley of the "
+                         + ", ".join(f"{d:g}" for d in groups) + " mm rods")
+            for p in r.bsrem[1:]:
+                pv = ", ".join(f"{p.pv[d].ratio / osem.pv[d].ratio:.2f}" for d in groups)
+                lines.append(f"  b = {p.b:<6g} noise x {p.noise / osem.noise:.2f}   peak-to-valley x {pv}")
+        return "\n".join(lines)
+
+
 def preset_scanner(sizes: dict, size: str, scanner_cls: type):
     """``scanner_cls(**sizes[size][0])``: the scanner of a size preset (a ValueError naming ``size``)."""
     if size not in sizes:
@@ -241,20 +258,12 @@ def bsrem_arm(problem, grid, info, x0, betas: Sequence[float], n_passes: int, pr
     """The penalised arm of a Derenzo reconstruction: the unpenalised image ``x0`` (the last OSEM
     image, ``b = None``) and BSREM-RDP from it for each relative strength b
     (:func:`directpet.recon.rdp_beta_sweep`, ``n_passes`` passes each), each with its noise in the
-    cores of the largest rods (:func:`~directpet.analysis.rod_noise`; half their radius, or one
-    in-plane voxel where that is more) and its peak-to-valley per rod
+    cores of the largest rods (:func:`~directpet.analysis.rod_noise`) and its peak-to-valley per rod
     group: the peak-to-valley-against-noise curve, the Derenzo's counterpart of CRC against noise."""
     from ..recon import rdp_beta_sweep
 
-    # the cores: half a rod radius, or one in-plane voxel where the voxels are coarser (a core must
-    # hold voxel centres; at 1.2 mm voxels in 2.4 mm rods that is the whole rod)
-    radius = 0.5 * max(info.diameters_mm)
-    voxel = max(grid.voxel_size[{"z": 0, "y": 1, "x": 2}[a]] for a in info.plane_axes)
-    core = min(1.0, max(0.5, voxel / radius))
-
     def measure(image):
-        return (rod_noise(image, grid, info, core_fraction=core),
-                peak_to_valley(rod_profiles(image, grid, info)))
+        return rod_noise(image, grid, info), peak_to_valley(rod_profiles(image, grid, info))
 
     start = SweepPoint(None, *measure(to_numpy(x0)))
     return [start] + [SweepPoint(run.b, *run.value, seconds_per_pass=run.seconds_per_pass) for run in

@@ -563,16 +563,22 @@ def block_ramla(problem: SubsetProblem, n_iter: int, lambda0: float = 0.03, gamm
         del step["first"]
         with np.errstate(over="ignore", invalid="ignore"):    # an overflow is the error raised just below
             y = ramla_update(xp, x, step["scale"], grad, fl)
-        if not bool(xp.isfinite(y).all()):
-            name = "lambda0" if schedule is None else f"schedule: lambda_{it}"
-            raise ValueError(f"{name}: the relaxation {rec.res.lambdas[-1]!r} of pass {it} makes the first "
-                             f"update of the pass overflow (the image holds inf or NaN); block-RAMLA needs "
-                             f"lambda_n * max(A_s^T f_s / Sbar) <= 1 to stay positive: use a relaxation "
-                             f"of order 0.01 to 1 (the default lambda0 is 0.03)")
+        _check_first_update(xp, y, "lambda0" if schedule is None else f"schedule: lambda_{it}",
+                            f"the relaxation {rec.res.lambdas[-1]!r} of pass {it}",
+                            "block-RAMLA needs lambda_n * max(A_s^T f_s / Sbar) <= 1 to stay positive: use a "
+                            "relaxation of order 0.01 to 1 (the default lambda0 is 0.03)")
         return y
 
     x = _run_passes(rec, xp, x, n_iter, "block-RAMLA", progress, order, update, callback, start_pass)
     return rec.finish(x)
+
+
+def _check_first_update(xp, y, name: str, what: str, advice: str) -> None:
+    """The first update of a pass (one reduction per pass, not per update; block-RAMLA, BSREM, SVRG):
+    inf or NaN there is an error naming the step-size argument, before the next projection meets it."""
+    if not bool(xp.isfinite(y).all()):
+        raise ValueError(f"{name}: {what} makes the first update of the pass overflow (the image holds inf or "
+                         f"NaN); {advice}")
 
 
 def _check_floor(floor) -> Optional[float]:

@@ -53,20 +53,12 @@ import numpy as np
 
 from .._checks import integer, real_number, require_memory, to_numpy
 from ._fused import ramla_update
-from .algorithms import (_EPS_S_REL, ReconResult, _backproject_residual, _check_floor, _check_image, _check_order,
-                         _check_relaxation, _check_run, _check_sensitivity, _check_x0, _checked, _floor_value,
+from .algorithms import (_EPS_S_REL, ReconResult, _backproject_residual, _check_first_update, _check_floor,
+                         _check_image, _check_order, _check_relaxation, _check_run, _check_sensitivity, _check_x0, _checked, _floor_value,
                          _loglik, _model, _progress, _Recorder, _run_passes, _safe_inverse, _schedule, _sensitivity, _start,
                          _sync, _Work)
 from .priors import PairwisePrior, QuadraticPrior, RelativeDifferencePrior
 from .problem import SubsetProblem
-
-
-def _check_first_update(xp, y, name: str, what: str, advice: str) -> None:
-    """The first update of a pass (one reduction per pass, not per update): inf or NaN there is an
-    error naming the step-size argument, before the next projection would meet it."""
-    if not bool(xp.isfinite(y).all()):
-        raise ValueError(f"{name}: {what} makes the first update of the pass overflow (the image holds inf or "
-                         f"NaN); {advice}")
 
 
 def _check_prior(prior, problem: SubsetProblem) -> PairwisePrior:
