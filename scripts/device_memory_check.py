@@ -11,7 +11,7 @@ from directpet.first import RotatingScanner, SuperLORProjector, build_super_lor_
 
 
 def used():
-    dp._core.cuda_synchronize()
+    dp._backend.cuda_module().cuda_synchronize()
     free, total = cupy.cuda.runtime.memGetInfo()
     return total - free
 

@@ -21,4 +21,4 @@ for name, kernel in (("stress", SRKernel.stress()), ("clinical", SRKernel.clinic
         op = HistoImageProjector(grid, [view], kernel, backend="cuda", method=m, luts={0: base.lut(0)})
         op.forward(x, 0)
         op.adjoint(x[None], 0)
-dp._core.cuda_synchronize()
+dp._backend.cuda_module().cuda_synchronize()

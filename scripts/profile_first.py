@@ -21,4 +21,4 @@ for m in methods:
     op = SuperLORProjector(table, m, backend="cuda", check_finite=False)
     op.forward(x)
     op.adjoint(y)
-dp._core.cuda_synchronize()
+dp._backend.cuda_module().cuda_synchronize()

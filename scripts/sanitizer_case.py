@@ -32,7 +32,7 @@ def run():
         op.adjoint(y, 1)
     op = LowRankProjector(grid, views, SRKernel.clinical(), tol=1e-4, backend="cuda")
     op.adjoint(op.forward(x))                     # all views: the stack and the summed adjoint
-    dp._core.cuda_synchronize()
+    dp._backend.cuda_module().cuda_synchronize()
 
 
 def run_first():
@@ -51,7 +51,7 @@ def run_first():
             op.back_with_sensitivity(y, y)
         band = first.monte_carlo.direction_band(scanner, x)["band_fraction"]
         first.simulate(scanner, x, round(100_000 / band), seed=1, backend="cuda")     # 1e5 followed decays
-    dp._core.cuda_synchronize()
+    dp._backend.cuda_module().cuda_synchronize()
 
 
 def run_dualhead():
@@ -79,12 +79,12 @@ def run_dualhead():
     op.forward(x, classes)
     build_patch_model(scanner, backend="cuda", classes=np.arange(6))
     dualhead.simulate(scanner, x, 200_000, seed=1, backend="cuda")
-    dp._core.cuda_synchronize()
+    dp._backend.cuda_module().cuda_synchronize()
 
 
 run()
 run_first()
 run_dualhead()
 gc.collect()
-dp._core.cuda_synchronize()
+dp._backend.cuda_module().cuda_synchronize()
 print("sanitizer case done")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 import directpet
 
 
@@ -14,10 +16,12 @@ def test_build_info_says_what_the_build_holds_and_finds():
     assert info["fftw"].startswith("fftw-3")
     assert info["openmp_threads"] >= 1 and info["compiler"]
     assert info["cuda_compiled"] == directpet.has_cuda()
-    if directpet.has_cuda():
+    assert not info["cuda_loaded"] or info["cuda_compiled"]   # loads only where compiled in
+    if info["cuda_loaded"]:
         assert info["cuda_architectures"]           # the architectures compiled in, e.g. '80-real,90'
     else:
         assert info["cuda_architectures"] is None and info["cuda_devices"] == []
+        assert info["cuda_status"] and info["cuda_status"] != "ok"   # says why
     # one line per usable device, and as many as cuda_device_count() counts
     assert len(info["cuda_devices"]) == directpet.cuda_device_count()
     assert info["numpy"] is not None
@@ -31,3 +35,90 @@ def test_show_config_prints_one_line_per_item():
     for item in ("CPU code path", "FFTW", "CUDA backend", "CUDA runtime", "CUDA devices", "array libraries"):
         assert item in text, item
     assert directpet.build_info()["cpu_dispatch"] in text
+
+
+# Run with the dynamic loader's cache switched off: the CUDA toolkit's libraries (cuFFT, found only
+# through /etc/ld.so.cache) are then invisible, as on a machine without the toolkit.
+_HIDDEN_CUDA_PROBE = r"""
+import ctypes, json
+import numpy as np
+try:
+    ctypes.CDLL("libcufft.so.12")
+    cufft_visible = True
+except OSError:
+    cufft_visible = False
+import directpet as dp
+from directpet import _backend, reference
+from directpet.direct import HistoImageProjector, SRKernel, View
+grid = dp.ImageGrid((6, 10, 12), 4.0)
+op = HistoImageProjector(grid, [View.from_degrees(31.5, 6.67)], SRKernel.clinical())
+x = np.random.default_rng(7).random(grid.shape, dtype=np.float32)
+got = op.forward(x, 0)
+want = reference.direct.forward(x.astype(np.float64), op.lut(0))
+print(json.dumps({"cufft_visible": cufft_visible, "has_cuda": dp.has_cuda(), "devices": dp.cuda_device_count(),
+                  "loaded": _backend.cuda_loaded(), "status": _backend.cuda_status(), "backend": op.backend,
+                  "rel_err": float(np.abs(got - want).max() / np.abs(want).max())}))
+"""
+
+
+def _loader():
+    import glob
+
+    found = sorted(glob.glob("/lib64/ld-linux-x86-64.so.*"))
+    return found[0] if found else None
+
+
+def test_cpu_import_and_projection_with_the_cuda_libraries_hidden(tmp_path):
+    """A wheel with the CUDA backend compiled in imports and projects on the CPU where cuFFT cannot be
+    found: the CUDA module is loaded only on first use, and its failure is reported, not raised."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    if not directpet.has_cuda():
+        pytest.skip("the CUDA backend is not compiled in: there is no CUDA library to hide")
+    loader = _loader()
+    if loader is None:
+        pytest.skip("no glibc dynamic loader at /lib64 to run with --inhibit-cache")
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    # the directpet under test, wherever it was imported from (an installed wheel or a source tree)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(directpet.__file__)),
+                                         env.get("PYTHONPATH", "")])
+    run = subprocess.run([loader, "--inhibit-cache", sys.executable, "-c", _HIDDEN_CUDA_PROBE], env=env,
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    r = json.loads(run.stdout.strip().splitlines()[-1])
+    assert r["has_cuda"] and r["backend"] == "cpu" and r["rel_err"] < 1e-5, r
+    if r["cufft_visible"]:
+        pytest.skip("cuFFT lies in one of the loader's default directories here: it cannot be hidden")
+    if r["loaded"]:
+        pytest.skip("this _cuda module (a build-tree copy) carries a RUNPATH to the toolkit: nothing to hide")
+    assert r["devices"] == 0
+    assert "libcufft" in r["status"] and "directpet[cuda]" in r["status"], r["status"]
+
+
+def test_cufft_from_nvidias_wheel_is_found_where_pip_puts_it(tmp_path, monkeypatch):
+    """nvidia-cufft installs site-packages/nvidia/cu13/lib/libcufft.so.12 (a namespace package, no
+    __init__); the loader looks there before the system's libraries."""
+    from directpet import _backend
+
+    lib = tmp_path / "nvidia" / "cu13" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libcufft.so.12").write_bytes(b"")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert str(lib / "libcufft.so.12") in _backend._nvidia_wheel_libraries()
+
+
+def test_an_installed_build_says_its_version_from_git():
+    """The build writes directpet/_version.py from the git tag (setuptools-scm): the package and its
+    metadata say the same version, and it is a real one (X.Y.Z or X.Y.devN+gHASH), not a placeholder."""
+    import importlib.metadata
+    import pathlib
+    import re
+
+    if not (pathlib.Path(directpet.__file__).parent / "_version.py").exists():
+        pytest.skip("a source tree on sys.path: no build wrote directpet/_version.py")
+    assert directpet.__version__ == importlib.metadata.version("directpet")
+    assert re.fullmatch(r"\d+\.\d+(\.\d+)?(\.dev\d+)?(\+g[0-9a-f]+(\.d\d{8})?)?", directpet.__version__), \
+        directpet.__version__

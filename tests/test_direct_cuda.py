@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import directpet as dp
-from directpet import _core
+from directpet._backend import cuda_module
 from directpet.direct import HistoImageProjector, SRKernel, View
 
 pytestmark = pytest.mark.gpu
@@ -172,7 +172,7 @@ def test_device_array_errors(rng):
 
 def test_out_of_memory_is_memory_error():
     with pytest.raises(MemoryError, match="out of memory"):
-        _core.DeviceBuffer(1 << 50)
+        cuda_module().DeviceBuffer(1 << 50)
 
 
 def test_lut_corruption_rejected_before_upload():
@@ -180,4 +180,4 @@ def test_lut_corruption_rejected_before_upload():
     op = HistoImageProjector(grid, VIEWS[:1], KERNELS["invariant"], backend="cpu")
     lut = op.lut(0)
     with pytest.raises(ValueError, match="lormap"):
-        _core.DirectDeviceLut(list(grid.shape), lut.lormap + 10_000, lut.offsets, lut.flip, lut.values)
+        cuda_module().DirectDeviceLut(list(grid.shape), lut.lormap + 10_000, lut.offsets, lut.flip, lut.values)

@@ -19,7 +19,8 @@ FAMILIES = ("direct", "first", "dualhead")
 
 # Layer -> the directpet modules it may import (and their submodules).
 ALLOWED = {
-    "recon": {"directpet._checks", "directpet._core", "directpet.recon"},     # _core: the compiled priors
+    # _core / _backend: the compiled priors on the CPU and (the CUDA module, loaded through _backend) the GPU
+    "recon": {"directpet._backend", "directpet._checks", "directpet._core", "directpet.recon"},
     "sim": {"directpet._checks", "directpet.geometry", "directpet.sim"},
     "analysis": {"directpet._checks", "directpet.geometry", "directpet.analysis", "directpet.recon",
                  "directpet.sim"},

@@ -9,73 +9,13 @@
 //   .trace(seed, first, count): the same decays with their histories (NumPy arrays).
 //   dualhead_mc_run_cuda(engine, seed, first, count, weight, out, stream) (CUDA builds): as run_cpu
 //     with out a device pointer (0: count only); the alias table is uploaded once per engine.
-#include <pybind11/numpy.h>
-#include <pybind11/pybind11.h>
-
-#include <memory>
-#include <string>
-#include <vector>
-
-#include "../dualhead/monte_carlo_api.hpp"
-#include "arrays.hpp"
-
-namespace py = pybind11;
+#include "dualhead_monte_carlo_args.hpp"
 
 namespace dp::bind {
 
 namespace {
 
-namespace mc = dualhead::mc;
-
-mc::ScannerSpec make_scanner(const py::dict& d) {
-    mc::ScannerSpec s{};
-    s.n_y = dict_value<int>(d, "n_y");
-    s.n_z = dict_value<int>(d, "n_z");
-    s.voxels_per_crystal = dict_value<int>(d, "voxels_per_crystal");
-    s.n_planes = dict_value<int>(d, "n_planes");
-    s.pitch_mm = dict_value<double>(d, "pitch_mm");
-    s.crystal_mm = dict_value<double>(d, "crystal_mm");
-    s.depth_mm = dict_value<double>(d, "depth_mm");
-    s.gap_mm = dict_value<double>(d, "gap_mm");
-    s.plane_mm = dict_value<double>(d, "plane_mm");
-    s.mu_per_mm = dict_value<double>(d, "mu_per_mm");
-    s.positron_range_fwhm_mm = dict_value<double>(d, "positron_range_fwhm_mm");
-    s.acollinearity_fwhm_deg = dict_value<double>(d, "acollinearity_fwhm_deg");
-    return s;
-}
-
-uint64_t count_arg(long long v, const char* name) {
-    if (v < 1) throw ValueError(std::string(name) + ": expected a positive integer, got " + std::to_string(v));
-    return static_cast<uint64_t>(v);
-}
-
-uint64_t first_arg(long long v) {
-    if (v < 0) throw ValueError("first: expected a decay number >= 0, got " + std::to_string(v));
-    return static_cast<uint64_t>(v);
-}
-
-float weight_arg(double w) {
-    if (w != 1.0 && w != -1.0) throw ValueError("weight: expected +1 or -1, got " + std::to_string(w));
-    return static_cast<float>(w);
-}
-
-py::dict to_dict(const mc::Counters& c) {
-    py::dict d;
-    d["n_decays"] = c.decays;
-    d["n_in_band"] = c.in_band;
-    d["n_crossed"] = c.crossed;
-    d["n_trues"] = c.trues;
-    return d;
-}
-
-// The plan and, on CUDA builds, its copy on the device (made at the first CUDA run).
-struct Engine {
-    mc::Plan plan;
-    int64_t n_lors = 0;
-#ifdef DIRECTPET_WITH_CUDA
-    std::unique_ptr<mc::gpu::DevicePlan> device;
-#endif
-};
+using namespace dualhead_monte_carlo_args;
 
 std::unique_ptr<Engine> make_engine(const py::dict& scanner, const py::array& activity) {
     const mc::ScannerSpec s = make_scanner(scanner);
@@ -93,6 +33,7 @@ std::unique_ptr<Engine> make_engine(const py::dict& scanner, const py::array& ac
     e->n_lors = crystals * crystals;
     return e;
 }
+
 
 py::dict run_cpu(Engine& e, unsigned long long seed, long long first, long long count, double weight,
                  const py::object& out, int threads) {
@@ -192,23 +133,6 @@ py::dict band_dict(const Engine& e) {
     return d;
 }
 
-#ifdef DIRECTPET_WITH_CUDA
-py::dict run_cuda(Engine& e, unsigned long long seed, long long first, long long count, double weight, uintptr_t out,
-                  uintptr_t stream) {
-    const uint64_t f = first_arg(first), n = count_arg(count, "count");
-    if (n > mc::gpu::kMaxCount) throw ValueError("count: at most 2^31 decays per CUDA run, got " + std::to_string(n));
-    const float w = weight_arg(weight);
-    mc::Counters c;
-    {
-        py::gil_scoped_release release;
-        if (!e.device || e.device->device() != mc::gpu::current_device())
-            e.device = std::make_unique<mc::gpu::DevicePlan>(e.plan);  // first run, or another device
-        c = e.device->simulate(seed, f, n, w, reinterpret_cast<float*>(out), reinterpret_cast<void*>(stream));
-    }
-    return to_dict(c);
-}
-#endif
-
 }  // namespace
 
 void register_dualhead_monte_carlo(py::module_& m) {
@@ -227,14 +151,5 @@ void register_dualhead_monte_carlo(py::module_& m) {
         .def("trace", &trace, py::arg("seed"), py::arg("first"), py::arg("count"),
              "Decays first .. first + count - 1 with their histories (CPU).");
 }
-
-#ifdef DIRECTPET_WITH_CUDA
-void register_dualhead_monte_carlo_cuda(py::module_& m) {
-    m.def("dualhead_mc_run_cuda", &run_cuda, py::arg("engine"), py::arg("seed"), py::arg("first"), py::arg("count"),
-          py::arg("weight") = 1.0, py::arg("out") = 0, py::arg("stream") = 0,
-          "As DualHeadMonteCarlo.run_cpu on the current GPU: out is a device pointer to (n_lors,) float32 "
-          "(0: count only); runs on `stream` and returns when done. At most 2^31 decays per call.");
-}
-#endif
 
 }  // namespace dp::bind

@@ -1,16 +1,13 @@
-// The extension module directpet._core: one register_* function per projector family.
+// The extension module directpet._core: the CPU backend, one register_* function per projector family.
+// The CUDA backend is the separate module directpet._cuda (cuda_module.cpp), loaded only when a CUDA
+// path is used, so that this module imports on a machine without the CUDA libraries.
 #include <fftw3.h>
 #include <omp.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include "../common/cpu_dispatch.hpp"
-#include "../common/cuda_runtime.hpp"
 #include "../common/errors.hpp"
-
-#ifndef DIRECTPET_CUDA_ARCHS
-#define DIRECTPET_CUDA_ARCHS ""
-#endif
 
 namespace py = pybind11;
 
@@ -26,33 +23,13 @@ void register_dualhead_monte_carlo(py::module_& m);
 void register_dualhead_model(py::module_& m);
 void register_io(py::module_& m);
 void register_recon(py::module_& m);
-#ifdef DIRECTPET_WITH_CUDA
-void register_direct_cuda(py::module_& m);
-void register_direct_fft_cuda(py::module_& m);
-void register_first_cuda(py::module_& m);
-void register_first_monte_carlo_cuda(py::module_& m);
-void register_dualhead_monte_carlo_cuda(py::module_& m);
-void register_dualhead_model_cuda(py::module_& m);
-void register_dualhead_cuda(py::module_& m);
-#endif
 }  // namespace dp::bind
 
 PYBIND11_MODULE(_core, m) {
-    m.doc() = "directpet compiled backends (CPU: C++/OpenMP; CUDA when compiled in)";
+    m.doc() = "directpet's CPU backend (C++ / OpenMP, FFTW3f)";
     py::register_exception<dp::ValueError>(m, "ValueError", PyExc_ValueError);
     py::register_exception<dp::TypeError>(m, "TypeError", PyExc_TypeError);
     py::register_exception<dp::OutOfMemory>(m, "OutOfMemoryError", PyExc_MemoryError);
-    m.def("has_cuda", [] {
-#ifdef DIRECTPET_WITH_CUDA
-        return true;
-#else
-        return false;
-#endif
-    }, "True when the CUDA backend was compiled into this module.");
-    m.def("cuda_device_count", &dp::cuda::device_count,
-          "Number of CUDA devices usable now (0 without the CUDA backend or without a GPU).");
-    m.def("cuda_runtime_status", &dp::cuda::runtime_status,
-          "Why no CUDA device is usable, or 'ok'.");
     m.def("build_info", [] {
         py::dict d;
         d["cpu_dispatch"] = dp::cpu_dispatch_level();
@@ -70,15 +47,8 @@ PYBIND11_MODULE(_core, m) {
 #endif
         d["openmp_threads"] = omp_get_max_threads();
         d["fftw"] = std::string(fftwf_version);
-        d["cuda_architectures"] = std::string(DIRECTPET_CUDA_ARCHS);
-        const dp::cuda::RuntimeInfo rt = dp::cuda::runtime_info();
-        d["cuda_runtime"] = rt.runtime;
-        d["cuda_driver"] = rt.driver;
-        d["cufft"] = rt.cufft;
-        d["cuda_devices"] = rt.devices;
         return d;
-    }, "What this build holds and finds: the CPU dispatch level, compiler, OpenMP threads, FFTW version, "
-       "CUDA architectures compiled in, and the CUDA runtime, driver, cuFFT and devices found at run time.");
+    }, "What the CPU backend holds and finds: the CPU dispatch level, compiler, OpenMP threads and FFTW version.");
     dp::bind::register_direct(m);
     dp::bind::register_direct_fft(m);
     dp::bind::register_direct_events(m);
@@ -90,13 +60,4 @@ PYBIND11_MODULE(_core, m) {
     dp::bind::register_dualhead_model(m);
     dp::bind::register_io(m);
     dp::bind::register_recon(m);
-#ifdef DIRECTPET_WITH_CUDA
-    dp::bind::register_direct_cuda(m);
-    dp::bind::register_direct_fft_cuda(m);
-    dp::bind::register_first_cuda(m);
-    dp::bind::register_first_monte_carlo_cuda(m);
-    dp::bind::register_dualhead_monte_carlo_cuda(m);
-    dp::bind::register_dualhead_model_cuda(m);
-    dp::bind::register_dualhead_cuda(m);
-#endif
 }

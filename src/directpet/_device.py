@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _core
+from ._backend import cuda_module
 from ._checks import _is_cupy, _is_torch_cuda, check_volume, device_pointer, is_device_array
 
 
@@ -18,13 +18,13 @@ class Staging:
 
     def __init__(self):
         self._buffers = {}
-        self.device = _core.cuda_current_device()
+        self.device = cuda_module().cuda_current_device()
 
     def check_device(self, arrays) -> None:
         """Every CUDA array of ``arrays`` (None and NumPy skipped) must live on this engine's GPU, and
         that GPU must be the current one: the kernels run on the current device and read the
         resident model there (another GPU's pointer is a silent wrong answer or a fault)."""
-        current = _core.cuda_current_device()
+        current = cuda_module().cuda_current_device()
         if current != self.device:
             raise RuntimeError(f"device: this projector's model lives on GPU {self.device}, but GPU {current} is "
                                f"current; call it inside that GPU's context (e.g. cupy.cuda.Device({self.device}))")
@@ -39,7 +39,7 @@ class Staging:
         b = self._buffers.get(role)
         if b is None or b.nbytes < nbytes:
             self._buffers[role] = None  # free the old one before allocating the larger
-            b = self._buffers[role] = _core.DeviceBuffer(int(nbytes))
+            b = self._buffers[role] = cuda_module().DeviceBuffer(int(nbytes))
         return b
 
     def upload(self, role: str, array: np.ndarray):
@@ -67,7 +67,7 @@ def array_device(x) -> int:
         return int(x.device.id)
     if _is_torch_cuda(x):
         return int(x.device.index)
-    return int(_core.cuda_pointer_device(device_pointer(x)))
+    return int(cuda_module().cuda_pointer_device(device_pointer(x)))
 
 
 def run_on_device(kernel, src, out, staging: Staging):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _core
+from ._backend import cuda_module
 from ._progress import progress_callback
 
 
@@ -65,7 +65,7 @@ class CountsBuffer:
         else:
             # zeroed by uploading zeros; the legacy stream (0)
             self.host = np.zeros(shape, np.float32)
-            self._buffer = _core.DeviceBuffer(int(self.host.nbytes))
+            self._buffer = cuda_module().DeviceBuffer(int(self.host.nbytes))
             self._buffer.upload(self.host)
             self.ptr = self._buffer.ptr
 

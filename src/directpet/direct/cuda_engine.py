@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import _core
+from .._backend import cuda_module
 from .._device import Staging, run_on_device
 
 METHODS = ("default", "slab", "slab_table", "columns", "tlp", "ilp")
@@ -26,11 +26,11 @@ class CudaEngine:
         self._staging = Staging()
 
     def device_lut(self, v: int):
-        """The LUTs of view index ``v`` uploaded to the GPU (a ``_core.DirectDeviceLut``), cached."""
+        """The LUTs of view index ``v`` uploaded to the GPU (a ``directpet._cuda.DirectDeviceLut``), cached."""
         lut = self._device_luts.get(v)
         if lut is None:
             h = self.op.lut(v)
-            lut = self._device_luts[v] = _core.DirectDeviceLut(
+            lut = self._device_luts[v] = cuda_module().DirectDeviceLut(
                 list(self.op.grid.shape), h.lormap, h.offsets, h.flip, h.values)
         return lut
 
@@ -43,7 +43,7 @@ class CudaEngine:
             lut, method = self.device_lut(v), self.method
 
             def launch(src_ptr, out_ptr, stream=0):
-                _core.direct_project_cuda(forward, method, src_ptr, out_ptr, lut, stream)
+                cuda_module().direct_project_cuda(forward, method, src_ptr, out_ptr, lut, stream)
 
             self._launchers[key] = launch
         return self._launchers[key]

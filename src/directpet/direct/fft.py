@@ -37,6 +37,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
+from .._backend import cuda_module
 from .._checks import require_host_arrays, require_memory
 from ..geometry import ImageGrid
 from .base import ViewProjector, ViewsLike
@@ -328,7 +329,7 @@ class _CudaEngine:
     def __init__(self, shape, padded):
         from .._device import Staging
 
-        self.core = _core.DirectFftEngineCuda(list(shape), list(padded))
+        self.core = cuda_module().DirectFftEngineCuda(list(shape), list(padded))
         self._staging = Staging()
 
     def has_view(self, v):

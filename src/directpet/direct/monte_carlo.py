@@ -63,6 +63,7 @@ from typing import Iterator, Optional
 import numpy as np
 
 from .. import _core
+from .._backend import cuda_module
 from .._backend import resolve_backend
 from .._checks import (check_threads, check_volume, device_pointer, expect_instance, flag, integer, is_device_array,
                        positive_int, real_number, require_memory)
@@ -524,13 +525,13 @@ def _simulate_cuda(components, params, geometry, n_trues, seed, out, shape, call
         else:
             target = cupy.zeros(shape, dtype=cupy.float32)
     if is_device_array(target):
-        tally = _core.direct_simulate_deposit_cuda(components, params, *geometry, n_trues, seed,
+        tally = cuda_module().direct_simulate_deposit_cuda(components, params, *geometry, n_trues, seed,
                                                    device_pointer(target), stream_of(target), callback)
         return target, tally
     # NumPy: stage through a directpet-owned device buffer (no CuPy needed).
-    buf = _core.DeviceBuffer(int(target.nbytes))
+    buf = cuda_module().DeviceBuffer(int(target.nbytes))
     buf.upload(target)
-    tally = _core.direct_simulate_deposit_cuda(components, params, *geometry, n_trues, seed, buf.ptr, 0,
+    tally = cuda_module().direct_simulate_deposit_cuda(components, params, *geometry, n_trues, seed, buf.ptr, 0,
                                                callback)
     buf.download(target)
     return target, tally

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _core
+from .._backend import cuda_module
 from .._device import Staging, run_on_device_arrays
 
 
@@ -19,7 +19,7 @@ class CudaEngine:
 
     def __init__(self, op, window_limit: int = 0):
         self.op = op
-        self.model = _core.DualHeadDeviceModel(op._model, window_limit=int(window_limit))
+        self.model = cuda_module().DualHeadDeviceModel(op._model, window_limit=int(window_limit))
         self._staging = Staging()
 
     def _classes(self, classes) -> np.ndarray:
@@ -34,7 +34,7 @@ class CudaEngine:
         method = self.op.method
 
         def kernel(src, sk, dst, stream):
-            _core.dualhead_forward_cuda(method, self.model, src, cls, sk, dst, stream)
+            cuda_module().dualhead_forward_cuda(method, self.model, src, cls, sk, dst, stream)
 
         run_on_device_arrays(kernel, [image, skip], [out], self._staging)
         return out
@@ -45,7 +45,7 @@ class CudaEngine:
         method = self.op.method
 
         def kernel(src, dst, stream):
-            _core.dualhead_back_cuda(method, self.model, src, cls, dst, stream)
+            cuda_module().dualhead_back_cuda(method, self.model, src, cls, dst, stream)
 
         run_on_device_arrays(kernel, [y], [out], self._staging)
         return out

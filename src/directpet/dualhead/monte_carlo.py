@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .. import _core
+from .._backend import cuda_module
 from .._checks import expect_instance, integer, require_memory
 from .._device import decay_count, host_volume, monte_carlo_options
 from .._monte_carlo import CountsBuffer, MonteCarloStatsBase, reporting
@@ -282,7 +283,7 @@ def _backend_runner(engine, backend, seed, threads, counts: CountsBuffer):
         return run_cpu
 
     def run_cuda(first, count, weight, histogram):
-        return _core.dualhead_mc_run_cuda(engine, seed, first, count, float(weight), counts.ptr if histogram else 0,
+        return cuda_module().dualhead_mc_run_cuda(engine, seed, first, count, float(weight), counts.ptr if histogram else 0,
                                           counts.stream)
 
     return run_cuda

@@ -48,6 +48,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
+from .._backend import cuda_module
 from .._backend import resolve_backend
 from .._checks import check_threads, expect_instance, integer, positive_int, real_number, require_memory
 from .._progress import progress_callback
@@ -141,7 +142,7 @@ def lor_response(scanner: DualHeadScanner, c_u, c_l, voxel, *, angle_samples: in
     if chosen == "cpu":
         h = _core.dualhead_response_cpu(params, *flat, na, nv, nthreads)
     else:
-        h = _core.dualhead_response_cuda(params, *flat, na, nv)
+        h = cuda_module().dualhead_response_cuda(params, *flat, na, nv)
     return np.asarray(h).reshape(shape)
 
 
@@ -215,7 +216,7 @@ def build_patch_model(scanner: DualHeadScanner, *, angle_samples: int = 4, voxel
         if chosen == "cpu":
             r = _core.dualhead_build_patches_cpu(params, na, nv, threshold, k, chunk, nthreads, callback)
         else:
-            r = _core.dualhead_build_patches_cuda(params, na, nv, threshold, k, chunk, callback)
+            r = cuda_module().dualhead_build_patches_cuda(params, na, nv, threshold, k, chunk, callback)
     finally:
         if bar is not None:
             bar.close()

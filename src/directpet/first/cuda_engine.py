@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import _core
+from .._backend import cuda_module
 from .._device import Staging, run_on_device_arrays
 
 
@@ -12,7 +12,7 @@ class CudaEngine:
 
     def __init__(self, op):
         self.op = op
-        self.model = _core.FirstDeviceModel(op._model)
+        self.model = cuda_module().FirstDeviceModel(op._model)
         if op.method == "fast" and not self.model.fast_supported:
             raise ValueError(f"method: {self.model.fast_unsupported_reason}; use method='matched'")
         self._staging = Staging()
@@ -20,7 +20,7 @@ class CudaEngine:
     def forward(self, image, angles, out):
         """out = H image for the listed angles (int32), on the GPU."""
         def kernel(src, dst, stream):
-            _core.first_forward_cuda(self.op.method, self.model, src, angles, dst, stream)
+            cuda_module().first_forward_cuda(self.op.method, self.model, src, angles, dst, stream)
 
         run_on_device_arrays(kernel, [image], [out], self._staging)
         return out
@@ -28,7 +28,7 @@ class CudaEngine:
     def back(self, sino, angles, out):
         """out = the method's back projection of the listed angles' sinogram, on the GPU."""
         def kernel(src, dst, stream):
-            _core.first_back_cuda(self.op.method, self.model, src, angles, dst, stream)
+            cuda_module().first_back_cuda(self.op.method, self.model, src, angles, dst, stream)
 
         run_on_device_arrays(kernel, [sino], [out], self._staging)
         return out
@@ -37,7 +37,7 @@ class CudaEngine:
         """The faithful back projection of ``sino`` into ``out`` and of ``factors`` (the sensitivity)
         into ``sens``, in one pass on the GPU."""
         def kernel(src, fac, dst, sns, stream):
-            _core.first_back_faithful_cuda(self.model, src, fac, angles, dst, sns, stream)
+            cuda_module().first_back_faithful_cuda(self.model, src, fac, angles, dst, sns, stream)
 
         run_on_device_arrays(kernel, [sino, factors], [out, sens], self._staging)
         return out, sens

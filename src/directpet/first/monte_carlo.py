@@ -56,6 +56,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _core
+from .._backend import cuda_module
 from .._checks import expect_instance, require_memory
 from .._device import decay_count, host_volume, monte_carlo_options
 from .._monte_carlo import CountsBuffer, MonteCarloStatsBase, reporting
@@ -191,7 +192,7 @@ def simulate(scanner: RotatingScanner, activity, n_decays: Optional[int] = None,
             c = _core.first_mc_simulate_cpu(params, host_activity, voxel, n_band, seed, counts.host, chunk,
                                             nthreads, hook)
         else:
-            c = _core.first_mc_simulate_cuda(params, host_activity, voxel, n_band, seed, counts.ptr, chunk,
+            c = cuda_module().first_mc_simulate_cuda(params, host_activity, voxel, n_band, seed, counts.ptr, chunk,
                                              counts.stream, hook)
     stats = MonteCarloStats(
         n_decays=n_decays, n_in_band=n_band, band_fraction=band["band_fraction"], backend=chosen, seed=seed,

@@ -42,6 +42,7 @@ from typing import Sequence, Tuple
 import numpy as np
 
 from .. import _core
+from .._backend import cuda_loaded, cuda_module
 from .._checks import array_module, integer, real_number
 
 #: the pair offsets (dz, dy, dx) of each neighbourhood, one per unordered pair (first nonzero > 0)
@@ -177,12 +178,12 @@ class PairwisePrior(ABC):
 
     def _fused(self, x, xp):
         """Whether a compiled kernel computes this call: a non-empty C-contiguous float32 image, NumPy,
-        or CuPy where the CUDA backend is compiled in (32-bit indices and grid limits on the GPU)."""
+        or CuPy where the CUDA backend loads (32-bit indices and grid limits on the GPU)."""
         if self._kind is None or x.dtype != np.float32 or not x.flags.c_contiguous or x.size == 0:
             return False
         if xp is np:
             return True
-        return _core.has_cuda() and x.size < 2**31 and max(x.shape[:2]) < 65536
+        return cuda_loaded() and x.size < 2**31 and max(x.shape[:2]) < 65536
 
     def _launch(self, x, kappa, xp, grad=None, hess=None, value=None, factor: float = 1.0, accumulate=False):
         """The compiled kernel: ``grad = beta factor sum w df`` (``accumulate``: added to grad),
@@ -206,7 +207,7 @@ class PairwisePrior(ABC):
                 raise ValueError(f"{name}: on GPU {a.device.id}, and the current device is GPU {device} "
                                  f"[{type(self).__name__}]")
         nz, ny, nx = x.shape
-        _core.pair_prior_cuda(self._kind, x.data.ptr, 0 if kap is None else kap.data.ptr, self._table, nz, ny, nx,
+        cuda_module().pair_prior_cuda(self._kind, x.data.ptr, 0 if kap is None else kap.data.ptr, self._table, nz, ny, nx,
                               scale, p0, p1, 0 if grad is None else grad.data.ptr, bool(accumulate),
                               0 if hess is None else hess.data.ptr, 0 if value is None else value.data.ptr,
                               xp.cuda.get_current_stream().ptr)
