@@ -29,7 +29,10 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
-# Build requirements come from PyPI (scikit-build-core, pybind11; CMake and Ninja wheels when the
-# system ones are too old or missing). The CUDA backend is compiled in when nvcc is found.
-.venv/bin/python -m pip install -q ".[test]"
-.venv/bin/python -c "import directpet as d; print('directpet', d.__version__, '| CUDA compiled in:', d.has_cuda(), '| devices:', d.cuda_device_count())"
+# The build tools live in the venv and the build is not isolated: the build directory
+# (build/{wheel_tag}, pyproject.toml) then sees the same paths every run, so a second run recompiles
+# only what changed. CMake and Ninja come from PyPI (Debian 12's CMake is older than the 3.26 needed).
+# The CUDA backend is compiled in when nvcc is found (a module of its own, loaded on first use).
+.venv/bin/python -m pip install -q "scikit-build-core>=0.10" "pybind11>=2.12" "setuptools-scm>=8" "cmake>=3.26" ninja
+.venv/bin/python -m pip install -q --no-build-isolation ".[test]"
+.venv/bin/python -c "import directpet as d; print('directpet', d.__version__, '|', d._backend.device_summary())"

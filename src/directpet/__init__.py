@@ -43,6 +43,9 @@ from .geometry import ImageGrid
 from .operators import LinearOperator
 from . import analysis, recon, sim  # noqa: E402,F401  (subpackages; matplotlib is imported lazily)
 
-__version__ = "0.1.0"
+try:  # written into the installed package by the build, from the git tag (pyproject.toml)
+    from ._version import __version__
+except ImportError:  # a source tree on sys.path, never built as a package
+    __version__ = "0+unknown"
 
 __all__ = ["ImageGrid", "LinearOperator", "build_info", "cuda_device_count", "has_cuda", "show_config", "__version__"]
