@@ -185,3 +185,20 @@ def _fmt(v):
     if isinstance(v, float):
         return f"{v:.4g}"
     return str(v)
+
+
+def build_interpreter(spec: str):
+    """``(python, environment)`` that imports the directpet build ``spec``, for benchmarks that compare
+    builds in one run: a venv's python (its installed directpet; PYTHONPATH cleared), or a folder put
+    first on PYTHONPATH for this interpreter (a package folder holding ``directpet``, or a
+    ``pip install --target`` site folder holding an installed wheel)."""
+    if os.path.isfile(spec) and os.access(spec, os.X_OK):
+        return spec, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return sys.executable, dict(os.environ, PYTHONPATH=spec)
+
+
+def build_origin(spec: str) -> str:
+    """'version path' of the directpet that ``spec`` (see :func:`build_interpreter`) imports."""
+    python, env = build_interpreter(spec)
+    code = "import directpet; print(directpet.__version__, directpet.__file__)"
+    return subprocess.run([python, "-c", code], env=env, check=True, capture_output=True, text=True).stdout.strip()

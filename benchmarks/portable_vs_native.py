@@ -21,26 +21,17 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import tempfile
 
 import numpy as np
 
-from _common import cpu_device, print_table, stamp, write_records
+from _common import build_interpreter, cpu_device, print_table, stamp, write_records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def interpreter(spec: str):
-    """(python, environment) that imports the build ``spec``: a package folder (put on PYTHONPATH,
-    this interpreter) or a venv's python (its installed directpet, PYTHONPATH cleared)."""
-    if os.path.isfile(spec) and os.access(spec, os.X_OK):
-        return spec, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return sys.executable, dict(os.environ, PYTHONPATH=spec)
-
-
 def run_once(spec: str, script: str, args, out: str) -> list:
-    python, env = interpreter(spec)
+    python, env = build_interpreter(spec)
     subprocess.run([python, os.path.join(HERE, script), *args, "--out", out], env=env, check=True,
                    stdout=subprocess.DEVNULL)
     with open(out) as f:
@@ -48,7 +39,7 @@ def run_once(spec: str, script: str, args, out: str) -> list:
 
 
 def dispatch_level(spec: str) -> str:
-    python, env = interpreter(spec)
+    python, env = build_interpreter(spec)
     code = "import directpet; print(directpet.build_info()['cpu_dispatch'], directpet.__file__)"
     return subprocess.run([python, "-c", code], env=env, check=True, capture_output=True, text=True).stdout.strip()
 

@@ -6,10 +6,11 @@ and the event simulation; ``recon_priors.py --quick``: the RDP kernel and the BS
 interpreters in alternation (source, wheel, source, wheel, ...: the same machine state for both),
 and records per case the median over the rounds and the ratio wheel / source.
 
-    python benchmarks/wheel_vs_source.py --wheel VENV_PYTHON [--source PYTHON] [--rounds 2] [--out FILE]
+    python benchmarks/wheel_vs_source.py --wheel SPEC [--source SPEC] [--rounds 2] [--out FILE]
 
-VENV_PYTHON is the interpreter of a venv holding the installed wheel (``scripts/gpu_check.sh`` stage
-``wheel``); the source build is the directpet that PYTHON (default: this interpreter) imports.
+SPEC is a venv's python, or a folder put first on PYTHONPATH (``scripts/gpu_check.sh`` stage ``wheel``
+installs the wheel with ``pip install --target`` into one); the source build is, by default, the
+directpet this interpreter imports without PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -23,20 +24,10 @@ import tempfile
 
 import numpy as np
 
-from _common import gpu_name, print_table, stamp, write_records
+from _common import build_interpreter, build_origin, gpu_name, print_table, stamp, write_records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCHMARKS = (("direct_recon.py", ["--quick", "--skip-cpu"]), ("recon_priors.py", ["--quick"]))
-
-
-def origin(python: str) -> str:
-    code = "import directpet; print(directpet.__version__, directpet.__file__)"
-    return subprocess.run([python, "-c", code], check=True, capture_output=True, text=True,
-                          env=_env()).stdout.strip()
-
-
-def _env() -> dict:
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
 def key(r: dict) -> tuple:
@@ -45,13 +36,13 @@ def key(r: dict) -> tuple:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--wheel", required=True, help="python of the venv with the installed wheel")
-    ap.add_argument("--source", default=sys.executable, help="python that imports the source build")
+    ap.add_argument("--wheel", required=True, help="the installed wheel: a venv's python or a site folder")
+    ap.add_argument("--source", default=sys.executable, help="the source build: a python (default: this one)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "wheel_vs_source.json"))
     args = ap.parse_args()
     builds = {"source": args.source, "wheel": args.wheel}
-    where = {name: origin(py) for name, py in builds.items()}
+    where = {name: build_origin(spec) for name, spec in builds.items()}
     for name, w in where.items():
         print(f"{name}: directpet {w}")
     if where["source"] == where["wheel"]:
@@ -59,11 +50,12 @@ def main():
     times = {name: {} for name in builds}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
-            for name, python in builds.items():
+            for name, spec in builds.items():
+                python, env = build_interpreter(spec)
                 for script, extra in BENCHMARKS:
                     out = os.path.join(tmp, f"{name}_{r}_{script}.json")
                     subprocess.run([python, os.path.join(HERE, script), *extra, "--out", out], check=True,
-                                   stdout=subprocess.DEVNULL, env=_env())
+                                   stdout=subprocess.DEVNULL, env=env)
                     with open(out) as f:
                         for rec in json.load(f):
                             if "ms" in rec and rec.get("backend", "cuda") == "cuda":

@@ -87,8 +87,10 @@ if ! $PY -c "import setuptools_scm" 2>/dev/null; then
   $PY -m pip install -q --no-index --find-links .whl/build setuptools-scm >> "$OUTDIR/build.log" 2>&1 || \
     { FAILED+=("build tools (setuptools-scm from .whl/build)"); finish; }
 fi
-# a copy of the tree without .git: the version the caller passes (DIRECTPET_VERSION), else 0+unknown
-[ -d .git ] || export SETUPTOOLS_SCM_PRETEND_VERSION=${DIRECTPET_VERSION:-0+unknown}
+# the version the caller passes (DIRECTPET_VERSION: the copy of the tree here may carry no .git, or a stale
+# one); else git's, else 0+unknown
+if [ -n "${DIRECTPET_VERSION:-}" ]; then export SETUPTOOLS_SCM_PRETEND_VERSION=$DIRECTPET_VERSION
+elif [ ! -d .git ]; then export SETUPTOOLS_SCM_PRETEND_VERSION=0+unknown; fi
 BUILD_OPTS=(-C cmake.define.CMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" -C cmake.define.DIRECTPET_PTXAS_VERBOSE=ON)
 # Hopper only here (sm_90 machine code + PTX): the device build need not wait for other targets.
 # DIRECTPET_PTXAS_VERBOSE: the register and spill report of every kernel in the build log (read below)
@@ -242,9 +244,10 @@ fi
 if runs wheel; then
   # The repaired wheel as a user installs it, against this call's source build (issue 20): built from the
   # same build directory with the same options (nothing is compiled again), repaired by auditwheel (cuFFT
-  # left to the toolkit or nvidia-cufft), installed into a venv that sees this machine's NumPy, CuPy and
-  # pytest (--system-site-packages) but imports directpet from the wheel. Then the gpu-marked tests from a
-  # copy of the tree without src/, and the GPU benchmarks under both interpreters, alternating.
+  # left to the toolkit or nvidia-cufft), installed by pip into a folder of its own that goes first on
+  # PYTHONPATH (this machine's NumPy, CuPy and pytest live in its Python, which may itself be a venv).
+  # Then the gpu-marked tests from a copy of the tree without src/, and the GPU benchmarks under both
+  # builds, alternating.
   echo "== wheel"
   W="$OUTDIR/wheel"; WT=$(mktemp -d)
   mkdir -p "$W"
@@ -256,19 +259,21 @@ if runs wheel; then
     grep -cE "Building (CXX|CUDA) object" "$W/build.log" | sed 's/^/objects compiled again for the wheel: /'
     $PY -m auditwheel show "$WT"/directpet-*manylinux*.whl | tee "$W/show.log"
     ls -l "$WT"/directpet-*manylinux*.whl | tee -a "$W/show.log"
-    $PY -m venv --system-site-packages "$WT/venv"
-    stage wheel_install "$W/install.log" "$WT/venv/bin/python" -m pip install --no-deps --no-index "$WT"/directpet-*manylinux*.whl
-    "$WT/venv/bin/python" -c "import directpet as d; print('wheel venv imports', d.__file__); d.show_config()" | tee -a "$W/show.log"
+    stage wheel_install "$W/install.log" $PY -m pip install --no-deps --no-index --target "$WT/site" \
+      "$WT"/directpet-*manylinux*.whl
+    PYTHONPATH="$WT/site" $PY -c "import directpet as d; print('the wheel:', d.__version__, d.__file__); d.show_config()" \
+      2>&1 | tee -a "$W/show.log"
     mkdir "$WT/tree"
-    (cd "$(pwd)" && find . -path ./src -prune -o -path ./build -prune -o -path ./.whl -prune -o -type f -print0 | \
+    (find . -path ./src -prune -o -path ./build -prune -o -path ./.whl -prune -o -path ./.git -prune -o -type f -print0 | \
       xargs -0 cp --parents -t "$WT/tree")
-    stage wheel_tests "$W/tests.log" bash -c "cd '$WT/tree' && '$WT/venv/bin/python' -m pytest tests -m gpu -q -rs -p no:cacheprovider"
+    stage wheel_tests "$W/tests.log" bash -c "cd '$WT/tree' && PYTHONPATH='$WT/site' $PY -m pytest tests -m gpu -q -rs -p no:cacheprovider"
     show "$W/tests.log" 8
-    stage wheel_bench "$W/bench.log" $PY benchmarks/wheel_vs_source.py --wheel "$WT/venv/bin/python" \
+    stage wheel_bench "$W/bench.log" $PY benchmarks/wheel_vs_source.py --wheel "$WT/site" \
       --out "$OUTDIR/wheel_vs_source.json"
     show "$W/bench.log" 30
   fi
-  rm -rf "$WT/venv" "$WT/tree"
+  (cd "$OUTDIR" && tar czf wheel_logs.tgz wheel)
+  rm -rf "$WT"
 fi
 
 if runs notebooks; then
