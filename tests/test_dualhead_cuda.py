@@ -268,7 +268,7 @@ def test_gpu_cupy_arrays_in_place(models, rng):
 def test_gpu_device_model_bytes_and_bad_input(models):
     """nbytes counts the model (8 bytes per tap and more) and the workspaces; the bindings reject bad
     arguments with errors naming them."""
-    core = directpet._core
+    core = directpet._backend.cuda_module()   # the CUDA module (loaded on first use)
     model = models["small_D2"]
     s = model.scanner
     eng = _engine(model, "default")
