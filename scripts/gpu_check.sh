@@ -18,7 +18,8 @@
 # realdata: the PETSIRD / corrections / NIfTI / autograd tests, the real-data notebook at the 'small' size and
 # benchmarks/io_petsird.py (petsird and nibabel wheels from .whl/io when missing);
 # wheel: the repaired wheel built from this call's build directory, installed into a venv, its gpu-marked tests
-# and benchmarks/wheel_vs_source.py (the GPU benchmarks under the wheel and the source build, alternating);
+# and benchmarks/wheel_vs_source.py (the GPU benchmarks under the wheel and the source build, alternating;
+# WHEEL_BENCH=0 leaves them out);
 # notebooks: every notebook (or those NOTEBOOKS names) at its GPU default size, timed (benchmarks/notebook_timing.py);
 # demo: `python -m directpet.cli demo` end to end as the README runs it, twice (benchmarks/demo_timing.py: the
 # first run with an empty CuPy kernel cache, the second with the kernels it compiled);
@@ -268,9 +269,11 @@ if runs wheel; then
       xargs -0 cp --parents -t "$WT/tree")
     stage wheel_tests "$W/tests.log" bash -c "cd '$WT/tree' && PYTHONPATH='$WT/site' $PY -m pytest tests -m gpu -q -rs -p no:cacheprovider"
     show "$W/tests.log" 8
-    stage wheel_bench "$W/bench.log" $PY benchmarks/wheel_vs_source.py --wheel "$WT/site" \
-      --out "$OUTDIR/wheel_vs_source.json"
-    show "$W/bench.log" 30
+    if [ "${WHEEL_BENCH:-1}" = 1 ]; then      # WHEEL_BENCH=0: the tests only
+      stage wheel_bench "$W/bench.log" $PY benchmarks/wheel_vs_source.py --wheel "$WT/site" \
+        --out "$OUTDIR/wheel_vs_source.json"
+      show "$W/bench.log" 30
+    fi
   fi
   (cd "$OUTDIR" && tar czf wheel_logs.tgz wheel)
   rm -rf "$WT"
