@@ -55,7 +55,8 @@ op = HistoImageProjector(grid, [View.from_degrees(31.5, 6.67)], SRKernel.clinica
 x = np.random.default_rng(7).random(grid.shape, dtype=np.float32)
 got = op.forward(x, 0)
 want = reference.direct.forward(x.astype(np.float64), op.lut(0))
-print(json.dumps({"cufft_visible": cufft_visible, "has_cuda": dp.has_cuda(), "devices": dp.cuda_device_count(),
+print(json.dumps({"cufft_visible": cufft_visible, "cufft_wheel": _backend._nvidia_wheel_libraries(),
+                  "has_cuda": dp.has_cuda(), "devices": dp.cuda_device_count(),
                   "loaded": _backend.cuda_loaded(), "status": _backend.cuda_status(), "backend": op.backend,
                   "rel_err": float(np.abs(got - want).max() / np.abs(want).max())}))
 """
@@ -89,12 +90,14 @@ def test_cpu_import_and_projection_with_the_cuda_libraries_hidden(tmp_path):
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     r = json.loads(run.stdout.strip().splitlines()[-1])
-    assert r["has_cuda"] and r["backend"] == "cpu" and r["rel_err"] < 1e-5, r
+    assert r["has_cuda"] and r["rel_err"] < 1e-5, r
+    if r["cufft_wheel"]:
+        pytest.skip(f"cuFFT comes from NVIDIA's wheel here ({r['cufft_wheel'][0]}), which the loader finds by path")
     if r["cufft_visible"]:
         pytest.skip("cuFFT lies in one of the loader's default directories here: it cannot be hidden")
     if r["loaded"]:
         pytest.skip("this _cuda module (a build-tree copy) carries a RUNPATH to the toolkit: nothing to hide")
-    assert r["devices"] == 0
+    assert r["backend"] == "cpu" and r["devices"] == 0, r
     assert "libcufft" in r["status"] and "directpet[cuda]" in r["status"], r["status"]
 
 
