@@ -62,34 +62,35 @@ print(json.dumps({"cufft_visible": cufft_visible, "cufft_wheel": _backend._nvidi
 """
 
 
-def _loader():
+def _probe_with_loader_cache_off(probe: str, tmp_path) -> dict:
+    """Run ``probe`` (Python printing one JSON line) in a fresh interpreter started by glibc's dynamic
+    loader with ``--inhibit-cache``: libraries found only through /etc/ld.so.cache (the CUDA toolkit's)
+    are then invisible, as on a machine without them. LD_LIBRARY_PATH is dropped; the directpet under
+    test (an installed wheel or a source tree) comes first on PYTHONPATH."""
     import glob
-
-    found = sorted(glob.glob("/lib64/ld-linux-x86-64.so.*"))
-    return found[0] if found else None
-
-
-def test_cpu_import_and_projection_with_the_cuda_libraries_hidden(tmp_path):
-    """A wheel with the CUDA backend compiled in imports and projects on the CPU where cuFFT cannot be
-    found: the CUDA module is loaded only on first use, and its failure is reported, not raised."""
     import json
     import os
     import subprocess
     import sys
 
-    if not directpet.has_cuda():
-        pytest.skip("the CUDA backend is not compiled in: there is no CUDA library to hide")
-    loader = _loader()
-    if loader is None:
+    loaders = sorted(glob.glob("/lib64/ld-linux-x86-64.so.*"))
+    if not loaders:
         pytest.skip("no glibc dynamic loader at /lib64 to run with --inhibit-cache")
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
-    # the directpet under test, wherever it was imported from (an installed wheel or a source tree)
     env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(directpet.__file__)),
                                          env.get("PYTHONPATH", "")])
-    run = subprocess.run([loader, "--inhibit-cache", sys.executable, "-c", _HIDDEN_CUDA_PROBE], env=env,
+    run = subprocess.run([loaders[0], "--inhibit-cache", sys.executable, "-c", probe], env=env,
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
-    r = json.loads(run.stdout.strip().splitlines()[-1])
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_cpu_import_and_projection_with_the_cuda_libraries_hidden(tmp_path):
+    """A wheel with the CUDA backend compiled in imports and projects on the CPU where cuFFT cannot be
+    found: the CUDA module is loaded only on first use, and its failure is reported, not raised."""
+    if not directpet.has_cuda():
+        pytest.skip("the CUDA backend is not compiled in: there is no CUDA library to hide")
+    r = _probe_with_loader_cache_off(_HIDDEN_CUDA_PROBE, tmp_path)
     assert r["has_cuda"] and r["rel_err"] < 1e-5, r
     if r["cufft_wheel"]:
         pytest.skip(f"cuFFT comes from NVIDIA's wheel here ({r['cufft_wheel'][0]}), which the loader finds by path")
@@ -125,3 +126,41 @@ def test_an_installed_build_says_its_version_from_git():
     assert directpet.__version__ == importlib.metadata.version("directpet")
     assert re.fullmatch(r"\d+\.\d+(\.\d+)?(\.dev\d+)?(\+g[0-9a-f]+(\.d\d{8})?)?", directpet.__version__), \
         directpet.__version__
+
+
+_WHEEL_CUFFT_PROBE = r"""
+import json
+import numpy as np
+import directpet as dp
+from directpet import _backend
+from directpet.direct import FFTProjector, SRKernel, View
+grid = dp.ImageGrid((6, 10, 12), 4.0)
+views = [View.from_degrees(31.5, 6.67)]
+x = np.random.default_rng(3).random(grid.shape, dtype=np.float32)
+if dp.cuda_device_count() == 0:
+    print(json.dumps({"devices": 0, "status": _backend.cuda_status()}))
+    raise SystemExit(0)
+gpu = FFTProjector(grid, views, SRKernel.invariant(), backend="cuda").forward(x, 0)   # NumPy in and out
+cpu = FFTProjector(grid, views, SRKernel.invariant(), backend="cpu").forward(x, 0)
+maps = open("/proc/self/maps").read()
+print(json.dumps({"cufft": sorted({l.split()[-1] for l in maps.splitlines() if "libcufft" in l}),
+                  "devices": dp.cuda_device_count(), "status": _backend.cuda_status(),
+                  "rel_err": float(np.abs(gpu - cpu).max() / np.abs(cpu).max())}))
+"""
+
+
+@pytest.mark.gpu
+def test_gpu_backend_with_cufft_from_nvidias_wheel_only(tmp_path):
+    """A machine with a driver and the ``cuda`` extra, no toolkit: with the loader's cache off (the
+    toolkit's cuFFT invisible), the CUDA module loads cuFFT from the nvidia-cufft wheel and the cuFFT
+    projector agrees with the CPU one."""
+    from directpet import _backend
+
+    if not _backend._nvidia_wheel_libraries():
+        pytest.skip("no nvidia-cufft wheel installed here (pip install 'directpet[cuda]')")
+    r = _probe_with_loader_cache_off(_WHEEL_CUFFT_PROBE, tmp_path)
+    if r["devices"] == 0:
+        pytest.skip(f"with the loader cache off no GPU is usable here (the driver's libcuda is found only "
+                    f"through the cache): {r['status']}")
+    assert r["cufft"] and all("/nvidia/" in p for p in r["cufft"]), r     # the wheel's copy, not the toolkit's
+    assert r["rel_err"] < 1e-5, r
