@@ -6,6 +6,9 @@
   of the same file (page cache warm).
 * ``deposit_file``: file -> 40 x 3 DIRECT histo-images of the paper's 144 x 144 x 48 grid of 4 mm,
   on the CPU (NumPy) and the GPU (CuPy), events per second.
+* The event-list decoder alone (``decode_varints`` on the file's event bytes, in memory): one thread
+  (the one-pass decoder) against all OpenMP threads (chunks, a prefix sum of their terminating bytes,
+  then each chunk decoded), events per second; issue 18's CPU target is >= 150 M events/s on 16 cores.
 * ``normalisation_histo_images`` at the paper's size (120 views, n_sub = 2) on the GPU and the CPU
   (the CPU extrapolated from 3 views).
 
@@ -110,6 +113,28 @@ def main():
                               "read_mb_s": size_mb / t_read, "readinto_mb_s": size_mb / t_raw,
                               "baseline_events": m, "petsird_mev_s": m / t_base / 1e6,
                               "speedup_vs_petsird": t_base / t_ours_prefix}, device=host))
+
+        # the decoder alone, on the event bytes of the whole file (3 varints per event)
+        from directpet import _core
+        from directpet.io.petsird import _event_bytes
+
+        data = np.concatenate([_event_bytes(b) for b in blocks])
+        decode = {}
+        for threads in (1, os.cpu_count()):
+            runs = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                values, used = _core.decode_varints(data, 3 * n, threads=threads)
+                runs.append(time.perf_counter() - t0)
+            assert values.size == 3 * n and used == data.size
+            decode[threads] = float(np.median(runs))
+        one, every = decode[1], decode[os.cpu_count()]
+        print(f"decode alone: 1 thread {n / one / 1e6:7.1f} M events/s; {os.cpu_count()} threads "
+              f"{n / every / 1e6:7.1f} M events/s ({one / every:.1f}x; {data.size / every / 1e9:.2f} GB/s)")
+        records.append(stamp({"case": "varint_decode", "events": n, "bytes": int(data.size),
+                              "threads": os.cpu_count(), "mev_s": n / every / 1e6, "one_thread_mev_s": n / one / 1e6,
+                              "speedup": one / every, "target_mev_s": 150.0}, device=host))
+        del data, values
 
         grid = ImageGrid((48, 144, 144), 4.0)
         views = scanner.viewset(40, 3)

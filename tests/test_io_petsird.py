@@ -72,6 +72,39 @@ def test_varints_match_petsirds_own_encoder(rng):
         _encode_varints(np.array([2**32], np.uint64))
 
 
+def _decode_or_error(data, max_values, **kw):
+    try:
+        values, used = _core.decode_varints(data, max_values, **kw)
+        return values.tolist(), used
+    except ValueError as err:
+        return str(err)
+
+
+@pytest.mark.parametrize("threads,min_chunk", [(2, 16), (3, 1), (7, 5), (16, 64)])
+def test_multithreaded_decode_is_the_one_pass_decode(rng, threads, min_chunk):
+    """Split over threads (chunks down to a byte, so that varints and faults straddle every chunk edge),
+    the decoder gives the one-pass decoder's values, bytes consumed and first error, for whole lists,
+    lists cut inside a varint, max_values limits, and corrupt bytes (a varint of 6+ bytes, a value
+    beyond 32 bits) anywhere, before and after max_values."""
+    for trial in range(40):
+        n = int(rng.integers(1, 400))
+        values = (rng.integers(0, 2**32, n, dtype=np.uint64) >> rng.integers(0, 33, n).astype(np.uint64))
+        data = _encode_varints(values)
+        if trial % 4 == 1:                                    # six continuation bytes somewhere
+            at = int(rng.integers(0, data.size))
+            data = np.insert(data, at, np.full(6, 0x80, np.uint8))
+        elif trial % 4 == 2:                                  # a 5-byte varint beyond 32 bits
+            at = int(rng.integers(0, data.size))
+            data = np.insert(data, at, np.array([0xFF, 0xFF, 0xFF, 0xFF, 0x1F], np.uint8))
+        elif trial % 4 == 3:                                  # a list cut inside its last varint, or trailing junk
+            data = np.concatenate([data, np.full(int(rng.integers(1, 9)), 0x80, np.uint8)])
+        for cut in (data.size, int(rng.integers(0, data.size + 1))):
+            for max_values in (n + 10, n, int(rng.integers(0, n + 1))):
+                one_pass = _decode_or_error(data[:cut], max_values, threads=1)
+                split = _decode_or_error(data[:cut], max_values, threads=threads, min_chunk_bytes=min_chunk)
+                assert split == one_pass, (trial, cut, max_values)
+
+
 def test_files_we_write_read_back_with_petsirds_own_reader(tmp_path, rng):
     header = demo_header()
     scanner = PetsirdScanner(header.scanner)

@@ -2,6 +2,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "../io/varint.hpp"
@@ -12,18 +13,24 @@ namespace py = pybind11;
 namespace dp::bind {
 
 void register_io(py::module_& m) {
-    m.def("decode_varints", [](py::array_t<uint8_t, py::array::c_style> data, size_t max_values) {
-              py::array_t<uint32_t> out(static_cast<py::ssize_t>(max_values));
+    m.def("decode_varints", [](py::array_t<uint8_t, py::array::c_style> data, size_t max_values, int threads,
+                               size_t min_chunk_bytes) {
+              const size_t length = static_cast<size_t>(data.size());
+              // every varint is at least one byte: no more values than bytes
+              py::array_t<uint32_t> out(static_cast<py::ssize_t>(std::min(max_values, length)));
               io::VarintDecode r{0, 0};
               {
                   py::gil_scoped_release release;
-                  r = io::decode_varints(data.data(), static_cast<size_t>(data.size()), max_values,
-                                         out.mutable_data());
+                  r = io::decode_varints(data.data(), length, max_values, out.mutable_data(), threads,
+                                         min_chunk_bytes);
               }
               return py::make_tuple(out[py::slice(0, static_cast<py::ssize_t>(r.values), 1)], r.bytes);
-          }, py::arg("data"), py::arg("max_values"),
+          }, py::arg("data"), py::arg("max_values"), py::arg("threads") = 0,
+          py::arg("min_chunk_bytes") = size_t(1) << 16,
           "Decode at most max_values LEB128 varints (32-bit) from the uint8 array data; returns "
-          "(values uint32, bytes consumed), stopping after the last complete varint.");
+          "(values uint32, bytes consumed), stopping after the last complete varint. Split over "
+          "`threads` (0: all OpenMP threads) once data holds two chunks of min_chunk_bytes; the result "
+          "is the one-pass decoder's.");
     m.def("encode_varints", [](py::array_t<uint32_t, py::array::c_style> values) {
               const size_t n = static_cast<size_t>(values.size());
               const size_t total = io::varint_bytes(values.data(), n);

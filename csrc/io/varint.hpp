@@ -12,8 +12,16 @@ struct VarintDecode {
 };
 
 // Decode at most max_values varints from bytes[0, length) into out, stopping after the last complete
-// one. Throws dp::ValueError on a varint longer than 5 bytes or a value beyond 32 bits.
-VarintDecode decode_varints(const uint8_t* bytes, size_t length, size_t max_values, uint32_t* out);
+// one. Throws dp::ValueError on a varint longer than 5 bytes or a value beyond 32 bits (the first one in
+// the list, as a one-pass reader would meet it).
+//
+// Multi-threaded (OpenMP; threads <= 0: all) once the input holds at least two chunks of
+// min_chunk_bytes: each thread counts the terminating bytes (top bit clear) of its chunk, a prefix
+// sum over the chunks gives every chunk the index of its first value, and each thread then decodes
+// the values that end in its chunk, starting after the terminator before its chunk. The result, the
+// bytes consumed and the error thrown are those of the one-pass decoder.
+VarintDecode decode_varints(const uint8_t* bytes, size_t length, size_t max_values, uint32_t* out, int threads = 0,
+                            size_t min_chunk_bytes = size_t(1) << 16);
 
 // Number of bytes encode_varints writes for values[0, n).
 size_t varint_bytes(const uint32_t* values, size_t n);

@@ -162,7 +162,9 @@ def _read_events(stream, n: int) -> Coincidences:
             chunk = stream.read_view(3 * n - done)
         except EOFError as err:
             raise EOFError("the file ends inside a list of coincidences") from err
-        data = np.frombuffer(carry + bytes(chunk), np.uint8)
+        # the read buffer itself when nothing is carried (no copy of the event bytes); decoded in place,
+        # over all OpenMP threads for a long list
+        data = np.frombuffer(chunk, np.uint8) if not carry else np.frombuffer(carry + bytes(chunk), np.uint8)
         values, used = decode_varints(data, 3 * n - done)
         rows[done:done + values.size] = values
         done += values.size
