@@ -1,5 +1,5 @@
-// pybind11 bindings of the DIRECT family: LUT builder and CPU projectors (CUDA ones are added by
-// direct_cuda.cpp when the CUDA backend is compiled in).
+// pybind11 bindings of the DIRECT family: LUT builder, CPU projectors and the attenuation map's
+// projections (the CUDA ones are in direct_cuda.cpp, module directpet._cuda).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -7,6 +7,7 @@
 #include "../direct/cpu.hpp"
 #include "../direct/lut.hpp"
 #include "arrays.hpp"
+#include "direct_attenuation_args.hpp"
 #include "direct_lut_check.hpp"
 
 namespace py = pybind11;
@@ -88,6 +89,26 @@ void project_cpu(bool forward, const py::array& src, py::array& dst, const py::a
 }  // namespace
 
 void register_direct(py::module_& m) {
+    m.def("direct_attenuation_projection_cpu",
+          [](const py::array& mu, std::array<double, 3> voxel, std::array<double, 3> u, std::array<double, 3> e1,
+             std::array<double, 3> e2, double lo1, double lo2, double h, int n1, int n2, double t0, double dt, int n_t,
+             int threads) {
+              check_array<float>(mu, "mu", {-1, -1, -1});
+              const auto g = attenuation_args::make_map(data_of<float>(mu), static_cast<int>(mu.shape(0)),
+                                                        static_cast<int>(mu.shape(1)), static_cast<int>(mu.shape(2)), voxel);
+              const auto P = attenuation_args::make_plane(u, e1, e2, lo1, lo2, h, n1, n2, t0, dt, n_t);
+              py::array_t<double> out({static_cast<py::ssize_t>(n1), static_cast<py::ssize_t>(n2)});
+              double* o = out.mutable_data();
+              py::gil_scoped_release release;
+              direct::atten::project_cpu(g, P, o, threads);
+              return out;
+          },
+          py::arg("mu"), py::arg("voxel_size"), py::arg("u"), py::arg("e1"), py::arg("e2"), py::arg("lo1"),
+          py::arg("lo2"), py::arg("h"), py::arg("n1"), py::arg("n2"), py::arg("t0"), py::arg("dt"), py::arg("n_t"),
+          py::arg("threads") = 0,
+          "Parallel projection of the attenuation map mu (nz, ny, nx) float32 (voxel_size (vz, vy, vx) mm, "
+          "centred) along u onto the lattice s1 = lo1 + h i, s2 = lo2 + h j (axes e1, e2; (x, y, z) "
+          "components): (n1, n2) float64 line integrals, midpoint rule t0 + (k + 1/2) dt, k < n_t.");
     m.def("direct_support", &support, py::arg("shape"), py::arg("voxel_size"), py::arg("phi"),
           py::arg("theta"), py::arg("semi_tof"), py::arg("semi_radial"), py::arg("semi_axial"),
           "mSR offsets (N, 3) as (dz, dy, dx) inside the view's truncation ellipsoid (semi-axes in mm), "

@@ -6,6 +6,7 @@
 
 #include "../direct/cuda.hpp"
 #include "arrays.hpp"
+#include "direct_attenuation_args.hpp"
 #include "direct_lut_check.hpp"
 
 namespace py = pybind11;
@@ -16,6 +17,21 @@ void register_cuda_memory(py::module_& m);
 
 void register_direct_cuda(py::module_& m) {
     register_cuda_memory(m);
+    m.def("direct_attenuation_projection_cuda",
+          [](uintptr_t mu, int nz, int ny, int nx, std::array<double, 3> voxel, std::array<double, 3> u,
+             std::array<double, 3> e1, std::array<double, 3> e2, double lo1, double lo2, double h, int n1, int n2,
+             double t0, double dt, int n_t, uintptr_t out, uintptr_t stream) {
+              if (!mu || !out) throw ValueError("mu/out: null device pointer");
+              const auto g = attenuation_args::make_map(reinterpret_cast<const float*>(mu), nz, ny, nx, voxel);
+              const auto P = attenuation_args::make_plane(u, e1, e2, lo1, lo2, h, n1, n2, t0, dt, n_t);
+              py::gil_scoped_release release;
+              direct::atten::project_cuda(g, P, reinterpret_cast<double*>(out), reinterpret_cast<void*>(stream));
+          },
+          py::arg("mu"), py::arg("nz"), py::arg("ny"), py::arg("nx"), py::arg("voxel_size"), py::arg("u"),
+          py::arg("e1"), py::arg("e2"), py::arg("lo1"), py::arg("lo2"), py::arg("h"), py::arg("n1"), py::arg("n2"),
+          py::arg("t0"), py::arg("dt"), py::arg("n_t"), py::arg("out"), py::arg("stream") = 0,
+          "direct_attenuation_projection_cpu on the GPU: mu a device pointer to (nz, ny, nx) float32, out "
+          "to (n1, n2) float64. Asynchronous on `stream`.");
     using direct::gpu::DeviceLut;
     py::class_<DeviceLut>(m, "DirectDeviceLut", "One view's DIRECT LUTs resident on the GPU.")
         .def(py::init([](std::vector<int> shape, const py::array& lormap, const py::array& offsets,

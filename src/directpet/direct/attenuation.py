@@ -12,10 +12,12 @@ and read back at each voxel's plane coordinates:
 :func:`~directpet.direct.sensitivity_attenuation` for analytic water cylinders -- and
 ``n_sub = k`` averages k x k directions at the midpoints of the view's (azimuth, tilt) cell.
 
-The map is read by trilinear interpolation between its voxel centres (zero outside the map) with
-``scipy.ndimage.map_coordinates`` / ``cupyx.scipy.ndimage.map_coordinates`` on the GPU; the
+The map is read by trilinear interpolation between its voxel centres (zero outside the map); the
 projection is a midpoint rule in steps of ``step_mm`` on a plane lattice of spacing ``plane_mm``
-(both by default half the map's smallest voxel), read back bilinearly.
+(both by default half the map's smallest voxel), computed by the compiled kernels (one line per plane
+point: ``csrc/direct/attenuation.hpp``, OpenMP on the CPU, CUDA on the GPU), and read back
+bilinearly (``scipy.ndimage.map_coordinates`` / ``cupyx.scipy.ndimage.map_coordinates``). The same
+projection written with ``map_coordinates`` (``_projection(..., compiled=False)``) is the tests' reference.
 """
 
 from __future__ import annotations
@@ -130,9 +132,10 @@ def _box_corners(g: ImageGrid) -> np.ndarray:
     return np.array([[sx * half[0], sy * half[1], sz * half[2]] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
 
 
-def _projection(mu, g: ImageGrid, corners, u, e1, e2, h, step, chunk, xp, nd):
+def _projection(mu, g: ImageGrid, corners, u, e1, e2, h, step, chunk, xp, nd, compiled: bool = True):
     """p(s1, s2) = int mu(s1 e1 + s2 e2 + t u) dt on a plane lattice of spacing h covering the
-    map's shadow; returns (p, s1 of p[0], s2 of p[:, 0] ... as the lattice origins)."""
+    map's shadow; returns (p, s1 of p[0], s2 of p[:, 0] ... as the lattice origins). ``compiled``:
+    the compiled kernels (mu float32 C-contiguous), else the same sums with map_coordinates."""
     c1, c2, ct = corners @ e1, corners @ e2, corners @ u
     lo1, lo2 = c1.min() - h, c2.min() - h
     n1 = int(np.ceil((c1.max() + h - lo1) / h)) + 1
@@ -140,6 +143,19 @@ def _projection(mu, g: ImageGrid, corners, u, e1, e2, h, step, chunk, xp, nd):
     n_t = max(1, int(np.ceil((ct.max() - ct.min()) / step)))
     ts = ct.min() + (np.arange(n_t) + 0.5) * (ct.max() - ct.min()) / n_t       # midpoints
     dt = (ct.max() - ct.min()) / n_t
+    if compiled:
+        plane = dict(u=tuple(map(float, u)), e1=tuple(map(float, e1)), e2=tuple(map(float, e2)), lo1=float(lo1),
+                     lo2=float(lo2), h=float(h), n1=n1, n2=n2, t0=float(ct.min()), dt=float(dt), n_t=n_t)
+        if xp is np:
+            from .. import _core
+
+            return _core.direct_attenuation_projection_cpu(mu, g.voxel_size, **plane), lo1, lo2
+        from .._backend import cuda_module
+
+        p = xp.empty((n1, n2), dtype=xp.float64)
+        cuda_module().direct_attenuation_projection_cuda(mu.data.ptr, *mu.shape, g.voxel_size, out=p.data.ptr,
+                                                         stream=xp.cuda.get_current_stream().ptr, **plane)
+        return p, lo1, lo2
     s1 = lo1 + h * xp.arange(n1, dtype=xp.float64)
     s2 = lo2 + h * xp.arange(n2, dtype=xp.float64)
     S1, S2 = xp.meshgrid(s1, s2, indexing="ij")
