@@ -15,8 +15,8 @@
 # benchmarks/first_invariants.py (per-angle totals, sensitivity smoothness) and the experiment; dualhead: the dual-head
 # family's gpu-marked tests, the model build (full size; quick: the benchmark's --small scanner),
 # benchmarks/dualhead_projectors.py and its experiment;
-# realdata: the PETSIRD / corrections / NIfTI / autograd tests, the real-data notebook at the 'small' size and
-# benchmarks/io_petsird.py (petsird and nibabel wheels from .whl/io when missing);
+# realdata: the PETSIRD / corrections / NIfTI / autograd / workflow tests, the real-data notebook at the 'small'
+# size (REALDATA_NOTEBOOK=0 leaves it out), benchmarks/io_petsird.py and benchmarks/time_to_image.py (petsird and nibabel wheels from .whl/io when missing);
 # wheel: the repaired wheel built from this call's build directory, installed into a venv, its gpu-marked tests
 # and benchmarks/wheel_vs_source.py (the GPU benchmarks under the wheel and the source build, alternating;
 # WHEEL_BENCH=0 leaves them out);
@@ -230,16 +230,22 @@ if runs realdata; then
   echo "== real-data tests (PETSIRD, corrections, NIfTI, autograd)"
   stage tests_realdata "$OUTDIR/tests_realdata.log" \
     $PY -m pytest tests/test_io_petsird.py tests/test_direct_corrections.py tests/test_io_nifti.py tests/test_autograd.py \
-    tests/test_direct_deposition.py tests/test_direct_monte_carlo.py tests/test_direct_views.py -q -rs -p no:cacheprovider
+    tests/test_direct_deposition.py tests/test_direct_monte_carlo.py tests/test_direct_views.py \
+    tests/test_direct_workflow.py tests/test_build_info.py -q -rs -p no:cacheprovider
   show "$OUTDIR/tests_realdata.log" 8
+  if [ "${REALDATA_NOTEBOOK:-1}" = 1 ]; then     # REALDATA_NOTEBOOK=0: not the notebook
   echo "== real-data notebook at the 'small' size (cells run as a script, timed)"
   stage realdata_notebook "$OUTDIR/realdata_notebook.log" \
     $PY benchmarks/notebook_timing.py notebooks/real_data_workflow.ipynb --set DIRECTPET_NOTEBOOK_SIZE=small \
     --set DIRECTPET_NOTEBOOK_OUT="$OUTDIR/realdata_notebook" --json "$OUTDIR/realdata_notebook.json"
   show "$OUTDIR/realdata_notebook.log" 25
+  fi
   echo "== PETSIRD throughput and normalisation benchmark"
   stage bench_io "$OUTDIR/bench_io.log" $PY benchmarks/io_petsird.py --json "$OUTDIR/io_petsird.json"
   show "$OUTDIR/bench_io.log" 12
+  echo "== file to image: reconstruct_petsird per stage (benchmarks/time_to_image.py)"
+  stage time_to_image "$OUTDIR/time_to_image.log" $PY benchmarks/time_to_image.py --out "$OUTDIR/time_to_image.json"
+  show "$OUTDIR/time_to_image.log" 30
 fi
 
 if runs wheel; then
