@@ -3,7 +3,7 @@
 # whole test suite (gpu-marked tests included), compute-sanitizer memcheck on a small case, and the
 # benchmarks. Logs and JSON records go to OUTDIR.
 #
-#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|penalised|first|dualhead|realdata|wheel|notebooks|demo|multigpu|all]
+#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|penalised|first|dualhead|realdata|timetoimage|wheel|notebooks|demo|multigpu|all]
 #
 # The third argument may list several stages, comma-separated (e.g. tests,first,demo).
 # tests: the whole pytest suite + compute-sanitizer memcheck; projectors: benchmarks/direct_projectors.py;
@@ -16,7 +16,8 @@
 # family's gpu-marked tests, the model build (full size; quick: the benchmark's --small scanner),
 # benchmarks/dualhead_projectors.py and its experiment;
 # realdata: the PETSIRD / corrections / NIfTI / autograd / workflow tests, the real-data notebook at the 'small'
-# size (REALDATA_NOTEBOOK=0 leaves it out), benchmarks/io_petsird.py and benchmarks/time_to_image.py (petsird and nibabel wheels from .whl/io when missing);
+# size (REALDATA_NOTEBOOK=0 leaves it out) and benchmarks/io_petsird.py (petsird and nibabel wheels from .whl/io
+# when missing); timetoimage: benchmarks/time_to_image.py (a 4.3e8-event file through reconstruct_petsird);
 # wheel: the repaired wheel built from this call's build directory, installed into a venv, its gpu-marked tests
 # and benchmarks/wheel_vs_source.py (the GPU benchmarks under the wheel and the source build, alternating;
 # WHEEL_BENCH=0 leaves them out);
@@ -243,6 +244,12 @@ if runs realdata; then
   echo "== PETSIRD throughput and normalisation benchmark"
   stage bench_io "$OUTDIR/bench_io.log" $PY benchmarks/io_petsird.py --json "$OUTDIR/io_petsird.json"
   show "$OUTDIR/bench_io.log" 12
+fi
+
+if runs timetoimage; then
+  if ! $PY -c "import petsird, nibabel" 2>/dev/null; then
+    stage io_install "$OUTDIR/io_install.log" $PY -m pip install -q --no-index --find-links .whl/io petsird nibabel
+  fi
   echo "== file to image: reconstruct_petsird per stage (benchmarks/time_to_image.py)"
   stage time_to_image "$OUTDIR/time_to_image.log" $PY benchmarks/time_to_image.py --out "$OUTDIR/time_to_image.json"
   show "$OUTDIR/time_to_image.log" 30
