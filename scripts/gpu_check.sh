@@ -17,7 +17,8 @@
 # benchmarks/dualhead_projectors.py and its experiment;
 # realdata: the PETSIRD / corrections / NIfTI / autograd / workflow tests, the real-data notebook at the 'small'
 # size (REALDATA_NOTEBOOK=0 leaves it out) and benchmarks/io_petsird.py (petsird and nibabel wheels from .whl/io
-# when missing); timetoimage: benchmarks/time_to_image.py (a 4.3e8-event file through reconstruct_petsird);
+# when missing); timetoimage: benchmarks/direct_attenuation.py and benchmarks/time_to_image.py (a 4.3e8-event
+# file through reconstruct_petsird; TIME_TO_IMAGE=0 leaves it out);
 # wheel: the repaired wheel built from this call's build directory, installed into a venv, its gpu-marked tests
 # and benchmarks/wheel_vs_source.py (the GPU benchmarks under the wheel and the source build, alternating;
 # WHEEL_BENCH=0 leaves them out);
@@ -250,9 +251,15 @@ if runs timetoimage; then
   if ! $PY -c "import petsird, nibabel" 2>/dev/null; then
     stage io_install "$OUTDIR/io_install.log" $PY -m pip install -q --no-index --find-links .whl/io petsird nibabel
   fi
+  echo "== attenuation at the paper's size: compiled vs map_coordinates (benchmarks/direct_attenuation.py)"
+  stage bench_attenuation "$OUTDIR/bench_attenuation.log" $PY benchmarks/direct_attenuation.py \
+    --json "$OUTDIR/direct_attenuation.json"
+  show "$OUTDIR/bench_attenuation.log" 4
   echo "== file to image: reconstruct_petsird per stage (benchmarks/time_to_image.py)"
-  stage time_to_image "$OUTDIR/time_to_image.log" $PY benchmarks/time_to_image.py --out "$OUTDIR/time_to_image.json"
-  show "$OUTDIR/time_to_image.log" 30
+  if [ "${TIME_TO_IMAGE:-1}" = 1 ]; then
+    stage time_to_image "$OUTDIR/time_to_image.log" $PY benchmarks/time_to_image.py --out "$OUTDIR/time_to_image.json"
+    show "$OUTDIR/time_to_image.log" 30
+  fi
 fi
 
 if runs wheel; then

@@ -138,6 +138,8 @@ def test_bad_input_is_named():
         attenuation_histo_images(mu, g, grid, views, step_mm=-1.0)
     with pytest.raises(TypeError, match="mu_grid"):
         attenuation_histo_images(mu, (12, 30, 26), grid, views)
+    with pytest.raises(ValueError, match="engine"):
+        attenuation_histo_images(mu, g, grid, views, engine="fast")
 
 
 @pytest.mark.gpu

@@ -41,7 +41,8 @@ def _ndimage(xp):
 
 
 def attenuation_histo_images(mu, mu_grid: ImageGrid, grid: ImageGrid, viewset: ViewSet, *, n_sub: int = 1,
-                             step_mm: Optional[float] = None, plane_mm: Optional[float] = None, chunk: int = 16):
+                             step_mm: Optional[float] = None, plane_mm: Optional[float] = None, chunk: int = 16,
+                             engine: str = "compiled"):
     """Per-view attenuation factors ``a_v`` on ``grid`` from the attenuation map ``mu``.
 
     Parameters
@@ -55,7 +56,10 @@ def attenuation_histo_images(mu, mu_grid: ImageGrid, grid: ImageGrid, viewset: V
     step_mm : integration step along each line (default half the map's smallest voxel).
     plane_mm : spacing of the projection's plane lattice (default half the map's smallest voxel;
         the bilinear read-back across the map's sharp edges dominates the error).
-    chunk : integration steps evaluated per interpolation call (memory / speed trade-off).
+    chunk : integration steps evaluated per interpolation call of the map_coordinates engine.
+    engine : 'compiled' (default: the projections by csrc/direct/attenuation.hpp) or 'map_coordinates'
+        (the same sums with scipy / cupyx ``map_coordinates``: the reference, and the baseline of
+        ``benchmarks/direct_attenuation.py``).
 
     Returns (n_views, nz, ny, nx) float32 factors in (0, 1], in the namespace of ``mu``;
     multiply by the geometric sensitivity (``sensitivity_attenuation(grid, viewset)``) for s_v.
@@ -75,6 +79,8 @@ def attenuation_histo_images(mu, mu_grid: ImageGrid, grid: ImageGrid, viewset: V
     if bool((mu < 0).any()):
         raise ValueError("mu: contains negative attenuation coefficients")
     n_sub, chunk = sub_samples("n_sub", n_sub, dims=2), positive_int("chunk", chunk)
+    if engine not in ("compiled", "map_coordinates"):
+        raise ValueError(f"engine: expected 'compiled' or 'map_coordinates', got {engine!r}")
     h = float(min(mu_grid.voxel_size))
     step = 0.5 * h if step_mm is None else real_number("step_mm", step_mm, positive=True)
     h = 0.5 * h if plane_mm is None else real_number("plane_mm", plane_mm, positive=True)
@@ -98,7 +104,8 @@ def attenuation_histo_images(mu, mu_grid: ImageGrid, grid: ImageGrid, viewset: V
         for view in views:
             u, e1 = view.direction, view.radial_axis
             e2 = np.cross(u, e1)
-            p, lo1, lo2 = _projection(mu, mu_grid, corners, u, e1, e2, h, step, chunk, xp, nd)
+            p, lo1, lo2 = _projection(mu, mu_grid, corners, u, e1, e2, h, step, chunk, xp, nd,
+                                      compiled=engine == "compiled")
             s1 = (x * e1[0] + y * e1[1] + z * e1[2] - lo1) / h
             s2 = (x * e2[0] + y * e2[1] + z * e2[2] - lo2) / h
             line = _linear_or_zero(nd, p, [s1.ravel(), s2.ravel()], xp)
