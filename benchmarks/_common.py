@@ -15,6 +15,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -202,3 +203,25 @@ def build_origin(spec: str) -> str:
     python, env = build_interpreter(spec)
     code = "import directpet; print(directpet.__version__, directpet.__file__)"
     return subprocess.run([python, "-c", code], env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def alternate_builds(builds: dict, benchmarks, rounds: int, keep, key) -> dict:
+    """Run benchmark scripts under several directpet builds in alternation (every build once per round),
+    so that all see the same machine state. ``builds``: name -> a :func:`build_interpreter` spec;
+    ``benchmarks``: (script in benchmarks/, extra arguments) pairs, each writing its records with
+    ``--out``. Returns ``times[name][key(record)]``: the ``ms`` of every round, for the records that
+    ``keep(record)`` accepts."""
+    times = {name: {} for name in builds}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for name, spec in builds.items():
+                python, env = build_interpreter(spec)
+                for script, extra in benchmarks:
+                    out = os.path.join(tmp, f"{name}_{r}_{script}.json")
+                    subprocess.run([python, os.path.join(REPO_ROOT, "benchmarks", script), *extra, "--out", out],
+                                   env=env, check=True, stdout=subprocess.DEVNULL)
+                    with open(out) as f:
+                        for rec in json.load(f):
+                            if keep(rec):
+                                times[name].setdefault(key(rec), []).append(rec["ms"])
+    return times

@@ -18,24 +18,14 @@ runs as a user gets it, with its vendored FFTW and OpenMP. Each candidate's rati
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
-import tempfile
 
 import numpy as np
 
-from _common import build_interpreter, cpu_device, print_table, stamp, write_records
+from _common import alternate_builds, build_interpreter, cpu_device, print_table, stamp, write_records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def run_once(spec: str, script: str, args, out: str) -> list:
-    python, env = build_interpreter(spec)
-    subprocess.run([python, os.path.join(HERE, script), *args, "--out", out], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
-    with open(out) as f:
-        return json.load(f)
 
 
 def dispatch_level(spec: str) -> str:
@@ -65,16 +55,9 @@ def main():
     levels = {name: dispatch_level(d) for name, d in builds.items()}
     for name, level in levels.items():
         print(f"{name}: {level}")
-    times = {name: {} for name in builds}
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
-            for name, d in builds.items():
-                runs = run_once(d, "direct_cpu.py", [], os.path.join(tmp, f"{name}_{r}.json"))
-                runs += run_once(d, "recon_priors.py", ["--cpu"], os.path.join(tmp, f"{name}_{r}_prior.json"))
-                for rec in runs:
-                    if rec.get("method", "cpu") != "cpu":
-                        continue                 # direct_cpu's float64 reference rows
-                    times[name].setdefault(key(rec), []).append(rec["ms"])
+    # direct_cpu's float64 reference rows left out
+    times = alternate_builds(builds, (("direct_cpu.py", []), ("recon_priors.py", ["--cpu"])), args.rounds,
+                             keep=lambda rec: rec.get("method", "cpu") == "cpu", key=key)
     records, columns = [], ["case", "op", "shape", "threads", "native_ms"]
     for name in builds:
         if name != "native":

@@ -16,15 +16,12 @@ directpet this interpreter imports without PYTHONPATH.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
-from _common import build_interpreter, build_origin, gpu_name, print_table, stamp, write_records
+from _common import alternate_builds, build_origin, gpu_name, print_table, stamp, write_records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCHMARKS = (("direct_recon.py", ["--quick", "--skip-cpu"]), ("recon_priors.py", ["--quick"]))
@@ -47,19 +44,8 @@ def main():
         print(f"{name}: directpet {w}")
     if where["source"] == where["wheel"]:
         sys.exit("wheel_vs_source: both interpreters import the same directpet")
-    times = {name: {} for name in builds}
-    with tempfile.TemporaryDirectory() as tmp:
-        for r in range(args.rounds):
-            for name, spec in builds.items():
-                python, env = build_interpreter(spec)
-                for script, extra in BENCHMARKS:
-                    out = os.path.join(tmp, f"{name}_{r}_{script}.json")
-                    subprocess.run([python, os.path.join(HERE, script), *extra, "--out", out], check=True,
-                                   stdout=subprocess.DEVNULL, env=env)
-                    with open(out) as f:
-                        for rec in json.load(f):
-                            if "ms" in rec and rec.get("backend", "cuda") == "cuda":
-                                times[name].setdefault(key(rec), []).append(rec["ms"])
+    times = alternate_builds(builds, BENCHMARKS, args.rounds, key=key,
+                             keep=lambda rec: "ms" in rec and rec.get("backend", "cuda") == "cuda")
     records = []
     for k in times["source"]:
         if k not in times["wheel"]:

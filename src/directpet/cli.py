@@ -118,25 +118,20 @@ def _reconstruct(args) -> int:
     return 0
 
 
-def _triple(kind):
-    """argparse type: 'a,b,c' (or one value for all three) as a tuple of kind."""
+def _numbers(kind, lengths, what):
+    """argparse type: comma-separated values of ``kind``, as many as one of ``lengths`` (a single value
+    stands for all three where 3 is allowed)."""
     def parse(text):
-        parts = [kind(p) for p in text.split(",")]
-        if len(parts) == 1:
+        try:
+            parts = [kind(p) for p in text.split(",")]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if len(parts) == 1 and 3 in lengths:
             parts *= 3
-        if len(parts) != 3:
-            raise argparse.ArgumentTypeError(f"expected one value or three (z,y,x), got {text!r}")
+        if len(parts) not in lengths:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
         return tuple(parts)
     return parse
-
-
-def _pair(text):
-    """argparse type: 'a,b' as a tuple of two ints."""
-    try:
-        a, b = (int(p) for p in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected two integers a,b, got {text!r}") from None
-    return a, b
 
 
 def _info(args) -> int:
@@ -188,9 +183,11 @@ def main(argv=None) -> int:
     r.add_argument("file", help="the PETSIRD file (prompts, optionally delayeds; TOF)")
     r.add_argument("-o", "--output", required=True, help="the image to write (.nii or .nii.gz)")
     r.add_argument("--mu", default=None, help="attenuation map in 1/mm (NIfTI, on its own grid); none: no correction")
-    r.add_argument("--shape", type=_triple(int), default=(48, 144, 144), help="image nz,ny,nx (default 48,144,144)")
-    r.add_argument("--voxel", type=_triple(float), default=(4.0, 4.0, 4.0), help="voxel mm, one or z,y,x (default 4)")
-    r.add_argument("--views", type=_pair, default=(40, 3), help="DIRECT views n_phi,n_theta (default 40,3)")
+    r.add_argument("--shape", type=_numbers(int, (3,), "one integer or three (z,y,x)"),
+                   default=(48, 144, 144), help="image nz,ny,nx (default 48,144,144)")
+    r.add_argument("--voxel", type=_numbers(float, (3,), "one size or three (z,y,x)"),
+                   default=(4.0, 4.0, 4.0), help="voxel mm, one or z,y,x (default 4)")
+    r.add_argument("--views", type=_numbers(int, (2,), "two integers n_phi,n_theta"), default=(40, 3), help="DIRECT views n_phi,n_theta (default 40,3)")
     r.add_argument("--attenuation-sub", type=int, default=2,
                    help="directions per view-cell edge averaged for the attenuation factors (default 2)")
     r.add_argument("--algorithm", default="block-ramla", choices=["block-ramla", "osem"])

@@ -148,7 +148,6 @@ def _projection(mu, g: ImageGrid, corners, u, e1, e2, h, step, chunk, xp, nd, co
     n1 = int(np.ceil((c1.max() + h - lo1) / h)) + 1
     n2 = int(np.ceil((c2.max() + h - lo2) / h)) + 1
     n_t = max(1, int(np.ceil((ct.max() - ct.min()) / step)))
-    ts = ct.min() + (np.arange(n_t) + 0.5) * (ct.max() - ct.min()) / n_t       # midpoints
     dt = (ct.max() - ct.min()) / n_t
     if compiled:
         plane = dict(u=tuple(map(float, u)), e1=tuple(map(float, e1)), e2=tuple(map(float, e2)), lo1=float(lo1),
@@ -163,6 +162,7 @@ def _projection(mu, g: ImageGrid, corners, u, e1, e2, h, step, chunk, xp, nd, co
         cuda_module().direct_attenuation_projection_cuda(mu.data.ptr, *mu.shape, g.voxel_size, out=p.data.ptr,
                                                          stream=xp.cuda.get_current_stream().ptr, **plane)
         return p, lo1, lo2
+    ts = ct.min() + (np.arange(n_t) + 0.5) * (ct.max() - ct.min()) / n_t       # midpoints
     s1 = lo1 + h * xp.arange(n1, dtype=xp.float64)
     s2 = lo2 + h * xp.arange(n2, dtype=xp.float64)
     S1, S2 = xp.meshgrid(s1, s2, indexing="ij")

@@ -18,6 +18,7 @@ from typing import Optional
 import numpy as np
 
 from .._backend import resolve_backend
+from .._device import wants_cupy
 from .._checks import check_path, expect_instance, flag, positive_int, real_number
 from ..geometry import ImageGrid
 from .attenuation import attenuation_histo_images
@@ -66,14 +67,6 @@ class PetsirdReconstruction:
         lines.append(f"{'total':<15} {total:8.2f} s  ({self.n_prompts:,} prompts, {self.n_delayeds:,} delayeds, "
                      f"{self.backend})")
         return "\n".join(lines)
-
-
-def _namespace(backend: str):
-    if backend == "cuda":
-        import cupy  # the CUDA backend's array library: present where a GPU is used (resolve_backend)
-
-        return cupy, cupy.cuda.Device().synchronize
-    return np, (lambda: None)
 
 
 def _mu_map(mu, mu_grid):
@@ -145,7 +138,12 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
     if mu is not None:
         mu, mu_grid = _mu_map(mu, mu_grid)
     backend = resolve_backend(backend)
-    xp, sync = _namespace(backend)
+    if wants_cupy(None, backend):        # CuPy is importable: every stage keeps its arrays on the GPU
+        import cupy as xp
+
+        sync = xp.cuda.Device().synchronize
+    else:                                # the CPU, or CUDA projectors fed from NumPy (no CuPy installed)
+        xp, sync = np, (lambda: None)
     if scatter is not None:
         expected = (len(viewset),) + grid.shape
         if tuple(scatter.shape) != expected:
