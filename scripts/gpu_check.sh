@@ -233,7 +233,7 @@ if runs realdata; then
   stage tests_realdata "$OUTDIR/tests_realdata.log" \
     $PY -m pytest tests/test_io_petsird.py tests/test_direct_corrections.py tests/test_io_nifti.py tests/test_autograd.py \
     tests/test_direct_deposition.py tests/test_direct_monte_carlo.py tests/test_direct_views.py \
-    tests/test_direct_workflow.py tests/test_build_info.py -q -rs -p no:cacheprovider
+    tests/test_direct_workflow.py tests/test_direct_listmode.py tests/test_build_info.py -q -rs -p no:cacheprovider
   show "$OUTDIR/tests_realdata.log" 8
   if [ "${REALDATA_NOTEBOOK:-1}" = 1 ]; then     # REALDATA_NOTEBOOK=0: not the notebook
   echo "== real-data notebook at the 'small' size (cells run as a script, timed)"

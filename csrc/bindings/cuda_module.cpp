@@ -20,6 +20,7 @@ namespace dp::bind {
 void register_direct_cuda(py::module_& m);
 void register_direct_fft_cuda(py::module_& m);
 void register_direct_events_cuda(py::module_& m);
+void register_direct_listmode_cuda(py::module_& m);
 void register_first_cuda(py::module_& m);
 void register_first_monte_carlo_cuda(py::module_& m);
 void register_dualhead_monte_carlo_cuda(py::module_& m);
@@ -51,6 +52,7 @@ PYBIND11_MODULE(_cuda, m) {
     dp::bind::register_direct_cuda(m);
     dp::bind::register_direct_fft_cuda(m);
     dp::bind::register_direct_events_cuda(m);
+    dp::bind::register_direct_listmode_cuda(m);
     dp::bind::register_first_cuda(m);
     dp::bind::register_first_monte_carlo_cuda(m);
     dp::bind::register_dualhead_monte_carlo_cuda(m);

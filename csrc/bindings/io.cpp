@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "../io/varint.hpp"
+#include "../io/varint_file.hpp"
 #include "arrays.hpp"
 
 namespace py = pybind11;
@@ -41,6 +43,21 @@ void register_io(py::module_& m) {
               }
               return out;
           }, py::arg("values"), "LEB128 varint bytes (uint8) of the uint32 values, in order.");
+    m.def("varint_list_end", [](int fd, int64_t offset, uint64_t n_records, unsigned record_values,
+                                size_t chunk_bytes, int threads) {
+              io::VarintListReader reader(fd, offset, n_records, record_values);
+              std::vector<uint8_t> buffer(std::max(chunk_bytes, reader.min_capacity()));
+              {
+                  py::gil_scoped_release release;
+                  while (!reader.done() && reader.next(buffer.data(), buffer.size(), threads).values) {
+                  }
+              }
+              return py::make_tuple(reader.offset(), reader.done());
+          }, py::arg("fd"), py::arg("offset"), py::arg("n_records"), py::arg("record_values"),
+          py::arg("chunk_bytes") = size_t(4) << 20, py::arg("threads") = 0,
+          "Skip a list of n_records records of record_values varints at byte `offset` of the file "
+          "descriptor fd: returns (the byte after the list, whether the file held all of it). The "
+          "varints' terminating bytes are counted, nothing is decoded.");
 }
 
 }  // namespace dp::bind

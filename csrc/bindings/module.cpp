@@ -15,6 +15,7 @@ namespace dp::bind {
 void register_direct(py::module_& m);
 void register_direct_fft(py::module_& m);
 void register_direct_events(py::module_& m);
+void register_direct_listmode(py::module_& m);
 void register_random(py::module_& m);
 void register_first(py::module_& m);
 void register_first_monte_carlo(py::module_& m);
@@ -52,6 +53,7 @@ PYBIND11_MODULE(_core, m) {
     dp::bind::register_direct(m);
     dp::bind::register_direct_fft(m);
     dp::bind::register_direct_events(m);
+    dp::bind::register_direct_listmode(m);
     dp::bind::register_random(m);
     dp::bind::register_first(m);
     dp::bind::register_first_monte_carlo(m);

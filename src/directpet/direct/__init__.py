@@ -8,6 +8,7 @@ from .._checks import to_numpy
 from .attenuation import attenuation_histo_images
 from .data import HistoImageData, expected_data, model_consistent_data
 from .deposition import (DepositStats, bin_views, deposit, randoms_background, randoms_from_delayeds,
+                         smooth_randoms,
                          sensitivity_attenuation, simulate_histo_images)
 from .fft import FFTProjector
 from .geometry import CylindricalScanner, View, ViewSet, detector_exits, detector_hits
@@ -20,7 +21,7 @@ from .projector import HistoImageProjector
 from .subsets import ViewSubsets, make_blocks
 from .workflow import PetsirdReconstruction, reconstruct_petsird
 
-__all__ = ["randoms_from_delayeds", "attenuation_histo_images", "C_MM_PER_PS", "CylindricalScanner", "DepositStats",
+__all__ = ["randoms_from_delayeds", "smooth_randoms", "attenuation_histo_images", "C_MM_PER_PS", "CylindricalScanner", "DepositStats",
            "DirectLUT", "EventBatch", "FFTProjector", "HistoImageData", "HistoImageProjector", "LowRankProjector",
            "MonteCarloStats", "PetsirdReconstruction", "SRKernel", "View", "ViewSet", "ViewSubsets", "bin_views", "build_lut", "deposit",
            "detector_exits", "detector_hits", "expected_data", "local_coordinates", "make_blocks",

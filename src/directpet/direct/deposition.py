@@ -325,17 +325,35 @@ def randoms_from_delayeds(delayeds, grid: ImageGrid, viewset: ViewSet, *, smooth
     Delayed events (an :class:`~directpet.direct.monte_carlo.EventBatch` or an iterable of them, e.g. a
     scanner's delayed-window list-mode stream) are deposited like prompts (their time differences
     carry no position, so their most-likely points spread along each LOR's in-FOV segment as the
-    randoms do); ``smooth_fwhm_mm`` (a scalar or (z, y, x) in mm) then smooths every view with a
+    randoms do), then smoothed and scaled by :func:`smooth_randoms` (``smooth_fwhm_mm``, ``scale``).
+    """
+    scale = real_number("scale", scale, nonnegative=True)
+    expect_instance(grid, ImageGrid, "grid")
+    if smooth_fwhm_mm is not None:
+        _smoothing_fwhm(smooth_fwhm_mm, grid)      # checked before the events are read
+    return smooth_randoms(deposit(delayeds, grid, viewset, xp=xp), grid, smooth_fwhm_mm=smooth_fwhm_mm, scale=scale)
+
+
+def smooth_randoms(deposited, grid: ImageGrid, *, smooth_fwhm_mm=None, scale: float = 1.0):
+    """The randoms background ``b_v`` (n_views, nz, ny, nx) float32 from deposited delayeds (histo-images
+    of the delayed coincidences on ``grid``, NumPy or CuPy, e.g. from
+    :func:`~directpet.direct.petsird.deposit_prompts_and_delayeds`).
+
+    ``smooth_fwhm_mm`` (a scalar or (z, y, x) in mm; None: no smoothing) smooths every view with a
     Gaussian (``scipy.ndimage`` / ``cupyx.scipy.ndimage``, reflecting edges) to cut the Poisson
     noise of the estimate, each view rescaled to keep its deposited count. ``scale`` converts the
-    delayed window to the prompt window (1 for equal windows).
+    delayed window to the prompt window (1 for equal windows). A new array; ``deposited`` is kept.
     """
     scale = real_number("scale", scale, nonnegative=True)
     expect_instance(grid, ImageGrid, "grid")
     fwhm = None if smooth_fwhm_mm is None else _smoothing_fwhm(smooth_fwhm_mm, grid)
-    b = deposit(delayeds, grid, viewset, xp=xp)
-    xp = array_module(b)
-    if fwhm is not None:
+    xp = array_module(deposited)
+    b = check_nonnegative(deposited, "deposited", None, xp, None)
+    if b.ndim != 4 or tuple(b.shape[1:]) != grid.shape:
+        raise ValueError(f"deposited: expected histo-images (n_views,) + {grid.shape}, got shape {tuple(b.shape)}")
+    if fwhm is None:
+        b = b.copy()
+    else:
         sigma = (0.0,) + tuple(fwhm / np.sqrt(8 * np.log(2)) / np.asarray(grid.voxel_size))
         if xp is np:
             from scipy.ndimage import gaussian_filter

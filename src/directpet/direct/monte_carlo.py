@@ -150,7 +150,9 @@ class EventBatch:
         p1 = self.p1.astype(xp.float64)
         p2 = self.p2.astype(xp.float64)
         d = p2 - p1
-        length = xp.sqrt(xp.sum(d * d, axis=1, keepdims=True))
+        # summed in the order bin_canonical sums its norm (and the compiled list-mode deposition both):
+        # the same bits on every path
+        length = xp.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2])[:, None]
         u12 = d / xp.where(length > 0, length, 1.0)    # a zero-length LOR has no direction: its midpoint
         return 0.5 * (p1 + p2) + (0.5 * C_MM_PER_PS) * self.dt_ps.astype(xp.float64)[:, None] * u12
 

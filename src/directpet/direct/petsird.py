@@ -19,7 +19,7 @@ TOF in PETSIRD is ``(t1 - t2) c / 2`` in mm with ``t1`` at ``detection_bins[0]``
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Iterator, Optional
 
 import numpy as np
@@ -30,7 +30,8 @@ from .._device import wants_cupy
 from ..geometry import ImageGrid
 from ..io.petsird import (Coincidences, PetsirdReader, PetsirdScanner, PetsirdWriter, _petsird, nearest_elements,
                           single_type_header)
-from .deposition import deposit
+from .data import require_stack_memory
+from .deposition import DepositStats, deposit
 from .geometry import CylindricalScanner, ViewSet
 from .model import C_MM_PER_PS
 from .monte_carlo import EventBatch
@@ -129,6 +130,15 @@ def events_to_coincidences(events: EventBatch, pscanner: PetsirdScanner) -> Coin
     return Coincidences(bin0, bin1, idx)
 
 
+def _pair_tables(pscanner: PetsirdScanner, pair):
+    """(element centres of t0, of t1, TOF-bin centres as dt in ps) of module types ``pair``, float64: the
+    tables coincidences_to_events gathers from (rounded to float32 where they are used)."""
+    t0, t1 = pair
+    edges = _tof_edges(pscanner, pair)
+    dt_centres = (edges[:-1] + edges[1:]) / C_MM_PER_PS        # 2 tof_mm / c at the bin centres (ps)
+    return pscanner.element_centres[t0], pscanner.element_centres[t1], dt_centres
+
+
 def coincidences_to_events(pscanner: PetsirdScanner, pair, coincidences: Coincidences, *, xp=np) -> EventBatch:
     """An :class:`EventBatch` (crystal centres, TOF-bin centres) of coincidences of module types ``pair``.
 
@@ -143,15 +153,10 @@ def coincidences_to_events(pscanner: PetsirdScanner, pair, coincidences: Coincid
         raise ValueError(f"pair: expected module types (t0, t1) with 0 <= t1 <= t0 < {pscanner.n_types}, "
                          f"got {pair!r}")
     pscanner.check((t0, t1), coincidences, where="coincidences")
-    pair = (t0, t1)
-    edges = _tof_edges(pscanner, pair)
-    dt_centres = (edges[:-1] + edges[1:]) / C_MM_PER_PS        # 2 tof_mm / c at the bin centres (ps)
     cache = pscanner.__dict__.setdefault("_device_tables", {})
     key = (xp.__name__, t0, t1)
     if key not in cache:
-        cache[key] = (xp.asarray(pscanner.element_centres[t0], dtype=xp.float32),
-                      xp.asarray(pscanner.element_centres[t1], dtype=xp.float32),
-                      xp.asarray(dt_centres, dtype=xp.float32))
+        cache[key] = tuple(xp.asarray(table, dtype=xp.float32) for table in _pair_tables(pscanner, (t0, t1)))
     centres0, centres1, dt_table = cache[key]
     e0 = xp.asarray(coincidences.bin0.astype(np.int64) // pscanner.n_energy_bins[t0])
     e1 = xp.asarray(coincidences.bin1.astype(np.int64) // pscanner.n_energy_bins[t1])
@@ -184,24 +189,140 @@ def read_events(path, kind: str = "prompts", *, xp=np, progress: bool = False) -
             yield coincidences_to_events(reader.scanner, pair, coincidences, xp=xp)
 
 
+#: Bytes of an event list read, decoded and deposited at a time by the compiled deposition.
+CHUNK_BYTES = 32 << 20
+
+
+class _CompiledDeposition:
+    """The compiled deposition of a file's coincidence lists (csrc/direct/listmode.hpp): each list's
+    varints read from the file in chunks, decoded and deposited by ``_core.DirectListDeposit`` (CPU) or
+    ``_cuda.DirectListDepositCuda`` (GPU) into the histo-images of its kind, with the tables of every
+    (kind, module-type pair) registered once (the engine keeps its totals per registration)."""
+
+    def __init__(self, reader: PetsirdReader, grid: ImageGrid, viewset: ViewSet, histos: dict, xp, chunk_bytes: int):
+        self.reader, self.histos, self.gpu = reader, histos, xp is not np
+        args = (list(grid.shape), [float(v) for v in grid.voxel_size], viewset.n_phi, viewset.n_theta,
+                float(viewset.theta_max), chunk_bytes)
+        if self.gpu:
+            from .._backend import cuda_module
+
+            self.engine = cuda_module().DirectListDepositCuda(*args)
+        else:
+            from .._core import DirectListDeposit
+
+            self.engine = DirectListDeposit(*args)
+        self.handles = {}                  # (kind, pair) -> the engine's handle, in registration order
+
+    def __call__(self, event_list) -> int:
+        """Deposit one list (an :class:`~directpet.io.petsird.EventList`); the byte after it."""
+        key = (event_list.kind, event_list.pair)
+        if key not in self.handles:
+            pscanner, (t0, t1) = self.reader.scanner, event_list.pair
+            c0, c1, dt = (np.ascontiguousarray(t, dtype=np.float32) for t in _pair_tables(pscanner, (t0, t1)))
+            self.handles[key] = self.engine.add_pair(c0, c1, dt, pscanner.n_energy_bins[t0], pscanner.n_energy_bins[t1])
+        out = self.histos[event_list.kind]
+        end, _, complete = self.engine.deposit(self.handles[key], event_list.fd, event_list.offset,
+                                               event_list.n_events, out.data.ptr if self.gpu else out)
+        if not complete:
+            raise EOFError("the file ends inside a list of coincidences")
+        return end
+
+    def finish(self) -> dict:
+        """{kind: DepositStats} (the GPU waited for); faults found on the GPU raised as the reader raises them."""
+        totals = self.engine.finish()
+        path = self.reader.path
+        if totals["varint_too_long"] or totals["value_too_wide"]:
+            what = ("a varint longer than 5 bytes (not a 32-bit value; corrupt file)" if totals["varint_too_long"]
+                    else "a detection bin or TOF index beyond 32 bits (corrupt file)")
+            raise ValueError(f"path: {path!r} has a corrupt time block (event list: {what})")
+        stats = {kind: DepositStats() for kind in self.histos}
+        for (kind, pair), t in zip(self.handles, totals["pairs"]):
+            self.reader.scanner.check_largest(pair, t["max_bin0"], t["max_bin1"], t["max_tof"], where=f"path {path!r}")
+            stats[kind].add(DepositStats(n_events=t["n_events"], n_deposited=t["n_deposited"],
+                                         n_outside_views=t["n_outside_views"], n_outside_grid=t["n_outside_grid"]))
+        return stats
+
+
 def deposit_file(path, grid: ImageGrid, viewset: ViewSet, *, kind: str = "prompts", xp=None, mode: str = "nearest",
-                 progress: bool = True, return_stats: bool = False):
+                 progress: bool = True, return_stats: bool = False, engine: str = "compiled",
+                 chunk_bytes: int = CHUNK_BYTES):
     """Histo-images ``(n_views, nz, ny, nx)`` float32 of a PETSIRD file's prompts or delayeds.
 
-    ``xp``: None picks CuPy when a GPU is usable (the events are decoded on the host and deposited
-    on the GPU), else NumPy. See :func:`~directpet.direct.deposit` for ``mode`` and the stats.
+    ``xp``: None picks CuPy when a GPU is usable, else NumPy. See :func:`~directpet.direct.deposit`
+    for ``mode`` and the stats. ``engine='compiled'`` (the default, for ``mode='nearest'``) reads,
+    decodes and deposits the event lists in compiled code (:func:`deposit_prompts_and_delayeds`);
+    ``'python'`` decodes them into :class:`EventBatch` chunks and deposits those with
+    :func:`~directpet.direct.deposit` (the reference; ``mode='trilinear'`` always takes it).
     """
-    expect_instance(grid, ImageGrid, "grid")
-    expect_instance(viewset, ViewSet, "viewset")
-    progress, return_stats = flag("progress", progress), flag("return_stats", return_stats)
+    if kind not in ("prompts", "delayeds"):
+        raise ValueError(f"kind: expected 'prompts' or 'delayeds', got {kind!r}")
+    if engine not in ("compiled", "python"):
+        raise ValueError(f"engine: expected 'compiled' or 'python', got {engine!r}")
+    if mode not in ("nearest", "trilinear"):
+        raise ValueError(f"mode: expected 'nearest' or 'trilinear', got {mode!r}")
+    return_stats = flag("return_stats", return_stats)
+    if engine == "python" or mode != "nearest":
+        expect_instance(grid, ImageGrid, "grid")
+        expect_instance(viewset, ViewSet, "viewset")
+        progress = flag("progress", progress)
+        xp = _default_namespace(xp)
+        # one deposit over the stream: the histo-images are allocated (or refused) before the file is read
+        return deposit(read_events(path, kind, xp=xp, progress=progress), grid, viewset, mode=mode, xp=xp,
+                       return_stats=return_stats)
+    histos, stats = _deposit_lists(path, grid, viewset, (kind,), xp, progress, chunk_bytes)
+    return (histos[kind], stats[kind]) if return_stats else histos[kind]
+
+
+@dataclass
+class FileHistoImages:
+    """What :func:`deposit_prompts_and_delayeds` returns: the histo-images ``(n_views, nz, ny, nx)``
+    float32 of the prompts and of the delayeds (NumPy or CuPy) and their :class:`DepositStats`."""
+
+    prompts: object
+    delayeds: object
+    prompt_stats: DepositStats
+    delayed_stats: DepositStats
+
+
+def deposit_prompts_and_delayeds(path, grid: ImageGrid, viewset: ViewSet, *, xp=None, progress: bool = True,
+                                 chunk_bytes: int = CHUNK_BYTES) -> FileHistoImages:
+    """The prompts and the delayeds of a PETSIRD file deposited into histo-images in one pass over the file.
+
+    Each event list's varints are read straight from the file in chunks of ``chunk_bytes`` (memory
+    stays bounded whatever the file's size), decoded and deposited as :func:`deposit_file` with
+    ``mode='nearest'`` does -- in compiled code, without EventBatch or NumPy in between. On the GPU
+    (``xp`` = CuPy; None: CuPy when a GPU is usable) the chunks go through two pinned buffers and two
+    streams, so that reading chunk k + 1 overlaps decoding and depositing chunk k. A truncated or
+    corrupt file raises the errors :class:`~directpet.io.PetsirdReader` raises.
+    """
+    histos, stats = _deposit_lists(path, grid, viewset, ("prompts", "delayeds"), xp, progress, chunk_bytes)
+    return FileHistoImages(histos["prompts"], histos["delayeds"], stats["prompts"], stats["delayeds"])
+
+
+def _default_namespace(xp):
     if xp is None:                   # the GPU when one is usable and CuPy is there
         if wants_cupy(None, resolve_backend("auto")):
             import cupy as xp  # importable: checked by wants_cupy
         else:
             xp = np
-    # one deposit over the stream: the histo-images are allocated (or refused) before the file is read
-    return deposit(read_events(path, kind, xp=xp, progress=progress), grid, viewset, mode=mode, xp=xp,
-                   return_stats=return_stats)
+    return xp
+
+
+def _deposit_lists(path, grid, viewset, kinds, xp, progress, chunk_bytes):
+    """({kind: histo-images}, {kind: DepositStats}) of the lists of ``kinds``, one pass over the file."""
+    expect_instance(grid, ImageGrid, "grid")
+    expect_instance(viewset, ViewSet, "viewset")
+    progress = flag("progress", progress)
+    chunk_bytes = integer("chunk_bytes", chunk_bytes, lo=1 << 12, hi=1 << 31)
+    xp = _default_namespace(xp)
+    require_stack_memory("grid", len(viewset), grid, copies=len(kinds))
+    shape = (len(viewset),) + grid.shape
+    with PetsirdReader(path) as reader:
+        histos = {kind: xp.zeros(shape, dtype=xp.float32) for kind in kinds}
+        engine = _CompiledDeposition(reader, grid, viewset, histos, xp, chunk_bytes)
+        reader.stream_lists(engine, kinds=kinds, progress=progress)
+        stats = engine.finish()
+    return histos, stats
 
 
 def lor_background(pscanner: PetsirdScanner, coincidences: Coincidences, values, grid: ImageGrid, viewset: ViewSet,
@@ -278,5 +399,6 @@ def quantised(events: EventBatch, pscanner: PetsirdScanner, *, xp=None) -> Event
     return coincidences_to_events(pscanner, (0, 0), events_to_coincidences(events, pscanner), xp=xp)
 
 
-__all__ = ["coincidences_to_events", "deposit_file", "events_to_coincidences", "lor_background", "quantised", "read_events",
+__all__ = ["FileHistoImages", "coincidences_to_events", "deposit_file", "deposit_prompts_and_delayeds",
+           "events_to_coincidences", "lor_background", "quantised", "read_events",
            "ring_shape", "scanner_header", "write_events"]

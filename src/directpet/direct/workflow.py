@@ -1,8 +1,9 @@
 """From a PETSIRD list-mode file to a reconstructed image in one call (``directpet reconstruct``).
 
 :func:`reconstruct_petsird` runs the real-data workflow of ``notebooks/real_data_workflow.ipynb``
-stage by stage, timing each one: the prompts read and deposited into the views' histo-images, the
-delayeds into a smoothed randoms estimate, the normalisation from the header's crystal
+stage by stage, timing each one: the prompts and the delayeds read and deposited into the views'
+histo-images in one pass over the file (compiled: no event batches in between), the delayeds smoothed
+into the randoms estimate, the normalisation from the header's crystal
 efficiencies, the attenuation from a μ-map, an optional external scatter estimate, the
 reconstruction (block-RAMLA or OSEM over the views) and, when asked, the image written as NIfTI.
 Everything stays in one array namespace: CuPy on a GPU, NumPy on the CPU.
@@ -23,7 +24,7 @@ from .._checks import check_path, expect_instance, flag, positive_int, real_numb
 from ..geometry import ImageGrid
 from .attenuation import attenuation_histo_images
 from .data import HistoImageData
-from .deposition import randoms_from_delayeds, sensitivity_attenuation
+from .deposition import sensitivity_attenuation, smooth_randoms
 from .geometry import CylindricalScanner, ViewSet
 from .model import SRKernel
 from .normalisation import normalisation_histo_images
@@ -42,8 +43,9 @@ class PetsirdReconstruction:
     image : the reconstructed image ``grid.shape`` = (nz, ny, nx), float32 NumPy.
     grid : its :class:`~directpet.geometry.ImageGrid`.
     result : the reconstruction's :class:`~directpet.recon.ReconResult` (arrays in the namespace it ran in).
-    timings : seconds per stage, in the order run: ``prompts`` (read + deposit), ``randoms``,
-        ``normalisation``, ``attenuation``, ``scatter``, ``reconstruction``, ``write`` (those run).
+    timings : seconds per stage, in the order run: ``events`` (the prompts and delayeds read and
+        deposited, one pass over the file), ``randoms`` (the delayeds smoothed), ``normalisation``,
+        ``attenuation``, ``scatter``, ``reconstruction``, ``write`` (those run).
     n_prompts, n_deposited, n_delayeds : events read, prompts deposited (inside the views and the grid),
         delayeds read.
     backend : 'cuda' or 'cpu'.
@@ -160,18 +162,13 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
 
     with PetsirdReader(path) as reader:
         header = reader.header
-    prompts, stats = timed("prompts", lambda: direct_petsird.deposit_file(
-        path, grid, viewset, xp=xp, progress=progress, return_stats=True))
-    n_delayeds = 0
-
-    def delayeds():  # streamed into the estimate, counted on the way
-        nonlocal n_delayeds
-        for batch in direct_petsird.read_events(path, "delayeds", xp=xp):
-            n_delayeds += int(batch.p1.shape[0])
-            yield batch
-
-    background = timed("randoms", lambda: randoms_from_delayeds(delayeds(), grid, viewset,
-                                                                smooth_fwhm_mm=randoms_fwhm_mm, xp=xp))
+    # one pass over the file: prompts and delayeds read, decoded and deposited in compiled code
+    events = timed("events", lambda: direct_petsird.deposit_prompts_and_delayeds(path, grid, viewset, xp=xp,
+                                                                                   progress=progress))
+    prompts = events.prompts
+    background = timed("randoms", lambda: smooth_randoms(events.delayeds, grid, smooth_fwhm_mm=randoms_fwhm_mm))
+    n_delayeds = events.delayed_stats.n_events
+    events.delayeds = None          # the smoothed estimate replaces it
     if n_delayeds == 0:
         background = None          # a file without delayeds: no randoms estimate
     normalisation = timed("normalisation", lambda: normalisation_histo_images(
@@ -201,5 +198,6 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
 
         written = timed("write", lambda: str(save_nifti(out, image, grid)))
     return PetsirdReconstruction(image=image, grid=grid, result=result, timings=timings,
-                                 n_prompts=int(stats.n_events), n_deposited=int(stats.n_deposited),
+                                 n_prompts=int(events.prompt_stats.n_events),
+                                 n_deposited=int(events.prompt_stats.n_deposited),
                                  n_delayeds=n_delayeds, backend=backend, path=written)

@@ -35,7 +35,7 @@ from typing import Dict, Iterator, Optional, Tuple
 import numpy as np
 
 from .._checks import array_module, check_path, integer, to_numpy
-from .._core import decode_varints, encode_varints
+from .._core import decode_varints, encode_varints, varint_list_end
 
 #: the PETSIRD release whose schema this module reads and writes
 SUPPORTED_VERSION = "0.12"
@@ -146,6 +146,42 @@ def _bytes_left(stream) -> Optional[int]:
         return None
 
 
+def _check_list_size(stream, n: int) -> None:
+    """ValueError when a list announces more coincidences than the file's remaining bytes can hold
+    (every event takes at least 3 bytes)."""
+    left = _bytes_left(stream)
+    if left is not None and 3 * n > left:
+        raise ValueError(f"event list: {n} coincidences announced but only {left} bytes remain "
+                         "(truncated or corrupt file)")
+
+
+#: The attribute of a yardl input stream holding the list sink of PetsirdReader.stream_lists.
+_LIST_SINK = "_directpet_list_sink"
+
+
+@dataclass(frozen=True)
+class EventList:
+    """Where one list of coincidences lies in a PETSIRD file, for a reader that decodes it itself
+    (:meth:`PetsirdReader.stream_lists`): ``n_events`` records of three varints
+    (``detection_bins[0]``, ``detection_bins[1]``, ``tof_idx``) from byte ``offset`` of the open file
+    descriptor ``fd``."""
+
+    kind: str              # 'prompts' or 'delayeds'
+    pair: Tuple[int, int]  # module types (t0, t1), t1 <= t0
+    n_events: int
+    fd: int
+    offset: int
+
+
+def list_end(event_list: EventList) -> int:
+    """The byte after ``event_list`` in its file (its varints counted, not decoded); EOFError when the
+    file ends inside it."""
+    end, complete = varint_list_end(event_list.fd, event_list.offset, event_list.n_events, 3)
+    if not complete:
+        raise EOFError("the file ends inside a list of coincidences")
+    return end
+
+
 def _read_events(stream, n: int) -> Coincidences:
     """Read ``n`` CoincidenceEvent records from a yardl input stream without reading past them.
 
@@ -193,10 +229,7 @@ def _protocol_classes():
 
         def read(self, stream):
             n = stream.read_unsigned_varint()
-            left = _bytes_left(stream)
-            if left is not None and 3 * n > left:
-                raise ValueError(f"event list: {n} coincidences announced but only {left} bytes remain "
-                                 "(truncated or corrupt file)")
+            _check_list_size(stream, n)
             return _read_events(stream, n)
 
     class EventTimeBlockArraySerializer(binary.EventTimeBlockSerializer):
@@ -207,9 +240,30 @@ def _protocol_classes():
                 raise ImportError(f"directpet's PETSIRD event codec needs petsird {SUPPORTED_VERSION}'s private "
                                   "EventTimeBlockSerializer._field_serializers, which this petsird does not have "
                                   f"(pip install 'petsird=={SUPPORTED_VERSION}.*')")
-            lists = _binary.VectorSerializer(_binary.VectorSerializer(CoincidenceListSerializer()))
-            self._field_serializers = [(name, lists if name in ("prompt_events", "delayed_events") else ser)
-                                       for name, ser in self._field_serializers]
+            lists = {"prompt_events": PairListsSerializer("prompts"), "delayed_events": PairListsSerializer("delayeds")}
+            self._field_serializers = [(name, lists.get(name, ser)) for name, ser in self._field_serializers]
+
+    class PairListsSerializer(_binary.VectorSerializer):
+        # The coincidence lists of one kind, per module-type pair (t0, t1), t1 <= t0: a vector of vectors.
+        # Read with a list sink installed on the stream (PetsirdReader.stream_lists), each list is handed
+        # to the sink instead of being decoded here.
+        def __init__(self, kind):
+            super().__init__(_binary.VectorSerializer(CoincidenceListSerializer()))
+            self.kind = kind
+
+        def read(self, stream):
+            sink = getattr(stream, _LIST_SINK, None)
+            if sink is None:
+                return super().read(stream)
+            rows = []
+            for t0 in range(stream.read_unsigned_varint()):
+                row = []
+                for t1 in range(stream.read_unsigned_varint()):
+                    n = stream.read_unsigned_varint()
+                    _check_list_size(stream, n)
+                    row.append(sink(self.kind, (t0, t1), n))
+                rows.append(row)
+            return rows
 
     T = petsird.TimeBlock
     union = _binary.UnionSerializer(T, [
@@ -346,17 +400,22 @@ class PetsirdScanner:
 
     def check(self, pair: Tuple[int, int], events: Coincidences, where: str = "events") -> None:
         """Raise ValueError when events name detection bins or TOF bins the scanner does not have."""
-        t0, t1 = self.module_pair(pair)
         if not isinstance(events, Coincidences):
             raise TypeError(f"events: expected Coincidences, got {type(events).__name__}")
-        for name, bins, t in (("detection_bins[0]", events.bin0, t0), ("detection_bins[1]", events.bin1, t1)):
-            if len(bins) and int(bins.max()) >= self.n_detection_bins[t]:
-                raise ValueError(f"{where}: {name} = {int(bins.max())} is outside the scanner (module type {t} "
+        if len(events):
+            self.check_largest(pair, int(events.bin0.max()), int(events.bin1.max()), int(events.tof_idx.max()), where)
+
+    def check_largest(self, pair: Tuple[int, int], bin0: int, bin1: int, tof_idx: int, where: str = "events") -> None:
+        """:meth:`check` from the largest ``detection_bins[0]``, ``detection_bins[1]`` and ``tof_idx``
+        of some events of module types ``pair``."""
+        t0, t1 = self.module_pair(pair)
+        for name, largest, t in (("detection_bins[0]", bin0, t0), ("detection_bins[1]", bin1, t1)):
+            if largest >= self.n_detection_bins[t]:
+                raise ValueError(f"{where}: {name} = {largest} is outside the scanner (module type {t} "
                                  f"has {self.n_detection_bins[t]} detection bins)")
         n_tof = max(self.tof_edges_mm(t0, t1).size - 1, 1)
-        if len(events) and int(events.tof_idx.max()) >= n_tof:
-            raise ValueError(f"{where}: tof_idx = {int(events.tof_idx.max())} is outside the {n_tof} TOF bins "
-                             f"of module types {pair}")
+        if tof_idx >= n_tof:
+            raise ValueError(f"{where}: tof_idx = {tof_idx} is outside the {n_tof} TOF bins of module types {pair}")
 
     # efficiencies ---------------------------------------------------------------------------------
     def pair_efficiency(self, pair: Tuple[int, int], bin0, bin1, *, calibration: bool = True):
@@ -481,8 +540,12 @@ def nearest_elements(scanner: PetsirdScanner, points, module_type: int = 0, *, m
 
 # --- reading ------------------------------------------------------------------------------------------
 
+class _FileError(ValueError):
+    """A ValueError that already names the file (passed through time_blocks unwrapped)."""
+
+
 def _bad_file(path, what) -> ValueError:
-    return ValueError(f"path: {os.fspath(path)!r} {what}")
+    return _FileError(f"path: {os.fspath(path)!r} {what}")
 
 
 class PetsirdReader:
@@ -545,12 +608,58 @@ class PetsirdReader:
         stream = self._reader.read_time_blocks()
         try:
             yield from stream
+        except _FileError:
+            raise
         except (EOFError, BufferError) as err:
             # petsird 0.12 refills its buffer with a one-byte-longer view once the file is exhausted,
             # which raises BufferError instead of EOFError: both mean the file ended early.
             raise _bad_file(self.path, "is truncated: the stream of time blocks ends without its end mark") from err
         except (ValueError, IndexError) as err:
             raise _bad_file(self.path, f"has a corrupt time block ({err})") from err
+
+    def _check_pair(self, kind: str, t0: int, t1: int) -> None:
+        if t1 > t0 or t0 >= self.scanner.n_types:
+            raise _bad_file(self.path, f"has {kind} of module types ({t0}, {t1}), which the scanner's "
+                                       f"{self.scanner.n_types} types do not have")
+
+    def stream_lists(self, consume, *, kinds=("prompts", "delayeds"), progress: bool = False) -> None:
+        """Hand every non-empty coincidence list of ``kinds`` to ``consume(EventList) -> end offset``
+        (the byte after the list), in file order, without decoding it here: for readers that decode
+        the varints themselves (the compiled deposition of :mod:`directpet.direct.petsird`). Lists of
+        other kinds are skipped (their varints counted, not decoded). ``consume`` raises EOFError
+        when the file ends inside its list. Once per reader, as :meth:`time_blocks`."""
+        from tqdm.auto import tqdm
+
+        kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+        for kind in kinds:
+            if kind not in ("prompts", "delayeds"):
+                raise ValueError(f"kinds: expected 'prompts' and/or 'delayeds', got {kind!r}")
+        stream = self._reader._stream
+        raw = stream._stream                        # the BufferedReader under the yardl stream
+        fd = raw.fileno()
+
+        def sink(kind, pair, n):
+            self._check_pair(kind, *pair)
+            if n == 0:
+                return Coincidences.empty()
+            # the list starts where the yardl stream has read to: the file position less its buffered bytes
+            offset = raw.tell() - (stream._last_read_count - stream._offset)
+            where = EventList(kind, pair, int(n), fd, int(offset))
+            end = consume(where) if kind in kinds else list_end(where)
+            raw.seek(end)                           # go on after the list with an empty buffer
+            stream._offset = stream._last_read_count = 0
+            return Coincidences.empty()
+
+        setattr(stream, _LIST_SINK, sink)
+        size = os.path.getsize(self.path)
+        try:
+            with tqdm(total=size, disable=not progress, unit="B", unit_scale=True,
+                      desc=f"reading {' and '.join(kinds)}") as bar:
+                for _ in self.time_blocks():
+                    bar.n = min(size, raw.tell())
+                    bar.refresh()
+        finally:
+            delattr(stream, _LIST_SINK)
 
     def coincidences(self, kind: str = "prompts", *, progress: bool = False) -> Iterator[Tuple[Tuple[int, int], Coincidences]]:
         """Yield ``((t0, t1), Coincidences)`` of every event block's prompts or delayeds, checked
@@ -568,9 +677,7 @@ class PetsirdReader:
                     lists = getattr(block.value, field)
                     for t0, row in enumerate(lists):
                         for t1, events in enumerate(row):
-                            if t1 > t0 or t0 >= self.scanner.n_types:
-                                raise _bad_file(self.path, f"has {kind} of module types ({t0}, {t1}), which "
-                                                           f"the scanner's {self.scanner.n_types} types do not have")
+                            self._check_pair(kind, t0, t1)
                             if len(events):
                                 self.scanner.check((t0, t1), events, where=f"path {self.path!r}")
                                 yield (t0, t1), events
