@@ -297,6 +297,24 @@ def test_header_pair_and_crystal_forms_agree(rng):
     assert by_crystal.std() > 0.02               # the efficiencies really vary across bins
 
 
+@pytest.mark.parametrize("grid, views, n_sub", [(NORM_GRID, NORM_VIEWS, 2),
+                                                 (ImageGrid((5, 17, 22), (9.0, 11.0, 13.5)), ViewSet(5, 4, 8.0), 3)])
+def test_compiled_normalisation_is_the_array_code_bit_for_bit(rng, grid, views, n_sub):
+    """One compiled pass per view (csrc/direct/normalisation.hpp) against the per-direction array code,
+    for the header's own efficiencies, crystal efficiencies and a pair table."""
+    from directpet.direct.normalisation import normalisation_histo_images
+    from directpet.direct.petsird import ring_shape
+    eps = rng.uniform(0.5, 1.5, ring_shape(_ring_header()))
+    pairs = rng.uniform(0.5, 1.5, (eps.size, eps.size))
+    for header, efficiencies in ((_ring_header(eps), None), (_ring_header(), eps), (_ring_header(), pairs)):
+        want = normalisation_histo_images(header, grid, views, efficiencies, n_sub=n_sub, engine="python")
+        got = normalisation_histo_images(header, grid, views, efficiencies, n_sub=n_sub)
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == np.float32 and got.std() > 0.01
+    with pytest.raises(ValueError, match="engine"):
+        normalisation_histo_images(_ring_header(), grid, views, engine="cuda")
+
+
 def test_normalisation_bad_input():
     from directpet.direct.normalisation import normalisation_histo_images
     from directpet.direct.petsird import ring_shape
@@ -327,3 +345,9 @@ def test_normalisation_on_the_gpu_matches_the_cpu(rng):
     from_header = normalisation_histo_images(_ring_header(eps), NORM_GRID, NORM_VIEWS, xp=cp)   # tables on the GPU
     assert isinstance(from_header, cp.ndarray)
     np.testing.assert_allclose(cp.asnumpy(from_header), cpu, rtol=1e-6)
+    # the compiled kernel against CuPy's array code: the same bits (CUDA's math library in both)
+    reference = normalisation_histo_images(_ring_header(eps), NORM_GRID, NORM_VIEWS, xp=cp, engine="python")
+    cp.testing.assert_array_equal(from_header, reference)
+    pairs = cp.asarray(rng.uniform(0.5, 1.5, (eps.size, eps.size)))
+    cp.testing.assert_array_equal(normalisation_histo_images(header, NORM_GRID, NORM_VIEWS, pairs, xp=cp),
+                                  normalisation_histo_images(header, NORM_GRID, NORM_VIEWS, pairs, xp=cp, engine="python"))

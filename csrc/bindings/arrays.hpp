@@ -25,6 +25,8 @@ const char* dtype_name();
 template <>
 inline const char* dtype_name<float>() { return "float32"; }
 template <>
+inline const char* dtype_name<double>() { return "float64"; }
+template <>
 inline const char* dtype_name<int32_t>() { return "int32"; }
 template <>
 inline const char* dtype_name<int16_t>() { return "int16"; }

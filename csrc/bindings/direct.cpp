@@ -8,6 +8,7 @@
 #include "../direct/lut.hpp"
 #include "arrays.hpp"
 #include "direct_attenuation_args.hpp"
+#include "direct_normalisation_args.hpp"
 #include "direct_lut_check.hpp"
 
 namespace py = pybind11;
@@ -109,6 +110,35 @@ void register_direct(py::module_& m) {
           "Parallel projection of the attenuation map mu (nz, ny, nx) float32 (voxel_size (vz, vy, vx) mm, "
           "centred) along u onto the lattice s1 = lo1 + h i, s2 = lo2 + h j (axes e1, e2; (x, y, z) "
           "components): (n1, n2) float64 line integrals, midpoint rule t0 + (k + 1/2) dt, k < n_t.");
+    m.def("direct_normalisation_cpu",
+          [](std::array<double, 3> scanner, std::array<int, 2> rings, const py::array& dirs, const py::array& zs,
+             const py::array& ys, const py::array& xs, const py::object& values, long long stride, double scale,
+             const py::object& pairs, py::array& out, int threads) {
+              const auto s = normalisation_args::make_ring(scanner[0], scanner[1], scanner[2], rings[0], rings[1]);
+              check_array<double>(dirs, "dirs", {-1, -1, 3});
+              for (const auto& [a, name] : {std::pair{&zs, "zs"}, {&ys, "ys"}, {&xs, "xs"}}) check_array<double>(*a, name, {-1});
+              const int n_views = static_cast<int>(dirs.shape(0)), n_dirs = static_cast<int>(dirs.shape(1));
+              const int nz = static_cast<int>(zs.shape(0)), ny = static_cast<int>(ys.shape(0)),
+                        nx = static_cast<int>(xs.shape(0));
+              check_array<float>(out, "out", {n_views, nz, ny, nx});
+              py::array v, p;
+              if (!values.is_none()) check_array<double>(v = values.cast<py::array>(), "values", {-1});
+              if (!pairs.is_none()) check_array<double>(p = pairs.cast<py::array>(), "pairs", {-1, -1});
+              const auto e = normalisation_args::make_efficiencies(
+                  s, values.is_none() ? nullptr : data_of<double>(v), values.is_none() ? 0 : v.size(), stride, scale,
+                  pairs.is_none() ? nullptr : data_of<double>(p), pairs.is_none() ? 0 : p.size());
+              float* o = mutable_data_of<float>(out);
+              py::gil_scoped_release release;
+              direct::normalisation::normalisation_cpu(s, e, data_of<double>(dirs), n_views, n_dirs, data_of<double>(zs),
+                                                       nz, data_of<double>(ys), ny, data_of<double>(xs), nx, o, threads);
+          },
+          py::arg("scanner"), py::arg("rings"), py::arg("dirs"), py::arg("zs"), py::arg("ys"), py::arg("xs"),
+          py::arg("values"), py::arg("stride"), py::arg("scale"), py::arg("pairs"), py::arg("out"),
+          py::arg("threads") = 0,
+          "Normalisation histo-images of a ring scanner into out (n_views, nz, ny, nx) float32: scanner "
+          "(radius, half_length, axial_length) mm, rings (n_per_ring, n_rings), dirs (n_views, n_dirs, 3) "
+          "float64 unit directions, zs / ys / xs the voxel centres (mm, float64); efficiencies "
+          "scale * values[i * stride] * values[j * stride] (values float64) or pairs (n_crystals, n_crystals).");
     m.def("direct_support", &support, py::arg("shape"), py::arg("voxel_size"), py::arg("phi"),
           py::arg("theta"), py::arg("semi_tof"), py::arg("semi_radial"), py::arg("semi_axial"),
           "mSR offsets (N, 3) as (dz, dy, dx) inside the view's truncation ellipsoid (semi-axes in mm), "

@@ -7,6 +7,7 @@
 #include "../direct/cuda.hpp"
 #include "arrays.hpp"
 #include "direct_attenuation_args.hpp"
+#include "direct_normalisation_args.hpp"
 #include "direct_lut_check.hpp"
 
 namespace py = pybind11;
@@ -32,6 +33,29 @@ void register_direct_cuda(py::module_& m) {
           py::arg("t0"), py::arg("dt"), py::arg("n_t"), py::arg("out"), py::arg("stream") = 0,
           "direct_attenuation_projection_cpu on the GPU: mu a device pointer to (nz, ny, nx) float32, out "
           "to (n1, n2) float64. Asynchronous on `stream`.");
+    m.def("direct_normalisation_cuda",
+          [](std::array<double, 3> scanner, std::array<int, 2> rings, uintptr_t dirs, int n_views, int n_dirs,
+             uintptr_t zs, int nz, uintptr_t ys, int ny, uintptr_t xs, int nx, uintptr_t values, long long values_size,
+             long long stride, double scale, uintptr_t pairs, long long pairs_size, uintptr_t out) {
+              const auto s = normalisation_args::make_ring(scanner[0], scanner[1], scanner[2], rings[0], rings[1]);
+              if (!dirs || !zs || !ys || !xs || !out) throw ValueError("dirs/zs/ys/xs/out: null device pointer");
+              if (n_views < 1 || n_dirs < 1 || nz < 1 || ny < 1 || nx < 1 || n_views > 65535)
+                  throw ValueError("n_views, n_dirs, nz, ny, nx: expected positive sizes (at most 65535 views)");
+              const auto e = normalisation_args::make_efficiencies(
+                  s, reinterpret_cast<const double*>(values), values_size, stride, scale,
+                  reinterpret_cast<const double*>(pairs), pairs_size);
+              py::gil_scoped_release release;
+              direct::normalisation::gpu::normalisation(
+                  s, e, reinterpret_cast<const double*>(dirs), n_views, n_dirs, reinterpret_cast<const double*>(zs), nz,
+                  reinterpret_cast<const double*>(ys), ny, reinterpret_cast<const double*>(xs), nx,
+                  reinterpret_cast<float*>(out));
+          },
+          py::arg("scanner"), py::arg("rings"), py::arg("dirs"), py::arg("n_views"), py::arg("n_dirs"), py::arg("zs"),
+          py::arg("nz"), py::arg("ys"), py::arg("ny"), py::arg("xs"), py::arg("nx"), py::arg("values"),
+          py::arg("values_size"), py::arg("stride"), py::arg("scale"), py::arg("pairs"), py::arg("pairs_size"),
+          py::arg("out"),
+          "direct_normalisation_cpu on the GPU: every array a device pointer (values or pairs 0 when absent); "
+          "synchronous.");
     using direct::gpu::DeviceLut;
     py::class_<DeviceLut>(m, "DirectDeviceLut", "One view's DIRECT LUTs resident on the GPU.")
         .def(py::init([](std::vector<int> shape, const py::array& lormap, const py::array& offsets,

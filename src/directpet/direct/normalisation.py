@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._backend import cuda_loaded
 from .._checks import expect_instance, real_values
 from ..geometry import ImageGrid
 from ..io.petsird import PetsirdScanner
@@ -66,6 +67,54 @@ def _pair_efficiency_function(efficiencies, header, n_per_ring: int, n_rings: in
     return lambda i, j: flat[i] * flat[j]
 
 
+def _compiled_efficiencies(efficiencies, header, n_per_ring: int, n_rings: int, xp):
+    """The efficiency model as the compiled kernels take it, ``(values, stride, scale, pairs)`` with
+    ``e_ij = scale * values[i * stride] * values[j * stride]`` or ``pairs[i, j]`` (float64 arrays of
+    ``xp``), or None for a model they do not have (a header with module-pair efficiencies). Checked
+    by :func:`_pair_efficiency_function` first."""
+    n_crystals = n_per_ring * n_rings
+    if efficiencies is not None:
+        e = xp.ascontiguousarray(xp.asarray(efficiencies, dtype=xp.float64))
+        if e.shape == (n_crystals, n_crystals):
+            return None, 1, 1.0, e
+        return e.reshape(-1), 1, 1.0, None
+    eff = header.scanner.detection_efficiencies
+    if eff is None:
+        return xp.ones(n_crystals), 1, 1.0, None
+    if eff.module_pair_efficiencies_vectors:
+        return None
+    scale = float(eff.calibration_factor)
+    if not eff.detection_bin_efficiencies:
+        return xp.ones(n_crystals), 1, scale, None
+    n_energy = PetsirdScanner(header.scanner).n_energy_bins[0]
+    return xp.asarray(np.asarray(eff.detection_bin_efficiencies[0], np.float64)), n_energy, scale, None
+
+
+def _compiled_normalisation(model, grid: ImageGrid, viewset: ViewSet, scanner: CylindricalScanner, n_sub: int,
+                            n_per_ring: int, n_rings: int, xp):
+    """normalisation_histo_images in one compiled pass per view (csrc/direct/normalisation.hpp)."""
+    values, stride, scale, pairs = model
+    dirs = xp.asarray(np.array([[[float(c) for c in view.direction] for view in viewset.cell_views(v, n_sub)]
+                                for v in range(len(viewset))], np.float64))
+    zs, ys, xs = (xp.asarray(np.ascontiguousarray(grid.centres(a), dtype=np.float64)) for a in range(3))
+    out = xp.empty((len(viewset),) + grid.shape, dtype=xp.float32)
+    ring = (float(scanner.radius_mm), float(scanner.half_length_mm), float(scanner.axial_length_mm))
+    if xp is np:
+        from .._core import direct_normalisation_cpu
+
+        direct_normalisation_cpu(ring, (n_per_ring, n_rings), dirs, zs, ys, xs, values, stride, scale, pairs, out)
+        return out
+    from .._backend import cuda_module
+
+    def pointer(a):
+        return (0, 0) if a is None else (int(a.data.ptr), int(a.size))
+
+    cuda_module().direct_normalisation_cuda(ring, (n_per_ring, n_rings), dirs.data.ptr, dirs.shape[0], dirs.shape[1],
+                                            zs.data.ptr, zs.size, ys.data.ptr, ys.size, xs.data.ptr, xs.size,
+                                            *pointer(values), stride, scale, *pointer(pairs), out.data.ptr)
+    return out
+
+
 def _check_scanner_matches(header, scanner: CylindricalScanner, n_per_ring: int, n_rings: int) -> None:
     """The header's crystals must lie on ``scanner``'s cylinder and fill its axial length."""
     centres = PetsirdScanner(header.scanner).element_centres[0].reshape(n_per_ring, n_rings, 3)
@@ -78,7 +127,7 @@ def _check_scanner_matches(header, scanner: CylindricalScanner, n_per_ring: int,
 
 
 def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, efficiencies=None, *,
-                               scanner: CylindricalScanner = None, n_sub: int = 2, xp=np):
+                               scanner: CylindricalScanner = None, n_sub: int = 2, xp=np, engine: str = "compiled"):
     """Per-view normalisation factors ``e_v`` (n_views, nz, ny, nx) float32 (module docstring).
 
     Parameters
@@ -91,9 +140,14 @@ def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, effici
         decide which LORs are accepted); default: the default scanner.
     n_sub : directions per view-cell edge, 1 to 1024 (``n_sub**2`` averaged).
     xp : array namespace of the result (NumPy or CuPy).
+    engine : 'compiled' (default): one pass per view over the grid in compiled code, on the CPU or
+        the GPU (csrc/direct/normalisation.hpp, the same arithmetic); 'python': the array code below,
+        per direction (the reference). A header with module-pair efficiencies always takes 'python'.
 
     Bins no accepted direction reaches get 1 (their geometric sensitivity is 0 anyway).
     """
+    if engine not in ("compiled", "python"):
+        raise ValueError(f"engine: expected 'compiled' or 'python', got {engine!r}")
     scanner = CylindricalScanner() if scanner is None else scanner
     expect_instance(scanner, CylindricalScanner, "scanner")
     expect_instance(grid, ImageGrid, "grid")
@@ -102,7 +156,10 @@ def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, effici
     n_per_ring, n_rings = ring_shape(header)
     require_stack_memory("grid", len(viewset), grid)
     _check_scanner_matches(header, scanner, n_per_ring, n_rings)
-    efficiency = _pair_efficiency_function(efficiencies, header, n_per_ring, n_rings, xp)
+    efficiency = _pair_efficiency_function(efficiencies, header, n_per_ring, n_rings, xp)   # checks them
+    model = _compiled_efficiencies(efficiencies, header, n_per_ring, n_rings, xp) if engine == "compiled" else None
+    if model is not None and (xp is np or cuda_loaded()):
+        return _compiled_normalisation(model, grid, viewset, scanner, n_sub, n_per_ring, n_rings, xp)
     z, y, x = xp.meshgrid(*(xp.asarray(grid.centres(a), dtype=xp.float64) for a in range(3)), indexing="ij")
     out = xp.empty((len(viewset),) + grid.shape, dtype=xp.float32)
     for v in range(len(viewset)):
