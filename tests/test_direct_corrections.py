@@ -10,7 +10,7 @@ import pytest
 from scipy.interpolate import RegularGridInterpolator
 
 import directpet
-from directpet.direct import View, ViewSet, attenuation_histo_images
+from directpet.direct import View, ViewSet, attenuation_histo_images, sensitivity_attenuation
 from directpet.geometry import ImageGrid
 from directpet.sim import lines
 from directpet.sim.phantoms import WaterCylinder
@@ -309,10 +309,30 @@ def test_compiled_normalisation_is_the_array_code_bit_for_bit(rng, grid, views, 
     for header, efficiencies in ((_ring_header(eps), None), (_ring_header(), eps), (_ring_header(), pairs)):
         want = normalisation_histo_images(header, grid, views, efficiencies, n_sub=n_sub, engine="python")
         got = normalisation_histo_images(header, grid, views, efficiencies, n_sub=n_sub)
-        np.testing.assert_array_equal(got, want)
-        assert got.dtype == np.float32 and got.std() > 0.01
+        # equal bins, except where NumPy's atan2 (SIMD code on AVX-512 machines) and the C library's
+        # round apart at a crystal edge: at most 1e-4 of them (none on the machines we test on)
+        assert got.dtype == np.float32 and np.mean(got != want) <= 1e-4 and got.std() > 0.01
     with pytest.raises(ValueError, match="engine"):
         normalisation_histo_images(_ring_header(), grid, views, engine="cuda")
+
+
+@pytest.mark.parametrize("grid, views, n_quad", [(ImageGrid((8, 24, 24), 16.0), ViewSet(10, 3), 4),
+                                                  (ImageGrid((5, 17, 22), (9.0, 11.0, 13.5)), ViewSet(5, 4, 8.0), 3)])
+def test_compiled_acceptance_is_the_array_code(grid, views, n_quad):
+    """sensitivity_attenuation without attenuation in one compiled pass per view against the array
+    code per azimuth sample (to float32 rounding: atan / sin of the C library and NumPy's may differ
+    in the last bit), and the water-cylinder path (array code) still applies its attenuation."""
+    want = sensitivity_attenuation(grid, views, n_quad=n_quad, engine="python")
+    got = sensitivity_attenuation(grid, views, n_quad=n_quad)
+    assert got.dtype == np.float32 and got.shape == want.shape and got.max() == pytest.approx(1.0)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    water = WaterCylinder(150.0, 200.0, 0.0096)
+    attenuated = sensitivity_attenuation(grid, views, n_quad=n_quad, attenuation=water)
+    assert np.all(attenuated <= got + 1e-7) and attenuated.min() < 0.9 * got.max()
+    with pytest.raises(ValueError, match="engine"):
+        sensitivity_attenuation(grid, views, engine="fast")
+    with pytest.raises(ValueError, match="no solid angle"):
+        sensitivity_attenuation(grid, ViewSet(4, 1, 0.0))
 
 
 def test_normalisation_bad_input():
@@ -348,6 +368,8 @@ def test_normalisation_on_the_gpu_matches_the_cpu(rng):
     # the compiled kernel against CuPy's array code: the same bits (CUDA's math library in both)
     reference = normalisation_histo_images(_ring_header(eps), NORM_GRID, NORM_VIEWS, xp=cp, engine="python")
     cp.testing.assert_array_equal(from_header, reference)
+    cp.testing.assert_array_equal(sensitivity_attenuation(NORM_GRID, NORM_VIEWS, xp=cp),
+                                  sensitivity_attenuation(NORM_GRID, NORM_VIEWS, xp=cp, engine="python"))
     pairs = cp.asarray(rng.uniform(0.5, 1.5, (eps.size, eps.size)))
     cp.testing.assert_array_equal(normalisation_histo_images(header, NORM_GRID, NORM_VIEWS, pairs, xp=cp),
                                   normalisation_histo_images(header, NORM_GRID, NORM_VIEWS, pairs, xp=cp, engine="python"))

@@ -8,7 +8,7 @@
 #include "../direct/lut.hpp"
 #include "arrays.hpp"
 #include "direct_attenuation_args.hpp"
-#include "direct_normalisation_args.hpp"
+#include "direct_corrections_args.hpp"
 #include "direct_lut_check.hpp"
 
 namespace py = pybind11;
@@ -114,7 +114,7 @@ void register_direct(py::module_& m) {
           [](std::array<double, 3> scanner, std::array<int, 2> rings, const py::array& dirs, const py::array& zs,
              const py::array& ys, const py::array& xs, const py::object& values, long long stride, double scale,
              const py::object& pairs, py::array& out, int threads) {
-              const auto s = normalisation_args::make_ring(scanner[0], scanner[1], scanner[2], rings[0], rings[1]);
+              const auto s = corrections_args::make_ring(scanner[0], scanner[1], scanner[2], rings[0], rings[1]);
               check_array<double>(dirs, "dirs", {-1, -1, 3});
               for (const auto& [a, name] : {std::pair{&zs, "zs"}, {&ys, "ys"}, {&xs, "xs"}}) check_array<double>(*a, name, {-1});
               const int n_views = static_cast<int>(dirs.shape(0)), n_dirs = static_cast<int>(dirs.shape(1));
@@ -124,12 +124,12 @@ void register_direct(py::module_& m) {
               py::array v, p;
               if (!values.is_none()) check_array<double>(v = values.cast<py::array>(), "values", {-1});
               if (!pairs.is_none()) check_array<double>(p = pairs.cast<py::array>(), "pairs", {-1, -1});
-              const auto e = normalisation_args::make_efficiencies(
+              const auto e = corrections_args::make_efficiencies(
                   s, values.is_none() ? nullptr : data_of<double>(v), values.is_none() ? 0 : v.size(), stride, scale,
                   pairs.is_none() ? nullptr : data_of<double>(p), pairs.is_none() ? 0 : p.size());
               float* o = mutable_data_of<float>(out);
               py::gil_scoped_release release;
-              direct::normalisation::normalisation_cpu(s, e, data_of<double>(dirs), n_views, n_dirs, data_of<double>(zs),
+              direct::corrections::normalisation_cpu(s, e, data_of<double>(dirs), n_views, n_dirs, data_of<double>(zs),
                                                        nz, data_of<double>(ys), ny, data_of<double>(xs), nx, o, threads);
           },
           py::arg("scanner"), py::arg("rings"), py::arg("dirs"), py::arg("zs"), py::arg("ys"), py::arg("xs"),
@@ -139,6 +139,32 @@ void register_direct(py::module_& m) {
           "(radius, half_length, axial_length) mm, rings (n_per_ring, n_rings), dirs (n_views, n_dirs, 3) "
           "float64 unit directions, zs / ys / xs the voxel centres (mm, float64); efficiencies "
           "scale * values[i * stride] * values[j * stride] (values float64) or pairs (n_crystals, n_crystals).");
+    m.def("direct_acceptance_cpu",
+          [](std::array<double, 3> scanner, const py::array& cells, const py::array& cos_sin, double omega_max,
+             const py::array& zs, const py::array& ys, const py::array& xs, py::array& out, int threads) {
+              const auto s = corrections_args::make_ring(scanner[0], scanner[1], scanner[2], 1, 1);
+              check_array<double>(cells, "cells", {-1, 3});
+              const int n_views = static_cast<int>(cells.shape(0));
+              check_array<double>(cos_sin, "cos_sin", {n_views, -1, 2});
+              const int n_quad = static_cast<int>(cos_sin.shape(1));
+              for (const auto& [a, name] : {std::pair{&zs, "zs"}, {&ys, "ys"}, {&xs, "xs"}}) check_array<double>(*a, name, {-1});
+              const int nz = static_cast<int>(zs.shape(0)), ny = static_cast<int>(ys.shape(0)),
+                        nx = static_cast<int>(xs.shape(0));
+              check_array<float>(out, "out", {n_views, nz, ny, nx});
+              corrections_args::check_acceptance(data_of<double>(cells), n_views, omega_max);
+              float* o = mutable_data_of<float>(out);
+              py::gil_scoped_release release;
+              direct::corrections::acceptance_cpu(
+                  s, reinterpret_cast<const direct::corrections::AcceptanceCell*>(data_of<double>(cells)),
+                  data_of<double>(cos_sin), n_views, n_quad, omega_max, data_of<double>(zs), nz, data_of<double>(ys),
+                  ny, data_of<double>(xs), nx, o, threads);
+          },
+          py::arg("scanner"), py::arg("cells"), py::arg("cos_sin"), py::arg("omega_max"), py::arg("zs"),
+          py::arg("ys"), py::arg("xs"), py::arg("out"), py::arg("threads") = 0,
+          "Geometric acceptance histo-images (sensitivity_attenuation without attenuation) into out "
+          "(n_views, nz, ny, nx) float32: scanner (radius, half_length, axial_length) mm, cells (n_views, 3) "
+          "float64 (azimuth step, tilt edges), cos_sin (n_views, n_quad, 2) of the azimuth samples, the "
+          "largest cell's solid angle omega_max, zs / ys / xs the voxel centres (mm).");
     m.def("direct_support", &support, py::arg("shape"), py::arg("voxel_size"), py::arg("phi"),
           py::arg("theta"), py::arg("semi_tof"), py::arg("semi_radial"), py::arg("semi_axial"),
           "mSR offsets (N, 3) as (dz, dy, dx) inside the view's truncation ellipsoid (semi-axes in mm), "

@@ -4,10 +4,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "../common/cuda_memory.hpp"
 #include "../direct/cuda.hpp"
 #include "arrays.hpp"
 #include "direct_attenuation_args.hpp"
-#include "direct_normalisation_args.hpp"
+#include "direct_corrections_args.hpp"
 #include "direct_lut_check.hpp"
 
 namespace py = pybind11;
@@ -37,15 +38,15 @@ void register_direct_cuda(py::module_& m) {
           [](std::array<double, 3> scanner, std::array<int, 2> rings, uintptr_t dirs, int n_views, int n_dirs,
              uintptr_t zs, int nz, uintptr_t ys, int ny, uintptr_t xs, int nx, uintptr_t values, long long values_size,
              long long stride, double scale, uintptr_t pairs, long long pairs_size, uintptr_t out) {
-              const auto s = normalisation_args::make_ring(scanner[0], scanner[1], scanner[2], rings[0], rings[1]);
+              const auto s = corrections_args::make_ring(scanner[0], scanner[1], scanner[2], rings[0], rings[1]);
               if (!dirs || !zs || !ys || !xs || !out) throw ValueError("dirs/zs/ys/xs/out: null device pointer");
               if (n_views < 1 || n_dirs < 1 || nz < 1 || ny < 1 || nx < 1 || n_views > 65535)
                   throw ValueError("n_views, n_dirs, nz, ny, nx: expected positive sizes (at most 65535 views)");
-              const auto e = normalisation_args::make_efficiencies(
+              const auto e = corrections_args::make_efficiencies(
                   s, reinterpret_cast<const double*>(values), values_size, stride, scale,
                   reinterpret_cast<const double*>(pairs), pairs_size);
               py::gil_scoped_release release;
-              direct::normalisation::gpu::normalisation(
+              direct::corrections::gpu::normalisation(
                   s, e, reinterpret_cast<const double*>(dirs), n_views, n_dirs, reinterpret_cast<const double*>(zs), nz,
                   reinterpret_cast<const double*>(ys), ny, reinterpret_cast<const double*>(xs), nx,
                   reinterpret_cast<float*>(out));
@@ -56,6 +57,28 @@ void register_direct_cuda(py::module_& m) {
           py::arg("out"),
           "direct_normalisation_cpu on the GPU: every array a device pointer (values or pairs 0 when absent); "
           "synchronous.");
+    m.def("direct_acceptance_cuda",
+          [](std::array<double, 3> scanner, const py::array& cells, uintptr_t cos_sin, int n_quad, double omega_max,
+             uintptr_t zs, int nz, uintptr_t ys, int ny, uintptr_t xs, int nx, uintptr_t out) {
+              const auto s = corrections_args::make_ring(scanner[0], scanner[1], scanner[2], 1, 1);
+              check_array<double>(cells, "cells", {-1, 3});
+              const int n_views = static_cast<int>(cells.shape(0));
+              if (!cos_sin || !zs || !ys || !xs || !out) throw ValueError("cos_sin/zs/ys/xs/out: null device pointer");
+              if (n_views < 1 || n_views > 65535 || n_quad < 1 || nz < 1 || ny < 1 || nx < 1)
+                  throw ValueError("cells, n_quad, nz, ny, nx: expected positive sizes (at most 65535 views)");
+              corrections_args::check_acceptance(data_of<double>(cells), n_views, omega_max);
+              cuda::DeviceBuffer device_cells(static_cast<size_t>(cells.nbytes()));
+              device_cells.upload(cells.data(), device_cells.bytes());
+              py::gil_scoped_release release;
+              direct::corrections::gpu::acceptance(
+                  s, device_cells.as<const direct::corrections::AcceptanceCell>(), reinterpret_cast<const double*>(cos_sin),
+                  n_views, n_quad, omega_max, reinterpret_cast<const double*>(zs), nz, reinterpret_cast<const double*>(ys),
+                  ny, reinterpret_cast<const double*>(xs), nx, reinterpret_cast<float*>(out));
+          },
+          py::arg("scanner"), py::arg("cells"), py::arg("cos_sin"), py::arg("n_quad"), py::arg("omega_max"),
+          py::arg("zs"), py::arg("nz"), py::arg("ys"), py::arg("ny"), py::arg("xs"), py::arg("nx"), py::arg("out"),
+          "direct_acceptance_cpu on the GPU: cells a host (n_views, 3) float64 array, every other array a device "
+          "pointer; synchronous.");
     using direct::gpu::DeviceLut;
     py::class_<DeviceLut>(m, "DirectDeviceLut", "One view's DIRECT LUTs resident on the GPU.")
         .def(py::init([](std::vector<int> shape, const py::array& lormap, const py::array& offsets,

@@ -19,6 +19,7 @@ from typing import Optional
 
 import numpy as np
 
+from .._backend import cuda_loaded
 from .._checks import array_module, expect_instance, flag, positive_int, real_number, real_values
 from ..geometry import ImageGrid
 from ..recon.problem import check_nonnegative
@@ -258,7 +259,7 @@ def _check_geometry(grid, viewset, scanner) -> CylindricalScanner:
 
 def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None,
                             scanner: Optional[CylindricalScanner] = None, *, n_quad: int = 4, xp=np,
-                            attenuation=None):
+                            attenuation=None, engine: str = "compiled"):
     """Per-view sensitivity-times-attenuation histo-images ``s_v = n_v * a_v`` (:ref:`physics-direct`).
 
     Parameters
@@ -270,6 +271,9 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
     n_quad : azimuth sub-samples per view cell for n_v, 1 to 1024 (the tilt integral is exact).
     xp : array namespace of the result (NumPy or CuPy).
     attenuation : optional :class:`~directpet.sim.phantoms.WaterCylinder` overriding the phantom's.
+    engine : 'compiled' (default): without attenuation, n_v in one compiled pass per view on the CPU
+        or the GPU (csrc/direct/corrections.hpp, the same arithmetic); 'python': the array code per
+        azimuth sample (the reference, and the path with a water cylinder).
 
     Returns
     -------
@@ -302,11 +306,19 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
     if water is None and phantom_info is not None:
         water = phantom_info.attenuation
     n_quad = sub_samples("n_quad", n_quad)
+    if engine not in ("compiled", "python"):
+        raise ValueError(f"engine: expected 'compiled' or 'python', got {engine!r}")
     require_stack_memory("grid", len(viewset), grid)
-    x, y, z = _grid_coords(grid, xp)
-    out = xp.zeros((len(viewset),) + grid.shape, dtype=xp.float32)
     te, pe = viewset.theta_edges, viewset.phi_edges
     omega_max = float(np.max(np.diff(pe)) * np.max(np.sin(te[1:]) - np.sin(te[:-1])))
+    if not omega_max > 0:
+        raise ValueError(f"viewset: its view cells span no tilt (theta_max_deg = {viewset.theta_max_deg}), so they have "
+                         "no solid angle to normalise by; give views with theta_max_deg > 0")
+    attenuated = water is not None and water.mu_per_mm > 0
+    if engine == "compiled" and not attenuated and (xp is np or cuda_loaded()):
+        return _compiled_acceptance(grid, viewset, scanner, n_quad, omega_max, xp)
+    x, y, z = _grid_coords(grid, xp)
+    out = xp.zeros((len(viewset),) + grid.shape, dtype=xp.float32)
     for v, view in enumerate(viewset):
         nv = _cell_integral(x, y, z, viewset, v, scanner, n_quad, xp, xp.sin) / omega_max
         if water is not None and water.mu_per_mm > 0:
@@ -315,6 +327,35 @@ def sensitivity_attenuation(grid: ImageGrid, viewset: ViewSet, phantom_info=None
                                  0.5 * water.length_mm, xp)
             nv = nv * xp.exp(-water.mu_per_mm * chord)
         out[v] = nv
+    return out
+
+
+def _compiled_acceptance(grid: ImageGrid, viewset: ViewSet, scanner: CylindricalScanner, n_quad: int,
+                         omega_max: float, xp):
+    """n_v of every view in one compiled pass per view (csrc/direct/corrections.hpp): the azimuth samples
+    of _cell_integral, their cos and sin as _tilt_window takes them, the cells' tilt edges."""
+    pe, te = viewset.phi_edges, viewset.theta_edges
+    cells = np.empty((len(viewset), 3))
+    cos_sin = np.empty((len(viewset), n_quad, 2))
+    for v in range(len(viewset)):
+        k, l = divmod(v, viewset.n_theta)
+        dphi = (pe[k + 1] - pe[k]) / n_quad
+        phis = pe[k] + (np.arange(n_quad) + 0.5) * dphi
+        cells[v] = dphi, te[l], te[l + 1]
+        cos_sin[v] = [(np.cos(phi), np.sin(phi)) for phi in phis]
+    zs, ys, xs = (np.ascontiguousarray(grid.centres(a), dtype=np.float64) for a in range(3))
+    ring = (float(scanner.radius_mm), float(scanner.half_length_mm), float(scanner.axial_length_mm))
+    out = xp.empty((len(viewset),) + grid.shape, dtype=xp.float32)
+    if xp is np:
+        from .._core import direct_acceptance_cpu
+
+        direct_acceptance_cpu(ring, cells, cos_sin, omega_max, zs, ys, xs, out)
+        return out
+    from .._backend import cuda_module
+
+    d_cos_sin, d_zs, d_ys, d_xs = (xp.asarray(a) for a in (cos_sin, zs, ys, xs))
+    cuda_module().direct_acceptance_cuda(ring, cells, d_cos_sin.data.ptr, n_quad, omega_max, d_zs.data.ptr, zs.size,
+                                         d_ys.data.ptr, ys.size, d_xs.data.ptr, xs.size, out.data.ptr)
     return out
 
 

@@ -92,7 +92,7 @@ def _compiled_efficiencies(efficiencies, header, n_per_ring: int, n_rings: int, 
 
 def _compiled_normalisation(model, grid: ImageGrid, viewset: ViewSet, scanner: CylindricalScanner, n_sub: int,
                             n_per_ring: int, n_rings: int, xp):
-    """normalisation_histo_images in one compiled pass per view (csrc/direct/normalisation.hpp)."""
+    """normalisation_histo_images in one compiled pass per view (csrc/direct/corrections.hpp)."""
     values, stride, scale, pairs = model
     dirs = xp.asarray(np.array([[[float(c) for c in view.direction] for view in viewset.cell_views(v, n_sub)]
                                 for v in range(len(viewset))], np.float64))
@@ -141,7 +141,7 @@ def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, effici
     n_sub : directions per view-cell edge, 1 to 1024 (``n_sub**2`` averaged).
     xp : array namespace of the result (NumPy or CuPy).
     engine : 'compiled' (default): one pass per view over the grid in compiled code, on the CPU or
-        the GPU (csrc/direct/normalisation.hpp, the same arithmetic); 'python': the array code below,
+        the GPU (csrc/direct/corrections.hpp, the same arithmetic); 'python': the array code below,
         per direction (the reference). A header with module-pair efficiencies always takes 'python'.
 
     Bins no accepted direction reaches get 1 (their geometric sensitivity is 0 anyway).

@@ -1,5 +1,5 @@
 // Arguments shared by the CPU (direct.cpp) and CUDA (direct_cuda.cpp) bindings of the normalisation
-// histo-images (csrc/direct/normalisation.hpp): the ring scanner and the efficiency model, checked.
+// histo-images (cs../direct/corrections.hpp): the ring scanner and the efficiency model, checked.
 #pragma once
 
 #include <cmath>
@@ -7,11 +7,11 @@
 #include <string>
 
 #include "../common/errors.hpp"
-#include "../direct/normalisation.hpp"
+#include "../direct/corrections.hpp"
 
-namespace dp::bind::normalisation_args {
+namespace dp::bind::corrections_args {
 
-namespace nm = dp::direct::normalisation;
+namespace nm = dp::direct::corrections;
 
 inline nm::RingScanner make_ring(double radius, double half_length, double axial_length, int n_per_ring, int n_rings) {
     require_positive(radius, "radius");
@@ -43,4 +43,13 @@ inline nm::Efficiencies make_efficiencies(const nm::RingScanner& s, const double
     return e;
 }
 
-}  // namespace dp::bind::normalisation_args
+// cells: (n_views, 3) rows (dphi, theta_lo, theta_hi) as AcceptanceCell (the same layout).
+inline void check_acceptance(const double* cells, int n_views, double omega_max) {
+    require(omega_max > 0 && std::isfinite(omega_max), "omega_max: expected a positive solid angle");
+    for (int v = 0; v < n_views; ++v)
+        for (int k = 0; k < 3; ++k)
+            require(std::isfinite(cells[3 * v + k]), "cells: expected finite (dphi, theta_lo, theta_hi) rows");
+}
+static_assert(sizeof(nm::AcceptanceCell) == 3 * sizeof(double), "AcceptanceCell is three doubles");
+
+}  // namespace dp::bind::corrections_args
