@@ -16,8 +16,9 @@
 # family's gpu-marked tests, the model build (full size; quick: the benchmark's --small scanner),
 # benchmarks/dualhead_projectors.py and its experiment;
 # realdata: the PETSIRD / corrections / NIfTI / autograd / workflow tests, the real-data notebook at the 'small'
-# size (REALDATA_NOTEBOOK=0 leaves it out) and benchmarks/io_petsird.py (petsird and nibabel wheels from .whl/io
-# when missing); timetoimage: benchmarks/direct_attenuation.py and benchmarks/time_to_image.py (a 4.3e8-event
+# size (REALDATA_NOTEBOOK=0 leaves it out), benchmarks/io_petsird.py (petsird and nibabel wheels from .whl/io
+# when missing) and Nsight Compute of the file-to-image kernels (scripts/ncu_file_to_image_case.py; REALDATA_NCU=0
+# leaves it out); timetoimage: benchmarks/direct_attenuation.py and benchmarks/time_to_image.py (a 4.3e8-event
 # file through reconstruct_petsird; TIME_TO_IMAGE=0 leaves it out);
 # wheel: the repaired wheel built from this call's build directory, installed into a venv, its gpu-marked tests
 # and benchmarks/wheel_vs_source.py (the GPU benchmarks under the wheel and the source build, alternating;
@@ -245,6 +246,16 @@ if runs realdata; then
   echo "== PETSIRD throughput and normalisation benchmark"
   stage bench_io "$OUTDIR/bench_io.log" $PY benchmarks/io_petsird.py --json "$OUTDIR/io_petsird.json"
   show "$OUTDIR/bench_io.log" 12
+  if command -v ncu > /dev/null && [ "${REALDATA_NCU:-1}" = 1 ]; then
+    echo "== Nsight Compute: list-mode decoder and deposition, normalisation and acceptance kernels"
+    stage ncu_listmode "$OUTDIR/ncu_listmode.txt" ncu --set full --kernel-name regex:"decode_tiles|deposit_events" \
+      --launch-count 2 $PY scripts/ncu_file_to_image_case.py listmode
+    stage ncu_corrections "$OUTDIR/ncu_corrections.txt" ncu --set full \
+      --kernel-name regex:"normalisation_kernel|acceptance_kernel" --launch-count 2 \
+      $PY scripts/ncu_file_to_image_case.py corrections
+    grep -hE "^  [a-zA-Z_:<>0-9]+\(|Duration|Compute \(SM\) Throughput|DRAM Throughput|Memory Throughput|FP64" \
+      "$OUTDIR/ncu_listmode.txt" "$OUTDIR/ncu_corrections.txt" | head -40
+  fi
 fi
 
 if runs timetoimage; then
