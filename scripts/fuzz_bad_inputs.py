@@ -214,6 +214,19 @@ def NIFTI():
 @cache
 def HDFILE():
     p = os.path.join(TMP, "hd.npz"); HD().save(p); return p
+@cache
+def PFILE():
+    """A small DIRECT PETSIRD file: a few simulated prompts and delayeds."""
+    p = os.path.join(TMP, "scan.petsird")
+    D.petsird.write_events(p, D.petsird.scanner_header(CS), prompts=list(D.simulate_events(CS, PHI()[1], 40, seed=1,
+                                                                                               progress=False)),
+                           delayeds=D.simulate_randoms(CS, 8, seed=2))
+    return p
+def truncated(path, keep=0.7):
+    """A copy of the file cut at `keep` of its length."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return garbage("cut_" + os.path.basename(path), data[: int(len(data) * keep)])
 def garbage(name="garbage.npz", data=b"not a zip file at all"):
     p = os.path.join(TMP, name)
     with open(p, "wb") as f:
@@ -708,6 +721,15 @@ floats(M, "randoms_from_delayeds", "D.randoms_from_delayeds(EV(), G, V, smooth_f
        positive=False, nonneg=True, extra=[("two-values", "(1.0, 2.0)")])
 floats(M, "randoms_from_delayeds", "D.randoms_from_delayeds(EV(), G, V, scale={A})", "scale", "1.0",
        positive=False, nonneg=True)
+objects(M, "sensitivity_attenuation", "D.sensitivity_attenuation(G, V, PHI()[1], n_quad=2, engine={A})", "engine",
+        [("None", "None"), ("unknown", "'gpu'")])
+case(M, "sensitivity_attenuation", "viewset-no-tilt", "D.sensitivity_attenuation(G, D.ViewSet(3, 1, 0.0))", ["viewset"])
+base(M, "smooth_randoms", "D.smooth_randoms(stack(), G, smooth_fwhm_mm=4.0)")
+arrays(M, "smooth_randoms", "D.smooth_randoms({A}, G, smooth_fwhm_mm=4.0)", "deposited", "stack()", nonneg=True)
+floats(M, "smooth_randoms", "D.smooth_randoms(stack(), G, smooth_fwhm_mm={A})", "smooth_fwhm_mm", "4.0",
+       positive=False, nonneg=True, extra=[("two-values", "(1.0, 2.0)")])
+floats(M, "smooth_randoms", "D.smooth_randoms(stack(), G, scale={A})", "scale", "1.0", positive=False, nonneg=True)
+objects(M, "smooth_randoms", "D.smooth_randoms(stack(), {A})", "grid", [("None", "None"), ("tuple", "(4, 12, 12)")])
 base(M, "attenuation_histo_images", "D.attenuation_histo_images(np.full(G.shape, 0.0096, np.float32), G, G, V)")
 arrays(M, "attenuation_histo_images", "D.attenuation_histo_images({A}, G, G, V)", "mu",
        "np.full(G.shape, 0.0096, np.float32)", nonneg=True)
@@ -727,6 +749,28 @@ arrays(M, "normalisation_histo_images",
        "np.ones(D.petsird.ring_shape(D.petsird.scanner_header(CS)), np.float32)", nonneg=True)
 ints(M, "normalisation_histo_images", "D.normalisation_histo_images(D.petsird.scanner_header(CS), G, V, n_sub={A})",
      "n_sub", "1", skip=("huge-1e9", "huge-2^31"))
+objects(M, "normalisation_histo_images", "D.normalisation_histo_images(D.petsird.scanner_header(CS), G, V, engine={A})",
+        "engine", [("None", "None"), ("unknown", "'gpu'")])
+# list-mode files into histo-images
+base(M, "deposit_file", "D.petsird.deposit_file(PFILE(), G, V, xp=np, progress=False)")
+objects(M, "deposit_file", "D.petsird.deposit_file({A}, G, V, xp=np, progress=False)", "path",
+        [("None", "None"), ("missing", "'/nonexistent.petsird'"), ("garbage", "garbage('g.petsird', b'x' * 100)"),
+         ("directory", "TMP"), ("npz", "HDFILE()")])
+objects(M, "deposit_file", "D.petsird.deposit_file(PFILE(), G, V, xp=np, progress=False, kind={A})", "kind",
+        [("None", "None"), ("unknown", "'randoms'")])
+objects(M, "deposit_file", "D.petsird.deposit_file(PFILE(), G, V, xp=np, progress=False, engine={A})", "engine",
+        [("None", "None"), ("unknown", "'gpu'")])
+ints(M, "deposit_file", "D.petsird.deposit_file(PFILE(), G, V, xp=np, progress=False, chunk_bytes={A})", "chunk_bytes",
+     "65536", skip=("huge-1e9",))
+objects(M, "deposit_file", "D.petsird.deposit_file(PFILE(), {A}, V, xp=np, progress=False)", "grid",
+        [("None", "None"), ("tuple", "(4, 12, 12)")])
+objects(M, "deposit_file", "D.petsird.deposit_file(PFILE(), G, {A}, xp=np, progress=False)", "viewset",
+        [("None", "None"), ("list", "list(V)")])
+base(M, "deposit_prompts_and_delayeds", "D.petsird.deposit_prompts_and_delayeds(PFILE(), G, V, xp=np, progress=False)")
+objects(M, "deposit_prompts_and_delayeds", "D.petsird.deposit_prompts_and_delayeds({A}, G, V, xp=np, progress=False)",
+        "path", [("None", "None"), ("missing", "'/nonexistent.petsird'"), ("truncated", "truncated(PFILE())")])
+objects(M, "deposit_prompts_and_delayeds", "D.petsird.deposit_prompts_and_delayeds(PFILE(), G, V, xp=np, progress={A})",
+        "progress", [("string", "'yes'"), ("int", "3")])
 # data
 base(M, "HistoImageData", "HD()")
 arrays(M, "HistoImageData", "D.HistoImageData({A}, G, V)", "prompts", "stack()", counts=True)
@@ -1871,6 +1915,11 @@ fine("load_nifti", "atol_mm", "0-d huge-1e300", "0-d is a number; a huge toleran
 fine("Coincidences", "bin0", "list dtype-int non-contiguous fractional-counts",
      "converted to uint32 (the 'fractional' variant of an int array is still integers)")
 fine("PetsirdReader", "path", "missing", "FileNotFoundError naming path ('path: no such file ...')")
+fine("deposit_file", "path", "missing", "FileNotFoundError naming path ('path: no such file ...')")
+fine("deposit_prompts_and_delayeds", "path", "missing", "FileNotFoundError naming path ('path: no such file ...')")
+fine("smooth_randoms", "deposited", "non-contiguous", "read, never written: any memory layout gives the same estimate")
+fine("smooth_randoms", "smooth_fwhm_mm", "None", "documented: None means no smoothing")
+fine("smooth_randoms", "smooth_fwhm_mm", "list", "a scalar or a (z, y, x) FWHM is documented; [4.0] broadcasts")
 fine("PetsirdWriter", "path", "missing-dir", "FileNotFoundError with the path is the standard, clear error")
 # reference
 for f_, n in (("reference.direct.forward", "image"), ("reference.direct.back", "histo"),

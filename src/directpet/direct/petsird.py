@@ -313,7 +313,9 @@ def _deposit_lists(path, grid, viewset, kinds, xp, progress, chunk_bytes):
     expect_instance(grid, ImageGrid, "grid")
     expect_instance(viewset, ViewSet, "viewset")
     progress = flag("progress", progress)
-    chunk_bytes = integer("chunk_bytes", chunk_bytes, lo=1 << 12, hi=1 << 31)
+    chunk_bytes = integer("chunk_bytes", chunk_bytes, lo=1 << 12, hi=1 << 30)
+    # two chunks of bytes and their decoded values (4 bytes per varint at most) on the host or the GPU
+    require_memory("chunk_bytes", 10.0 * chunk_bytes, f"two event-list chunks of {chunk_bytes} bytes, decoded")
     xp = _default_namespace(xp)
     require_stack_memory("grid", len(viewset), grid, copies=len(kinds))
     shape = (len(viewset),) + grid.shape

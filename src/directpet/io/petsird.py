@@ -540,12 +540,11 @@ def nearest_elements(scanner: PetsirdScanner, points, module_type: int = 0, *, m
 
 # --- reading ------------------------------------------------------------------------------------------
 
-class _FileError(ValueError):
-    """A ValueError that already names the file (passed through time_blocks unwrapped)."""
-
-
 def _bad_file(path, what) -> ValueError:
-    return _FileError(f"path: {os.fspath(path)!r} {what}")
+    """A ValueError naming the file, marked so that time_blocks passes it on unwrapped."""
+    err = ValueError(f"path: {os.fspath(path)!r} {what}")
+    err.names_the_file = True
+    return err
 
 
 class PetsirdReader:
@@ -608,13 +607,13 @@ class PetsirdReader:
         stream = self._reader.read_time_blocks()
         try:
             yield from stream
-        except _FileError:
-            raise
         except (EOFError, BufferError) as err:
             # petsird 0.12 refills its buffer with a one-byte-longer view once the file is exhausted,
             # which raises BufferError instead of EOFError: both mean the file ended early.
             raise _bad_file(self.path, "is truncated: the stream of time blocks ends without its end mark") from err
         except (ValueError, IndexError) as err:
+            if getattr(err, "names_the_file", False):       # already says which file and what
+                raise
             raise _bad_file(self.path, f"has a corrupt time block ({err})") from err
 
     def _check_pair(self, kind: str, t0: int, t1: int) -> None:
