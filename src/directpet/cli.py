@@ -101,7 +101,7 @@ def _points(args) -> int:
 
 
 def _reconstruct(args) -> int:
-    """A PETSIRD file to a NIfTI image: corrections, block-RAMLA / OSEM, a timing line per stage."""
+    """A PETSIRD file to a NIfTI image: corrections, block-RAMLA / OSEM / BSREM-RDP, a timing line per stage."""
     from .direct.workflow import reconstruct_petsird
     from .geometry import ImageGrid
 
@@ -110,8 +110,9 @@ def _reconstruct(args) -> int:
     grid = ImageGrid(args.shape, args.voxel)
     views = CylindricalScanner().viewset(*args.views)
     r = reconstruct_petsird(args.file, grid, viewset=views, mu=args.mu, algorithm=args.algorithm.replace("-", "_"),
-                            n_iter=args.iterations, subsets=args.subsets, attenuation_n_sub=args.attenuation_sub,
-                            backend=args.backend, out=args.output, progress=not args.quiet)
+                            n_iter=args.iterations, subsets=args.subsets, rdp_b=args.rdp_b,
+                            attenuation_n_sub=args.attenuation_sub, backend=args.backend, out=args.output,
+                            progress=not args.quiet)
     print(f"{r.n_prompts:,} prompts ({r.n_deposited:,} deposited), {r.n_delayeds:,} delayeds -> {grid.shape} "
           f"image of {grid.voxel_size} mm voxels, {args.iterations} {args.algorithm} passes; wrote {r.path}")
     print(r.summary())
@@ -190,7 +191,10 @@ def main(argv=None) -> int:
     r.add_argument("--views", type=_numbers(int, (2,), "two integers n_phi,n_theta"), default=(40, 3), help="DIRECT views n_phi,n_theta (default 40,3)")
     r.add_argument("--attenuation-sub", type=int, default=2,
                    help="directions per view-cell edge averaged for the attenuation factors (default 2)")
-    r.add_argument("--algorithm", default="block-ramla", choices=["block-ramla", "osem"])
+    r.add_argument("--algorithm", default="block-ramla", choices=["block-ramla", "osem", "bsrem"],
+                   help="bsrem: penalised likelihood with the relative difference prior, from 2 block-RAMLA passes")
+    r.add_argument("--rdp-b", type=float, default=3e-4,
+                   help="bsrem: the prior's strength relative to the data (default 3e-4; larger, smoother)")
     r.add_argument("--iterations", type=int, default=10, help="passes through the data (default 10)")
     r.add_argument("--subsets", type=int, default=None, help="view blocks (default: one view per subset)")
     r.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"])

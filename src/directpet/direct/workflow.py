@@ -31,7 +31,7 @@ from .normalisation import normalisation_histo_images
 from .projector import HistoImageProjector
 from .subsets import ViewSubsets
 
-ALGORITHMS = ("block_ramla", "osem")
+ALGORITHMS = ("block_ramla", "osem", "bsrem")
 
 
 @dataclass
@@ -91,7 +91,8 @@ def _mu_map(mu, mu_grid):
 def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = None,
                         scanner: Optional[CylindricalScanner] = None, kernel: Optional[SRKernel] = None,
                         mu=None, mu_grid: Optional[ImageGrid] = None, scatter=None, algorithm: str = "block_ramla",
-                        n_iter: int = 10, subsets=None, randoms_fwhm_mm: Optional[float] = None,
+                        n_iter: int = 10, subsets=None, rdp_b: float = 3e-4, init_iter: int = 2,
+                        randoms_fwhm_mm: Optional[float] = None,
                         attenuation_n_sub: int = 2, normalisation_n_sub: int = 2, backend: str = "auto",
                         out=None, progress: bool = True) -> PetsirdReconstruction:
     """Reconstruct a PETSIRD list-mode file of a ring scanner into an image on ``grid``.
@@ -108,9 +109,15 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
         None: no attenuation correction.
     scatter : an external scatter estimate, histo-images ``(n_views, nz, ny, nx)`` (counts per view
         cell, the prompts' scale), added to the randoms as background; None: none.
-    algorithm : 'block_ramla' (default; one view per subset, [HA]) or 'osem'.
-    n_iter : passes through the data.
+    algorithm : 'block_ramla' (default; one view per subset, [HA]), 'osem', or 'bsrem': penalised
+        likelihood with the relative difference prior (:func:`~directpet.recon.bsrem`, gamma = 2,
+        epsilon = 1e-3 of the start image's mean, strength ``beta = rdp_b * mean sensitivity``),
+        started from ``init_iter`` block-RAMLA passes.
+    n_iter : passes through the data (BSREM's passes for 'bsrem', after the ``init_iter`` ones).
     subsets : as :class:`ViewSubsets` (None: one view per subset; an int k: k interleaved blocks).
+    rdp_b : the prior's strength relative to the data's curvature (about 1e-4 to 1e-3 for DIRECT at
+        [HA]'s size: larger, smoother; benchmarks/RESULTS.md section 10). 'bsrem' only.
+    init_iter : block-RAMLA passes BSREM starts from. 'bsrem' only.
     randoms_fwhm_mm : Gaussian smoothing of the randoms estimate (default 3 voxels of ``grid``).
     attenuation_n_sub, normalisation_n_sub : directions per view-cell edge averaged for the factors.
     backend : 'auto' (the GPU when usable), 'cpu' or 'cuda'.
@@ -135,6 +142,8 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm: expected one of {ALGORITHMS}, got {algorithm!r}")
     n_iter = positive_int("n_iter", n_iter)
+    rdp_b = real_number("rdp_b", rdp_b, positive=True)
+    init_iter = positive_int("init_iter", init_iter)
     progress = flag("progress", progress)
     if randoms_fwhm_mm is None:
         randoms_fwhm_mm = 3 * min(grid.voxel_size)
@@ -195,8 +204,17 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
                           kernel=kernel, scanner=scanner)
     projector = HistoImageProjector(grid, viewset, kernel, backend=backend)
     problem = ViewSubsets(projector, data, subsets)
-    run = recon.block_ramla if algorithm == "block_ramla" else recon.osem
-    result = timed("reconstruction", lambda: run(problem, n_iter, progress=progress))
+    def reconstruct():
+        if algorithm == "osem":
+            return recon.osem(problem, n_iter, progress=progress)
+        if algorithm == "block_ramla":
+            return recon.block_ramla(problem, n_iter, progress=progress)
+        start = recon.block_ramla(problem, init_iter, progress=progress).image
+        prior = recon.RelativeDifferencePrior(rdp_b * float(recon.sensitivity_image(problem).mean()), grid,
+                                              gamma=2.0, epsilon=1e-3 * max(float(start.mean()), 1e-30))
+        return recon.bsrem(problem, prior, n_iter, x0=start, progress=progress)
+
+    result = timed("reconstruction", reconstruct)
     image = np.asarray(result.image.get() if hasattr(result.image, "get") else result.image, dtype=np.float32)
     written = None
     if out is not None:
