@@ -75,7 +75,7 @@ def _dualhead(method):
 # interpolation smooths, it is of order one and only reported.
 FAITHFUL = {"adjoint_tol": 0.04, "skip_zero_mean_adjoint": "faithful's back projector interpolates (not the "
             "transpose): its documented 1-3 % bound is for random non-negative inputs"}
-# The paper's dual-head GPU algorithms 1-3 back-project by scattering with atomicAdd (csrc/dualhead/cuda.cu):
+# The paper's dual-head GPU algorithms 1-3 back-project by scattering with atomicAdd (csrc/dualhead/cuda_paper.cu):
 # the order of the float additions, hence the last bits, changes from call to call.
 ATOMIC = {"nondeterministic": "the paper's algorithms 1-3 back-project with an atomicAdd scatter"}
 

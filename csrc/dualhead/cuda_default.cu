@@ -1,18 +1,6 @@
-// Dual-head projectors on the GPU: the paper's algorithms 1-3 and the default tiled pair.
+// Dual-head projectors on the GPU: the default tiled pair (the paper's algorithms are in cuda_paper.cu,
+// the resident model and the dispatch in cuda_model.cu).
 //
-// Every method computes y[lor] = sum_p sum_taps w * image[v_z, v_y, p] with the addressing of
-// layout.hpp (tap_voxel), and its exact transpose.
-//
-// alg1  one 128-thread block per LOR, thread i = plane i (planes past 128 loop), each thread sums its
-//       plane's patch reading the image from global memory, thread 0 adds the 128 partial sums
-//       serially; no symmetry reuse. Back: the same blocks scatter w * y with atomicAdd.
-// alg2  one block per shift position of a class serving its (up to 4) sign-symmetric LORs with the
-//       same taps (mirrored), image reads through the read-only path (__ldg); the 128 x 4 partial
-//       sums go to global memory and a second kernel adds them. Back: atomicAdd scatter.
-// alg3  alg2 with the partial sums in shared memory (128 x 4) and a parallel tree reduction, the
-//       skip values (forward) or LOR values (back) of the 4 LORs staged in shared memory by threads
-//       0/32/64/96, the zero skip (LORs with skip 0, or back-projected values 0, cost nothing), all
-//       indices recomputed on the fly. Back: atomicAdd scatter.
 // default (tiles.hpp for the arithmetic)
 //   The image is first rearranged into the polyphase layout X[p][r_y][r_z][c_y][c_z] (r = voxel
 //   index mod D within its crystal cell, c = cell). A class, sign and plane is then a strided 2D
@@ -48,79 +36,18 @@
 //     for physical patches), times the edge work of tiles that a q only partly reaches (~1.3x).
 //   benchmarks/dualhead_projectors.py prints the counts and the fractions reached.
 #include <cuda_pipeline.h>
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <stdexcept>
-#include <string>
-#include <vector>
 
-#include "../common/cuda_check.cuh"
-#include "../common/cuda_memory.hpp"
-#include "../common/errors.hpp"
-#include "cuda.hpp"
-#include "tiles.hpp"
+#include "cuda_internal.cuh"
 
-namespace dp::dualhead::gpu {
-
-using namespace tiles;
+namespace dp::dualhead::gpu::detail {
 
 namespace {
-
-// A tap on the device: the model's (dy, dz, w), regrouped per row by residue group
-// g = (dz mod D) * D + (dy mod D).
-struct __align__(8) DTap {
-    int16_t dy, dz;
-    float w;
-};
-static_assert(sizeof(DTap) == 8, "8-byte taps");
-
-constexpr int kAlgThreads = 128;   // the paper's blocks: one thread per plane
-
-int div_up(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
-
-__host__ __device__ inline size_t align16(size_t x) { return (x + 15) & ~size_t(15); }
-
-// --- launch parameter blocks (passed by value, < 4 KB) -------------------------------------------
-struct FwdLaunch {
-    Layout L;
-    int n_entries, p_begin, n_planes, accumulate, win_cap;
-    int lpb;   // LORs per block (<= kFwdLors)
-    int k[kMaxEntries];
-    int first_block[kMaxEntries + 1];
-    long long out[kMaxEntries];   // start of the class's block in y
-};
-
-struct BackLaunch {
-    Layout L;
-    int n_entries, accumulate, y_cap;
-    int k[kMaxEntries];
-    long long in[kMaxEntries];    // start of the class's block in y
-};
-
-// alg1: first = LOR prefix; alg2/alg3: first = shift-position prefix
-struct AlgLaunch {
-    Layout L;
-    int n_entries;
-    int k[kMaxEntries];
-    long long out[kMaxEntries];
-    long long first[kMaxEntries + 1];
-};
-static_assert(sizeof(FwdLaunch) < 4000 && sizeof(BackLaunch) < 4000 && sizeof(AlgLaunch) < 4000,
-              "kernel parameter blocks must stay below 4 KB");
-
-template <typename T>
-__device__ __forceinline__ int find_entry(const T* first, int n, T b) {
-    int lo = 0, hi = n;     // first[lo] <= b < first[hi]
-    while (hi - lo > 1) {
-        const int mid = (lo + hi) >> 1;
-        if (first[mid] <= b) lo = mid;
-        else hi = mid;
-    }
-    return lo;
-}
 
 // --- layout rearrangements ----------------------------------------------------------------------------
 // X[p][r_y][r_z][c_y][c_z] <-> image[v_z][v_y][p] through a 32 (p) x 32 (v_z) shared tile per v_y: the
@@ -651,427 +578,9 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
     }
 }
 
-// --- the paper's algorithms ----------------------------------------------------------------------------
-struct LorAt {
-    int e, k, s, i, j;
-    int64_t index;   // in y
-};
-
-// alg1: block b of the launch is the b-th LOR of its classes' concatenated blocks
-__device__ __forceinline__ LorAt alg1_lor(const AlgLaunch& P, int64_t b) {
-    LorAt a;
-    a.e = find_entry(P.first, P.n_entries, static_cast<long long>(b));
-    a.k = P.k[a.e];
-    const ClassInfo c = class_info(P.L, a.k);
-    const int64_t local = b - P.first[a.e];
-    const int npos = c.pos_y * c.pos_z;
-    a.s = static_cast<int>(local / npos);
-    const int f = static_cast<int>(local - int64_t(a.s) * npos);
-    a.i = f / c.pos_z;
-    a.j = f - a.i * c.pos_z;
-    a.index = P.out[a.e] + local;
-    return a;
-}
-
-// Voxel (flat image index) of tap (dy, dz) at plane p for the LOR with upper crystal cu and signs s.
-__device__ __forceinline__ int64_t alg_voxel(const Layout& L, int cuy, int cuz, int s_y, int s_z, const DTap& t, int p) {
-    return L.voxel_index(tap_voxel(L.D, cuz, s_z, t.dz), tap_voxel(L.D, cuy, s_y, t.dy), p);
-}
-
-__global__ void __launch_bounds__(kAlgThreads)
-alg1_forward_kernel(const __grid_constant__ AlgLaunch P, const float* __restrict__ image, const DTap* __restrict__ taps,
-                    const int64_t* __restrict__ row_start, const float* __restrict__ skip, float* __restrict__ y) {
-    __shared__ float part[kAlgThreads];
-    const LorAt a = alg1_lor(P, blockIdx.x);
-    const int tid = threadIdx.x;
-    if (skip != nullptr && skip[a.index] == 0.0f) {
-        if (tid == 0) y[a.index] = 0.0f;
-        return;
-    }
-    const ClassInfo c = class_info(P.L, a.k);
-    int s_y, s_z, cuy, cuz;
-    class_sign(c, a.s, s_y, s_z);
-    upper_crystal(c, s_y, s_z, a.i, a.j, cuy, cuz);
-    float sum = 0.0f;
-    for (int p = tid; p < P.L.n_planes; p += kAlgThreads) {
-        const int64_t row = int64_t(a.k) * P.L.n_planes + p;
-        for (int64_t t = row_start[row]; t < row_start[row + 1]; ++t) {
-            const DTap tp = taps[t];
-            sum += tp.w * image[alg_voxel(P.L, cuy, cuz, s_y, s_z, tp, p)];
-        }
-    }
-    part[tid] = sum;
-    __syncthreads();
-    if (tid == 0) {
-        float total = 0.0f;
-        for (int q = 0; q < kAlgThreads; ++q) total += part[q];
-        y[a.index] = total;
-    }
-}
-
-__global__ void __launch_bounds__(kAlgThreads)
-alg1_back_kernel(const __grid_constant__ AlgLaunch P, const float* __restrict__ y, const DTap* __restrict__ taps,
-                 const int64_t* __restrict__ row_start, float* __restrict__ image) {
-    const LorAt a = alg1_lor(P, blockIdx.x);
-    const ClassInfo c = class_info(P.L, a.k);
-    int s_y, s_z, cuy, cuz;
-    class_sign(c, a.s, s_y, s_z);
-    upper_crystal(c, s_y, s_z, a.i, a.j, cuy, cuz);
-    const float v = y[a.index];
-    for (int p = threadIdx.x; p < P.L.n_planes; p += kAlgThreads) {
-        const int64_t row = int64_t(a.k) * P.L.n_planes + p;
-        for (int64_t t = row_start[row]; t < row_start[row + 1]; ++t) {
-            const DTap tp = taps[t];
-            atomicAdd(image + alg_voxel(P.L, cuy, cuz, s_y, s_z, tp, p), tp.w * v);
-        }
-    }
-}
-
-// alg2 / alg3: block q of the launch is the q-th shift position of its classes; its LORs are the
-// class's signs at that position.
-struct PosAt {
-    int e, k, i, j, n_signs, npos;
-    int cuy[4], cuz[4], s_y[4], s_z[4];
-    int64_t index0;   // y index of sign 0 (sign m: index0 + m * npos)
-};
-
-__device__ __forceinline__ PosAt position_at(const AlgLaunch& P, int64_t q) {
-    PosAt a;
-    a.e = find_entry(P.first, P.n_entries, static_cast<long long>(q));
-    a.k = P.k[a.e];
-    const ClassInfo c = class_info(P.L, a.k);
-    const int f = static_cast<int>(q - P.first[a.e]);
-    a.i = f / c.pos_z;
-    a.j = f - a.i * c.pos_z;
-    a.n_signs = c.n_signs;
-    a.npos = c.pos_y * c.pos_z;
-    a.index0 = P.out[a.e] + f;
-#pragma unroll
-    for (int m = 0; m < 4; ++m) {
-        class_sign(c, m < c.n_signs ? m : 0, a.s_y[m], a.s_z[m]);
-        upper_crystal(c, a.s_y[m], a.s_z[m], a.i, a.j, a.cuy[m], a.cuz[m]);
-    }
-    return a;
-}
-
-__global__ void __launch_bounds__(kAlgThreads)
-alg2_partial_kernel(const __grid_constant__ AlgLaunch P, long long q0, const float* __restrict__ image,
-                    const DTap* __restrict__ taps, const int64_t* __restrict__ row_start, float* __restrict__ partial) {
-    const PosAt a = position_at(P, q0 + blockIdx.x);
-    const int tid = threadIdx.x;
-    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int p = tid; p < P.L.n_planes; p += kAlgThreads) {
-        const int64_t row = int64_t(a.k) * P.L.n_planes + p;
-        for (int64_t t = row_start[row]; t < row_start[row + 1]; ++t) {
-            const DTap tp = taps[t];   // one read of the taps serves the 4 symmetric LORs
-#pragma unroll
-            for (int m = 0; m < 4; ++m)
-                if (m < a.n_signs)
-                    s[m] += tp.w * __ldg(image + alg_voxel(P.L, a.cuy[m], a.cuz[m], a.s_y[m], a.s_z[m], tp, p));
-        }
-    }
-#pragma unroll
-    for (int m = 0; m < 4; ++m) partial[(int64_t(blockIdx.x) * 4 + m) * kAlgThreads + tid] = s[m];
-}
-
-__global__ void __launch_bounds__(256)
-alg2_sum_kernel(const __grid_constant__ AlgLaunch P, long long q0, int nq, const float* __restrict__ partial,
-                const float* __restrict__ skip, float* __restrict__ y) {
-    const int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= nq * 4) return;
-    const int qq = idx >> 2, m = idx & 3;
-    const long long q = q0 + qq;
-    const int e = find_entry(P.first, P.n_entries, q);
-    const ClassInfo c = class_info(P.L, P.k[e]);
-    if (m >= c.n_signs) return;
-    const int64_t o = P.out[e] + int64_t(m) * c.pos_y * c.pos_z + (q - P.first[e]);
-    const float* part = partial + int64_t(idx) * kAlgThreads;
-    float total = 0.0f;
-    for (int t = 0; t < kAlgThreads; ++t) total += part[t];
-    y[o] = (skip != nullptr && skip[o] == 0.0f) ? 0.0f : total;
-}
-
-__global__ void __launch_bounds__(kAlgThreads)
-alg2_back_kernel(const __grid_constant__ AlgLaunch P, const float* __restrict__ y, const DTap* __restrict__ taps,
-                 const int64_t* __restrict__ row_start, float* __restrict__ image) {
-    const PosAt a = position_at(P, blockIdx.x);
-    float v[4];
-#pragma unroll
-    for (int m = 0; m < 4; ++m) v[m] = m < a.n_signs ? __ldg(y + a.index0 + int64_t(m) * a.npos) : 0.0f;
-    for (int p = threadIdx.x; p < P.L.n_planes; p += kAlgThreads) {
-        const int64_t row = int64_t(a.k) * P.L.n_planes + p;
-        for (int64_t t = row_start[row]; t < row_start[row + 1]; ++t) {
-            const DTap tp = taps[t];
-#pragma unroll
-            for (int m = 0; m < 4; ++m)
-                if (m < a.n_signs)
-                    atomicAdd(image + alg_voxel(P.L, a.cuy[m], a.cuz[m], a.s_y[m], a.s_z[m], tp, p), tp.w * v[m]);
-        }
-    }
-}
-
-__global__ void __launch_bounds__(kAlgThreads)
-alg3_forward_kernel(const __grid_constant__ AlgLaunch P, const float* __restrict__ image, const DTap* __restrict__ taps,
-                    const int64_t* __restrict__ row_start, const float* __restrict__ skip, float* __restrict__ y) {
-    __shared__ float part[4][kAlgThreads];
-    __shared__ float counts[4];
-    const PosAt a = position_at(P, blockIdx.x);
-    const int tid = threadIdx.x, m_own = tid >> 5;
-    if ((tid & 31) == 0)   // threads 0, 32, 64, 96 stage the 4 LORs' counts
-        counts[m_own] = m_own < a.n_signs ? (skip ? skip[a.index0 + int64_t(m_own) * a.npos] : 1.0f) : 0.0f;
-    __syncthreads();
-    bool on[4];
-#pragma unroll
-    for (int m = 0; m < 4; ++m) on[m] = counts[m] != 0.0f;
-    if (!(on[0] || on[1] || on[2] || on[3])) {   // zero-count skip of the whole position
-        if (tid < a.n_signs) y[a.index0 + int64_t(tid) * a.npos] = 0.0f;
-        return;
-    }
-    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int p = tid; p < P.L.n_planes; p += kAlgThreads) {
-        const int64_t row = int64_t(a.k) * P.L.n_planes + p;
-        for (int64_t t = row_start[row]; t < row_start[row + 1]; ++t) {
-            const DTap tp = taps[t];
-#pragma unroll
-            for (int m = 0; m < 4; ++m)
-                if (on[m]) s[m] += tp.w * __ldg(image + alg_voxel(P.L, a.cuy[m], a.cuz[m], a.s_y[m], a.s_z[m], tp, p));
-        }
-    }
-#pragma unroll
-    for (int m = 0; m < 4; ++m) part[m][tid] = s[m];
-    __syncthreads();
-    for (int h = kAlgThreads / 2; h > 0; h >>= 1) {   // tree reduction, the 4 LORs side by side
-        if (tid < h)
-#pragma unroll
-            for (int m = 0; m < 4; ++m) part[m][tid] += part[m][tid + h];
-        __syncthreads();
-    }
-    if (tid < a.n_signs) y[a.index0 + int64_t(tid) * a.npos] = counts[tid] != 0.0f ? part[tid][0] : 0.0f;
-}
-
-__global__ void __launch_bounds__(kAlgThreads)
-alg3_back_kernel(const __grid_constant__ AlgLaunch P, const float* __restrict__ y, const DTap* __restrict__ taps,
-                 const int64_t* __restrict__ row_start, float* __restrict__ image) {
-    __shared__ float ratio[4];
-    const PosAt a = position_at(P, blockIdx.x);
-    const int tid = threadIdx.x, m_own = tid >> 5;
-    if ((tid & 31) == 0) ratio[m_own] = m_own < a.n_signs ? y[a.index0 + int64_t(m_own) * a.npos] : 0.0f;
-    __syncthreads();
-    float v[4];
-    bool on[4];
-#pragma unroll
-    for (int m = 0; m < 4; ++m) {
-        v[m] = ratio[m];
-        on[m] = v[m] != 0.0f;   // a zero value adds nothing: skipped
-    }
-    if (!(on[0] || on[1] || on[2] || on[3])) return;
-    for (int p = tid; p < P.L.n_planes; p += kAlgThreads) {
-        const int64_t row = int64_t(a.k) * P.L.n_planes + p;
-        for (int64_t t = row_start[row]; t < row_start[row + 1]; ++t) {
-            const DTap tp = taps[t];
-#pragma unroll
-            for (int m = 0; m < 4; ++m)
-                if (on[m]) atomicAdd(image + alg_voxel(P.L, a.cuy[m], a.cuz[m], a.s_y[m], a.s_z[m], tp, p), tp.w * v[m]);
-        }
-    }
-}
-
 }  // namespace
 
-// --- the resident model ---------------------------------------------------------------------------------
-struct DeviceModel::Impl {
-    Layout L;
-    int64_t n_taps = 0, n_offsets = 0;
-    // forward and alg1-3: the taps regrouped per row by residue g = (dz mod D) D + (dy mod D), the row
-    // starts and, per row, the start of the taps with dz mod D = 0 .. D (relative to the row start)
-    cuda::DeviceBuffer taps, row_start, rzg;
-    // back: per row its distinct cell offsets q (packed (q_y << 16) | q_z) with the D^2 residue weights
-    // (r_y D + r_z; zero where no tap) and their row starts
-    cuda::DeviceBuffer q_start, q_pos, q_w;
-    cuda::DeviceBuffer boxes;          // per row: q_y / q_z range of its taps (short4; empty: lo > hi)
-    std::vector<int> sy_max, sz_max;   // per class: widest box over the planes (cells), for the window bounds
-    cuda::DeviceBuffer fwd_work, back_work;   // polyphase image for the forward / the back projection
-    cuda::DeviceBuffer partial;               // alg2 partial sums
-    int max_smem = 0;                         // opt-in shared memory per block (bytes), read once
-    int smem_per_sm = 0;                      // shared memory per SM (bytes), read once
-    size_t window_limit = 0;
-    int plane_groups = 0;
-    bool narrow_blocks = false;
-
-    // Host arrays uploaded in chunks (the model can be several GB).
-    template <typename T>
-    struct Uploader {
-        cuda::DeviceBuffer& dst;
-        std::vector<T> chunk;
-        int64_t done = 0;
-        static constexpr size_t kCap = size_t(1) << 24;
-        void push(const T& v) {
-            chunk.push_back(v);
-            if (chunk.size() >= kCap) flush();
-        }
-        void flush() {
-            if (chunk.empty()) return;
-            DP_CUDA_CHECK(cudaMemcpy(dst.as<T>() + done, chunk.data(), chunk.size() * sizeof(T), cudaMemcpyHostToDevice));
-            done += int64_t(chunk.size());
-            chunk.clear();
-        }
-    };
-
-    Impl(const HostModel& h, size_t limit) : L(h.L), n_taps(h.n_taps()), window_limit(limit) {
-        const int D = L.D, D2 = D * D;
-        const int64_t n_rows = int64_t(L.n_classes()) * L.n_planes;
-        if (int64_t(h.tap_start.size()) != n_rows + 1) throw ValueError("model: inconsistent tap_start");
-        if (L.image_ny() > 65535) throw ValueError("scanner: the CUDA projectors need n_y * voxels_per_crystal <= 65535");
-        // pass 1: distinct cell offsets per row (for the sizes of the back projection's arrays)
-        std::vector<int64_t> qs(n_rows + 1, 0);
-        std::vector<int64_t> keys;
-        auto row_keys = [&](int64_t r) {
-            keys.clear();
-            for (int64_t t = h.tap_start[r]; t < h.tap_start[r + 1]; ++t)
-                keys.push_back((int64_t(h.tap_dy[t] / D) << 16 | (h.tap_dz[t] / D)) << 32 | (t - h.tap_start[r]));
-            std::sort(keys.begin(), keys.end());
-        };
-        for (int64_t r = 0; r < n_rows; ++r) {
-            row_keys(r);
-            int64_t n = 0;
-            for (size_t a = 0; a < keys.size(); ++a) n += (a == 0 || (keys[a] >> 32) != (keys[a - 1] >> 32));
-            qs[r + 1] = qs[r] + n;
-        }
-        n_offsets = qs[n_rows];
-        taps = cuda::DeviceBuffer(std::max<size_t>(8, size_t(n_taps) * sizeof(DTap)));
-        q_pos = cuda::DeviceBuffer(std::max<size_t>(4, size_t(n_offsets) * sizeof(int)));
-        q_w = cuda::DeviceBuffer(std::max<size_t>(4, size_t(n_offsets) * D2 * sizeof(float)));
-        std::vector<int> rz_host(size_t(n_rows) * (D + 1));
-        std::vector<short4> box_host(n_rows);
-        sy_max.assign(L.n_classes(), 0);
-        sz_max.assign(L.n_classes(), 0);
-        Uploader<DTap> up_taps{taps};
-        Uploader<int> up_pos{q_pos};
-        Uploader<float> up_w{q_w};
-        std::vector<int> count(D2 + 1), next(D2);
-        std::vector<DTap> row_taps;
-        std::vector<float> wq(D2);
-        for (int64_t r = 0; r < n_rows; ++r) {
-            const int64_t a = h.tap_start[r], b = h.tap_start[r + 1];
-            std::fill(count.begin(), count.end(), 0);
-            int ylo = 1 << 30, yhi = -1, zlo = 1 << 30, zhi = -1;
-            for (int64_t t = a; t < b; ++t) {
-                const int dy = h.tap_dy[t], dz = h.tap_dz[t];
-                ++count[(dz % D) * D + (dy % D) + 1];
-                ylo = std::min(ylo, dy / D), yhi = std::max(yhi, dy / D);
-                zlo = std::min(zlo, dz / D), zhi = std::max(zhi, dz / D);
-            }
-            for (int g = 0; g < D2; ++g) count[g + 1] += count[g];
-            for (int rz = 0; rz <= D; ++rz) rz_host[size_t(r) * (D + 1) + rz] = count[rz * D];
-            if (b > a) {
-                box_host[r] = make_short4(short(ylo), short(yhi), short(zlo), short(zhi));
-                const int k = static_cast<int>(r / L.n_planes);
-                sy_max[k] = std::max(sy_max[k], yhi - ylo);
-                sz_max[k] = std::max(sz_max[k], zhi - zlo);
-            } else {
-                box_host[r] = make_short4(0, -1, 0, -1);
-            }
-            // forward: taps in residue-group order
-            row_taps.resize(size_t(b - a));
-            std::copy(count.begin(), count.end() - 1, next.begin());
-            for (int64_t t = a; t < b; ++t) {
-                const int dy = h.tap_dy[t], dz = h.tap_dz[t];
-                DTap& d = row_taps[next[(dz % D) * D + (dy % D)]++];
-                d.dy = int16_t(dy);
-                d.dz = int16_t(dz);
-                d.w = h.tap_w[t];
-            }
-            for (const DTap& d : row_taps) up_taps.push(d);
-            // back: distinct cell offsets with their residue weights
-            row_keys(r);
-            for (size_t i = 0; i < keys.size();) {
-                const int64_t q = keys[i] >> 32;
-                std::fill(wq.begin(), wq.end(), 0.0f);
-                for (; i < keys.size() && (keys[i] >> 32) == q; ++i) {
-                    const int64_t t = a + (keys[i] & 0xffffffff);
-                    wq[(h.tap_dy[t] % D) * D + (h.tap_dz[t] % D)] += h.tap_w[t];
-                }
-                up_pos.push(static_cast<int>(q));
-                for (float v : wq) up_w.push(v);
-            }
-        }
-        up_taps.flush();
-        up_pos.flush();
-        up_w.flush();
-        row_start = cuda::DeviceBuffer(h.tap_start.size() * sizeof(int64_t));
-        row_start.upload(h.tap_start.data(), h.tap_start.size() * sizeof(int64_t));
-        q_start = cuda::DeviceBuffer(qs.size() * sizeof(int64_t));
-        q_start.upload(qs.data(), qs.size() * sizeof(int64_t));
-        rzg = cuda::DeviceBuffer(rz_host.size() * sizeof(int));
-        rzg.upload(rz_host.data(), rz_host.size() * sizeof(int));
-        boxes = cuda::DeviceBuffer(box_host.size() * sizeof(short4));
-        boxes.upload(box_host.data(), box_host.size() * sizeof(short4));
-
-        int dev = 0;
-        DP_CUDA_CHECK(cudaGetDevice(&dev));
-        DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-        DP_CUDA_CHECK(cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-        for (const void* kern : {reinterpret_cast<const void*>(fwd_default_kernel<true>),
-                                 reinterpret_cast<const void*>(fwd_default_kernel<false>),
-                                 reinterpret_cast<const void*>(back_default_kernel<true, true>),
-                                 reinterpret_cast<const void*>(back_default_kernel<true, false>),
-                                 reinterpret_cast<const void*>(back_default_kernel<false, true>),
-                                 reinterpret_cast<const void*>(back_default_kernel<false, false>)})
-            DP_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
-    }
-
-    float* workspace(cuda::DeviceBuffer& b) {
-        const size_t need = size_t(L.n_voxels()) * sizeof(float);
-        if (b.bytes() < need) {
-            b = cuda::DeviceBuffer();
-            b = cuda::DeviceBuffer(need);
-        }
-        return b.as<float>();
-    }
-
-    size_t model_bytes() const {
-        return taps.bytes() + row_start.bytes() + rzg.bytes() + q_start.bytes() + q_pos.bytes() + q_w.bytes() +
-               boxes.bytes();
-    }
-};
-
-DeviceModel::DeviceModel(const HostModel& host, size_t window_limit) : impl_(std::make_unique<Impl>(host, window_limit)) {}
-DeviceModel::~DeviceModel() = default;
-const Layout& DeviceModel::layout() const { return impl_->L; }
-int64_t DeviceModel::n_taps() const { return impl_->n_taps; }
-size_t DeviceModel::model_bytes() const { return impl_->model_bytes(); }
-size_t DeviceModel::bytes() const {
-    const Impl& m = *impl_;
-    return m.model_bytes() + m.fwd_work.bytes() + m.back_work.bytes() + m.partial.bytes();
-}
-int DeviceModel::plane_groups() const { return impl_->plane_groups; }
-void DeviceModel::set_plane_groups(int groups) {
-    if (groups < 0) throw ValueError("plane_groups: expected >= 0 (0: automatic), got " + std::to_string(groups));
-    impl_->plane_groups = groups;
-}
-bool DeviceModel::narrow_blocks() const { return impl_->narrow_blocks; }
-void DeviceModel::set_narrow_blocks(bool on) { impl_->narrow_blocks = on; }
-
-Method parse_method(const std::string& name) {
-    if (name == "default") return Method::Default;
-    if (name == "alg1") return Method::Alg1;
-    if (name == "alg2") return Method::Alg2;
-    if (name == "alg3") return Method::Alg3;
-    throw ValueError("method: expected 'default', 'alg1', 'alg2' or 'alg3', got '" + name + "'");
-}
-
-namespace {
-
-using Impl = DeviceModel::Impl;
-
-// Entries [a0, a0 + n) of the class list, kMaxEntries at a time.
-template <typename F>
-void for_each_entry_chunk(const ClassList& C, F&& f) {
-    const int n = static_cast<int>(C.index.size());
-    for (int a0 = 0; a0 < n; a0 += kMaxEntries) f(a0, std::min(kMaxEntries, n - a0));
-}
-
-void rearrange(const Layout& L, const float* src, float* dst, bool to_poly, cudaStream_t s) {
+static void rearrange(const Layout& L, const float* src, float* dst, bool to_poly, cudaStream_t s) {
     const dim3 grid(div_up(L.n_planes, 32), div_up(L.image_nz(), 32), L.image_ny());
     if (to_poly) polyphase_kernel<true><<<grid, dim3(32, 8), 0, s>>>(L, src, dst);
     else polyphase_kernel<false><<<grid, dim3(32, 8), 0, s>>>(L, src, dst);
@@ -1082,17 +591,17 @@ void rearrange(const Layout& L, const float* src, float* dst, bool to_poly, cuda
 // SM (two blocks of fixed part + windows + 1 KB reserved); narrow classes get fewer LORs per block to
 // stay there; larger windows get launches of their own (larger shared memory); windows beyond the
 // limit use the global-memory kernels.
-size_t small_windows(const Impl& m, size_t fixed) {
+static size_t small_windows(const Impl& m, size_t fixed) {
     const size_t half = size_t(m.smem_per_sm) / 2;
     return half > fixed + 2048 ? half - fixed - 2048 : 0;
 }
 
-size_t window_budget(const Impl& m, size_t fixed) {
+static size_t window_budget(const Impl& m, size_t fixed) {
     const size_t device = m.max_smem > 0 && size_t(m.max_smem) > fixed ? size_t(m.max_smem) - fixed : 0;
     return m.window_limit > 0 ? std::min(device, m.window_limit) : device;
 }
 
-int planes_per_launch(const Impl& m) {
+static int planes_per_launch(const Impl& m) {
     const Layout& L = m.L;
     int groups = m.plane_groups;
     if (groups == 0) {   // automatic: image slices of at most ~24 MB per launch
@@ -1223,87 +732,14 @@ void back_default(Impl& m, const ClassList& C, const float* y, float* image, cud
     rearrange(L, Xb, image, false, s);
 }
 
-// AlgLaunch of entries [a0, a0 + n): first = LOR (per_lor) or shift-position prefix.
-AlgLaunch alg_launch(const Layout& L, const ClassList& C, int a0, int n, bool per_lor) {
-    AlgLaunch P{};
-    P.L = L;
-    P.n_entries = n;
-    long long total = 0;
-    for (int q = 0; q < n; ++q) {
-        const ClassInfo c = class_info(L, C.index[a0 + q]);
-        P.k[q] = C.index[a0 + q];
-        P.out[q] = C.offset[a0 + q];
-        P.first[q] = total;
-        total += per_lor ? c.n_lors() : int64_t(c.pos_y) * c.pos_z;
-    }
-    P.first[n] = total;
-    if (total > 0x7fffffffLL) throw ValueError("classes: too many LORs in one launch");
-    return P;
+void allow_default_kernels_smem(int max_smem) {
+    for (const void* kern : {reinterpret_cast<const void*>(fwd_default_kernel<true>),
+                             reinterpret_cast<const void*>(fwd_default_kernel<false>),
+                             reinterpret_cast<const void*>(back_default_kernel<true, true>),
+                             reinterpret_cast<const void*>(back_default_kernel<true, false>),
+                             reinterpret_cast<const void*>(back_default_kernel<false, true>),
+                             reinterpret_cast<const void*>(back_default_kernel<false, false>)})
+        DP_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
 }
 
-constexpr int64_t kAlg2Batch = 32768;   // positions per partial-sum pass (64 MB of partial sums)
-
-void forward_alg(Method method, Impl& m, const ClassList& C, const float* image, const float* skip, float* y,
-                 cudaStream_t s) {
-    const DTap* taps = m.taps.as<DTap>();
-    const int64_t* rs = m.row_start.as<int64_t>();
-    for_each_entry_chunk(C, [&](int a0, int n) {
-        const AlgLaunch P = alg_launch(m.L, C, a0, n, method == Method::Alg1);
-        const long long total = P.first[n];
-        if (method == Method::Alg1) {
-            alg1_forward_kernel<<<static_cast<unsigned>(total), kAlgThreads, 0, s>>>(P, image, taps, rs, skip, y);
-            DP_CUDA_CHECK_LAUNCH("alg1_forward_kernel");
-        } else if (method == Method::Alg3) {
-            alg3_forward_kernel<<<static_cast<unsigned>(total), kAlgThreads, 0, s>>>(P, image, taps, rs, skip, y);
-            DP_CUDA_CHECK_LAUNCH("alg3_forward_kernel");
-        } else {
-            const size_t need = size_t(kAlg2Batch) * 4 * kAlgThreads * sizeof(float);
-            if (m.partial.bytes() < need) {
-                m.partial = cuda::DeviceBuffer();
-                m.partial = cuda::DeviceBuffer(need);
-            }
-            for (long long q0 = 0; q0 < total; q0 += kAlg2Batch) {
-                const int nq = static_cast<int>(std::min<long long>(kAlg2Batch, total - q0));
-                alg2_partial_kernel<<<nq, kAlgThreads, 0, s>>>(P, q0, image, taps, rs, m.partial.as<float>());
-                DP_CUDA_CHECK_LAUNCH("alg2_partial_kernel");
-                alg2_sum_kernel<<<div_up(int64_t(nq) * 4, 256), 256, 0, s>>>(P, q0, nq, m.partial.as<float>(), skip, y);
-                DP_CUDA_CHECK_LAUNCH("alg2_sum_kernel");
-            }
-        }
-    });
-}
-
-void back_alg(Method method, Impl& m, const ClassList& C, const float* y, float* image, cudaStream_t s) {
-    DP_CUDA_CHECK(cudaMemsetAsync(image, 0, size_t(m.L.n_voxels()) * sizeof(float), s));
-    const DTap* taps = m.taps.as<DTap>();
-    const int64_t* rs = m.row_start.as<int64_t>();
-    for_each_entry_chunk(C, [&](int a0, int n) {
-        const AlgLaunch P = alg_launch(m.L, C, a0, n, method == Method::Alg1);
-        const unsigned grid = static_cast<unsigned>(P.first[n]);
-        if (method == Method::Alg1) alg1_back_kernel<<<grid, kAlgThreads, 0, s>>>(P, y, taps, rs, image);
-        else if (method == Method::Alg2) alg2_back_kernel<<<grid, kAlgThreads, 0, s>>>(P, y, taps, rs, image);
-        else alg3_back_kernel<<<grid, kAlgThreads, 0, s>>>(P, y, taps, rs, image);
-        DP_CUDA_CHECK_LAUNCH("alg_back_kernel");
-    });
-}
-
-}  // namespace
-
-void forward(Method method, DeviceModel& model, const ClassList& classes, const float* image, const float* skip,
-             float* y, void* stream) {
-    auto& m = model.impl();
-    cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (classes.index.empty()) throw ValueError("classes: expected at least one class");
-    if (method == Method::Default) forward_default(m, classes, image, skip, y, s);
-    else forward_alg(method, m, classes, image, skip, y, s);
-}
-
-void back(Method method, DeviceModel& model, const ClassList& classes, const float* y, float* image, void* stream) {
-    auto& m = model.impl();
-    cudaStream_t s = static_cast<cudaStream_t>(stream);
-    if (classes.index.empty()) throw ValueError("classes: expected at least one class");
-    if (method == Method::Default) back_default(m, classes, y, image, s);
-    else back_alg(method, m, classes, y, image, s);
-}
-
-}  // namespace dp::dualhead::gpu
+}  // namespace dp::dualhead::gpu::detail
