@@ -1,0 +1,357 @@
+// FIRST Super-LOR projectors on the GPU, the defaults: matched and fast (launches around tube.hpp; the
+// paper's texture design is in cuda_faithful.cu, the resident model and the dispatch in cuda_model.cu).
+//
+// matched   forward: one thread per LOR, footprint reads in-plane and exact float linear
+//           interpolation in z; back: one thread per voxel gathering the exact transpose (tube.hpp).
+// fast      forward: (1) resample the image once per angle on the LOR lattice R[i][z][row]
+//           (the footprint weights); (2) per angle, a block stages one along-plane R[i][*][*] at a time in
+//           shared memory (cp.async, double buffered) and each warp accumulates up to 16 LORs of
+//           one ring difference for 64 radial bins (2 per lane) in registers, sliding a window
+//           of slices down the plane: 40 FMAs per 6 shared loads, the folded taps warp-uniform.
+//           back: (1) per (angle, along sample i, 32 lattice rows) each thread owns one lattice
+//           column G[i][*][row] in shared memory and adds every ring difference's LORs to it
+//           (the sinogram rows staged per ring difference); (2) the transposed resampling
+//           gathered per voxel.
+#include <cuda_pipeline.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cuda_internal.cuh"
+
+namespace dp::first::gpu::detail {
+
+namespace {
+
+// --- matched ------------------------------------------------------------------------------------------
+__global__ void __launch_bounds__(256)
+matched_forward_kernel(const Dims D, const AngleChunk A, const Footprints FP, const float* __restrict__ image,
+                       const float* __restrict__ Q, const int* __restrict__ base, float* __restrict__ sino) {
+    const int row = blockIdx.y * blockDim.y + threadIdx.y;
+    const int rho = blockIdx.x * 32 + threadIdx.x;
+    if (row >= D.n_rows * D.n_rows || rho >= D.n) return;
+    const int q = blockIdx.z;
+    const int r1 = row / D.n_rows, r2 = row % D.n_rows;
+    sino[sino_index(D, A.first + q, r1, r2, rho)] =
+        lor_forward_matched(D, FP, image, Q, base, r2 - r1 + D.n_rows - 1, r1 + r2, rho, A.a[q]);
+}
+
+__global__ void __launch_bounds__(256)
+matched_back_kernel(const Dims D, const AngleChunk A, const Footprints FP, const float* __restrict__ sino,
+                    const float* __restrict__ Q, const int* __restrict__ base, float* __restrict__ image,
+                    bool accumulate) {
+    const int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
+    const int iz = blockIdx.z;
+    if (ix >= D.n || iy >= D.n) return;
+    float acc = 0.0f;
+    for (int q = 0; q < A.n; ++q)
+        acc += voxel_back_matched(D, FP, sino, Q, base, A.first + q, A.a[q], ix, iy, iz, A.c[q], A.s[q]);
+    const int64_t v = (static_cast<int64_t>(iz) * D.n + iy) * D.n + ix;
+    image[v] = accumulate ? image[v] + acc : acc;
+}
+
+// --- fast ----------------------------------------------------------------------------------------------
+// Lattice buffer of a chunk: L[q][i][z][row'] with row' = rho + j + J in [0, pitch), zero past n + 2J.
+__global__ void resample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pitch,
+                                const float* __restrict__ image, float* __restrict__ L) {
+    const int rr = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    const int q = blockIdx.z;
+    if (rr >= pitch || i >= D.n) return;
+    float* out = L + (static_cast<int64_t>(q) * D.n + i) * D.nz * pitch + rr;
+    if (rr >= D.n_rows_ext()) {
+        for (int z = 0; z < D.nz; ++z) out[static_cast<int64_t>(z) * pitch] = 0.0f;
+        return;
+    }
+    const FootprintRead f = footprint_at(D, FP, A.a[q], i, rr);
+    const int64_t plane = static_cast<int64_t>(D.n) * D.n;
+    for (int z = 0; z < D.nz; ++z) out[static_cast<int64_t>(z) * pitch] = footprint_read(image + z * plane, f);
+}
+
+
+template <int J, int K>
+__global__ void __launch_bounds__(256)
+fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int plane_rows, int n_units,
+                    const FastUnit* __restrict__ units, const float* __restrict__ L, const float* __restrict__ Q,
+                    const int* __restrict__ base, float* __restrict__ sino) {
+    constexpr int NJ = 2 * J + 1, NT = 2 * K + 2, W = NJ + 1;   // W values per lane per slice (2 radial bins)
+    constexpr int COLS = 64 + 2 * J;                            // 64 radial bins + the tube's halo
+    static_assert(W % 2 == 0 && COLS % 4 == 0, "float2 / float4 staging");
+    extern __shared__ __align__(16) float smem[];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int rho0 = blockIdx.x * 64, q = blockIdx.z;
+    const int plane_size = plane_rows * COLS;
+    const int unit_id = blockIdx.y * 8 + warp;
+    const bool active = unit_id < n_units;
+    FastUnit U{0, 0, 0, 0};
+    if (active) U = units[unit_id];
+    const int delta = U.d - (D.n_rows - 1), ad = delta < 0 ? -delta : delta;
+
+    for (int k = tid; k < 2 * plane_size; k += blockDim.x) smem[k] = 0.0f;     // z padding stays zero
+    __syncthreads();
+    const float* Lq = L + static_cast<int64_t>(q) * D.n * D.nz * pitch;
+    auto stage = [&](int i, int buf) {                         // plane i -> buffer, 16-byte copies
+        float* dst = smem + buf * plane_size + pz_lo * COLS;
+        const float* src = Lq + static_cast<int64_t>(i) * D.nz * pitch + rho0;
+        constexpr int V = COLS / 4;
+        for (int k = tid; k < D.nz * V; k += blockDim.x) {
+            const int z = k / V, col = (k % V) * 4;
+            if (rho0 + col < pitch)
+                __pipeline_memcpy_async(dst + z * COLS + col, src + static_cast<int64_t>(z) * pitch + col, 16);
+            else
+                *reinterpret_cast<float4*>(dst + z * COLS + col) = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        __pipeline_commit();
+    };
+    float acc0[kFastRows], acc1[kFastRows];
+#pragma unroll
+    for (int m = 0; m < kFastRows; ++m) acc0[m] = acc1[m] = 0.0f;
+
+    stage(0, 0);
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    for (int i = 0; i < D.n; ++i) {
+        const int buf = i & 1;
+        if (i + 1 < D.n) stage(i + 1, buf ^ 1);
+        if (active) {
+            float Qr[NJ][NT];
+            const float* qp = Q + q_index(D, U.d, i, 0, 0);
+#pragma unroll
+            for (int jj = 0; jj < NJ; ++jj)
+#pragma unroll
+                for (int t = 0; t < NT; ++t) Qr[jj][t] = __ldg(qp + jj * NT + t);
+            const int zr = pz_lo + ad + 2 * U.m0 + base[static_cast<int64_t>(U.d) * D.n + i] - K;
+            const float* P = smem + buf * plane_size + 2 * lane;
+            float win[NT][W];
+            auto load_row = [&](float* v, int r) {
+#pragma unroll
+                for (int h = 0; h < W; h += 2) {
+                    const float2 x = *reinterpret_cast<const float2*>(P + r * COLS + h);
+                    v[h] = x.x;
+                    v[h + 1] = x.y;
+                }
+            };
+#pragma unroll
+            for (int t = 0; t < NT - 2; ++t) load_row(win[t], zr + t);
+#pragma unroll
+            for (int m = 0; m < kFastRows; ++m) {
+                if (m >= U.count) break;
+#pragma unroll
+                for (int t = NT - 2; t < NT; ++t) load_row(win[t], zr + 2 * m + t);
+                float a0 = 0.0f, a1 = 0.0f;
+#pragma unroll
+                for (int t = 0; t < NT; ++t)
+#pragma unroll
+                    for (int jj = 0; jj < NJ; ++jj) {
+                        a0 = fmaf(Qr[jj][t], win[t][jj], a0);
+                        a1 = fmaf(Qr[jj][t], win[t][jj + 1], a1);
+                    }
+                acc0[m] += a0;
+                acc1[m] += a1;
+#pragma unroll
+                for (int t = 0; t < NT - 2; ++t)
+#pragma unroll
+                    for (int h = 0; h < W; ++h) win[t][h] = win[t + 2][h];
+            }
+        }
+        __pipeline_wait_prior(0);
+        __syncthreads();
+    }
+    if (!active) return;
+    const int rho = rho0 + 2 * lane;
+#pragma unroll
+    for (int m = 0; m < kFastRows; ++m) {
+        if (m >= U.count) break;
+        const RowPair rp = row_pair(delta, U.m0 + m);
+        float* out = sino + sino_index(D, A.first + q, rp.r1, rp.r2, 0);
+        if (rho < D.n) out[rho] = acc0[m];
+        if (rho + 1 < D.n) out[rho + 1] = acc1[m];
+    }
+}
+
+// Transposed stencil: G[q][i][z][row'] = sum over LORs of the folded taps times the sinogram.
+template <int J, int K>
+__global__ void __launch_bounds__(256)
+fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int plane_rows,
+                 const float* __restrict__ sino, const float* __restrict__ Q, const int* __restrict__ base,
+                 float* __restrict__ G) {
+    constexpr int NJ = 2 * J + 1, NT = 2 * K + 2, YCOLS = 32 + 2 * J;
+    static_assert(K >= 1, "the carry of two slices per LOR row needs K >= 1");
+    extern __shared__ __align__(16) float smem[];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int l0 = blockIdx.x * 32, i = blockIdx.y * 8 + warp, q = blockIdx.z;
+    float* col = smem + tid;                                   // this thread's column: col[z * 256]
+    float* ytile = smem + plane_rows * 256;                    // 2 x (n_rows x YCOLS)
+    const int tile_size = D.n_rows * YCOLS;
+    for (int z = 0; z < plane_rows; ++z) col[z * 256] = 0.0f;
+    auto stage = [&](int d, int buf) {                         // ring difference d's LOR rows
+        const int delta = d - (D.n_rows - 1);
+        const int M = D.n_rows - (delta < 0 ? -delta : delta);
+        float* dst = ytile + buf * tile_size;
+        for (int k = tid; k < M * YCOLS; k += blockDim.x) {
+            const int m = k / YCOLS, cc = k % YCOLS;
+            const int rho = l0 - 2 * J + cc;
+            if (rho >= 0 && rho < D.n) {
+                const RowPair rp = row_pair(delta, m);
+                __pipeline_memcpy_async(dst + k, sino + sino_index(D, A.first + q, rp.r1, rp.r2, rho), 4);
+            } else {
+                dst[k] = 0.0f;
+            }
+        }
+        __pipeline_commit();
+    };
+    stage(0, 0);
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    for (int d = 0; d < D.n_deltas(); ++d) {
+        const int buf = d & 1;
+        if (d + 1 < D.n_deltas()) stage(d + 1, buf ^ 1);
+        if (i < D.n) {
+            const int delta = d - (D.n_rows - 1), ad = delta < 0 ? -delta : delta;
+            const int M = D.n_rows - ad;
+            float Qr[NJ][NT];
+            const float* qp = Q + q_index(D, d, i, 0, 0);
+#pragma unroll
+            for (int jj = 0; jj < NJ; ++jj)
+#pragma unroll
+                for (int t = 0; t < NT; ++t) Qr[jj][t] = __ldg(qp + jj * NT + t);
+            const int zr = pz_lo + ad + base[static_cast<int64_t>(d) * D.n + i] - K;
+            const float* y = ytile + buf * tile_size + lane + 2 * J;
+            float carry[NT - 2];
+#pragma unroll
+            for (int t = 0; t < NT - 2; ++t) carry[t] = 0.0f;
+            for (int m = 0; m < M; ++m) {
+                float v[NJ];
+#pragma unroll
+                for (int jj = 0; jj < NJ; ++jj) v[jj] = y[m * YCOLS - jj];
+                float c[NT];
+#pragma unroll
+                for (int t = 0; t < NT; ++t) {
+                    c[t] = 0.0f;
+#pragma unroll
+                    for (int jj = 0; jj < NJ; ++jj) c[t] = fmaf(Qr[jj][t], v[jj], c[t]);
+                }
+                // slices zr + 2m and zr + 2m + 1 receive nothing from later rows: add them now;
+                // the taps above them carry over to the next row (whose taps start two slices up)
+                col[(zr + 2 * m) * 256] += carry[0] + c[0];
+                col[(zr + 2 * m + 1) * 256] += carry[1] + c[1];
+#pragma unroll
+                for (int t = 0; t < NT - 2; ++t) carry[t] = (t + 2 < NT - 2 ? carry[t + 2 < NT - 2 ? t + 2 : t] : 0.0f) + c[t + 2];
+            }
+#pragma unroll
+            for (int t = 0; t < NT - 2; ++t) col[(zr + 2 * M + t) * 256] += carry[t];
+        }
+        __pipeline_wait_prior(0);
+        __syncthreads();
+    }
+    const int rr = l0 + lane;
+    if (i >= D.n || rr >= pitch) return;
+    float* out = G + (static_cast<int64_t>(q) * D.n + i) * D.nz * pitch + rr;
+    for (int z = 0; z < D.nz; ++z)
+        out[static_cast<int64_t>(z) * pitch] = rr < D.n_rows_ext() ? col[(z + pz_lo) * 256] : 0.0f;
+}
+
+// The transposed resampling, gathered per voxel: 8 slices per thread.
+__global__ void __launch_bounds__(256)
+unresample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pitch, const float* __restrict__ G,
+                  float* __restrict__ image, bool accumulate) {
+    constexpr int ZB = 8;
+    const int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
+    const int z0 = blockIdx.z * ZB;
+    if (ix >= D.n || iy >= D.n) return;
+    float acc[ZB];
+#pragma unroll
+    for (int zz = 0; zz < ZB; ++zz) acc[zz] = 0.0f;
+    const int nzb = D.nz - z0 < ZB ? D.nz - z0 : ZB;
+    for (int q = 0; q < A.n; ++q) {
+        const float* Gq = G + static_cast<int64_t>(q) * D.n * D.nz * pitch;
+        for_each_overlapping_lattice_point(D, FP, A.a[q], ix, iy, A.c[q], A.s[q], [&](int i, int row, float w) {
+            const float* g = Gq + (static_cast<int64_t>(i) * D.nz + z0) * pitch + row + D.J;
+#pragma unroll
+            for (int zz = 0; zz < ZB; ++zz)
+                if (zz < nzb) acc[zz] = fmaf(w, __ldg(g + static_cast<int64_t>(zz) * pitch), acc[zz]);
+        });
+    }
+    const int64_t plane = static_cast<int64_t>(D.n) * D.n;
+    float* out = image + static_cast<int64_t>(iy) * D.n + ix;
+#pragma unroll
+    for (int zz = 0; zz < ZB; ++zz)
+        if (zz < nzb) {
+            float* o = out + (z0 + zz) * plane;
+            *o = accumulate ? *o + acc[zz] : acc[zz];
+        }
+}
+
+}  // namespace
+
+size_t fast_forward_smem(const Impl& m) { return 2 * sizeof(float) * m.plane_rows * (64 + 2 * kFastJ); }
+size_t fast_back_smem(const Impl& m) {
+    return sizeof(float) * (static_cast<size_t>(m.plane_rows) * 256 + 2 * m.host.D.n_rows * (32 + 2 * kFastJ));
+}
+
+void allow_fast_kernels_smem(int max_smem) {
+    for (const void* kernel : {reinterpret_cast<const void*>(fast_forward_kernel<kFastJ, kFastK>),
+                               reinterpret_cast<const void*>(fast_back_kernel<kFastJ, kFastK>)})
+        DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
+}
+
+void resample(Impl& m, const AngleChunk& ch, const float* image, float* lattice, cudaStream_t s) {
+    const Dims& D = m.host.D;
+    resample_kernel<<<dim3(div_up(m.pitch, 32), div_up(D.n, 8), ch.n), dim3(32, 8), 0, s>>>(D, ch, m.footprints(),
+                                                                                           m.pitch, image, lattice);
+    DP_CUDA_CHECK_LAUNCH("resample_kernel");
+}
+
+void forward_matched(Impl& m, const AngleList& angles, const float* image, float* sino, cudaStream_t s) {
+    const Dims& D = m.host.D;
+    const dim3 lor_block(32, 8);
+    for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
+        const dim3 grid(div_up(D.n, 32), div_up(static_cast<int64_t>(D.n_rows) * D.n_rows, 8), ch.n);
+        matched_forward_kernel<<<grid, lor_block, 0, s>>>(D, ch, m.footprints(), image, m.Q.as<float>(),
+                                                          m.base.as<int>(), sino);
+        DP_CUDA_CHECK_LAUNCH("matched_forward_kernel");
+    });
+}
+
+void back_matched(Impl& m, const AngleList& angles, const float* sino, float* image, cudaStream_t s) {
+    const Dims& D = m.host.D;
+    const dim3 vox_block(32, 8);
+    for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
+        const dim3 grid(div_up(D.n, 32), div_up(D.n, 8), D.nz);
+        matched_back_kernel<<<grid, vox_block, 0, s>>>(D, ch, m.footprints(), sino, m.Q.as<float>(),
+                                                       m.base.as<int>(), image, ch.first > 0);
+        DP_CUDA_CHECK_LAUNCH("matched_back_kernel");
+    });
+}
+
+void forward_fast(Impl& m, const AngleList& angles, const float* image, float* sino, cudaStream_t s) {
+    const Dims& D = m.host.D;
+    auto* kernel = fast_forward_kernel<kFastJ, kFastK>;
+    const size_t smem = m.fast_forward_smem;
+    float* L = m.lattice_for(std::min<int>(kChunk, static_cast<int>(angles.index.size())));
+    for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
+        resample(m, ch, image, L, s);
+        const dim3 grid(div_up(D.n, 64), div_up(m.n_units, 8), ch.n);
+        kernel<<<grid, 256, smem, s>>>(D, ch, m.pitch, m.pz_lo, m.plane_rows, m.n_units, m.units.as<FastUnit>(), L,
+                                       m.Q.as<float>(), m.base.as<int>(), sino);
+        DP_CUDA_CHECK_LAUNCH("fast_forward_kernel");
+    });
+}
+
+void back_fast(Impl& m, const AngleList& angles, const float* sino, float* image, cudaStream_t s) {
+    const Dims& D = m.host.D;
+    const dim3 vox_block(32, 8);
+    auto* kernel = fast_back_kernel<kFastJ, kFastK>;
+    const size_t smem = m.fast_back_smem;
+    float* G = m.lattice_for(std::min<int>(kChunk, static_cast<int>(angles.index.size())));
+    for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
+        kernel<<<dim3(div_up(m.pitch, 32), div_up(D.n, 8), ch.n), 256, smem, s>>>(
+            D, ch, m.pitch, m.pz_lo, m.plane_rows, sino, m.Q.as<float>(), m.base.as<int>(), G);
+        DP_CUDA_CHECK_LAUNCH("fast_back_kernel");
+        unresample_kernel<<<dim3(div_up(D.n, 32), div_up(D.n, 8), div_up(D.nz, 8)), vox_block, 0, s>>>(
+            D, ch, m.footprints(), m.pitch, G, image, ch.first > 0);
+        DP_CUDA_CHECK_LAUNCH("unresample_kernel");
+    });
+}
+
+}  // namespace dp::first::gpu::detail
