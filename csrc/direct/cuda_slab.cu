@@ -1,3 +1,8 @@
+// DIRECT projectors on the GPU, the defaults (cuda.hpp describes the methods): slab, the mSR regrouped
+// into (dy, dx) columns with the sources staged in a shared-memory ring (cp.async), runs of output
+// z-voxels in registers and factored weights where the LUT allows; and columns, the same columns read
+// through L1 / L2 (the slab's fallback for halos too wide to stage). The LUT upload and the dispatch are
+// in cuda_lut.cu, the paper's schemes in cuda_paper.cu.
 #include <cuda_pipeline.h>
 
 #include <algorithm>
@@ -10,236 +15,11 @@
 #include "../common/errors.hpp"
 #include "columns.hpp"
 #include "cuda.hpp"
+#include "cuda_internal.cuh"
 
-namespace dp::direct::gpu {
-
-Method parse_method(const std::string& name) {
-    if (name == "tlp") return Method::tlp;
-    if (name == "ilp") return Method::ilp;
-    if (name == "slab" || name == "default") return Method::slab;
-    if (name == "slab_table") return Method::slab_table;
-    if (name == "columns") return Method::columns;
-    throw ValueError("method: expected 'default', 'slab', 'slab_table', 'columns', 'tlp' or 'ilp', got '" + name + "'");
-}
+namespace dp::direct::gpu::detail {
 
 namespace {
-
-template <typename T>
-cuda::DeviceBuffer upload(const T* host, size_t count) {
-    cuda::DeviceBuffer b(count * sizeof(T));
-    b.upload(host, count * sizeof(T));
-    return b;
-}
-
-// Factor each group's tap weights W[(w0 + k) * nk + a] = h[g * nk + a] * t[w0 + k]. The reference
-// tap is the group's largest; the result is accepted when it reproduces every weight to 2e-6 of
-// the table's largest value (float rounding of the product is ~1e-7 relative).
-bool factor_columns(const std::vector<float>& W, const std::vector<int>& groups,
-                    const std::vector<int>& taps_per_group, int nk, std::vector<float>& h,
-                    std::vector<float>& t) {
-    const size_t n_groups = taps_per_group.size();
-    const size_t stride = W.size() / nk;
-    h.assign(n_groups * nk, 0.0f);
-    t.assign(stride, 0.0f);
-    float wmax = 0.0f;
-    for (float v : W) wmax = std::max(wmax, std::fabs(v));
-    const double tol = 2e-6 * wmax;
-    for (size_t g = 0; g < n_groups; ++g) {
-        const size_t w0 = groups[4 * g + 3];
-        const int n = taps_per_group[g];
-        int k_ref = 0, a_ref = 0;
-        double best = -1.0;
-        for (int k = 0; k < n; ++k)
-            for (int a = 0; a < nk; ++a)
-                if (W[(w0 + k) * nk + a] > best) best = W[(w0 + k) * nk + a], k_ref = k, a_ref = a;
-        if (best <= 0.0) continue;  // an all-zero column: h = t = 0 reproduces it
-        for (int a = 0; a < nk; ++a) h[g * nk + a] = W[(w0 + k_ref) * nk + a];
-        for (int k = 0; k < n; ++k) t[w0 + k] = static_cast<float>(W[(w0 + k) * nk + a_ref] / best);
-        for (int k = 0; k < n; ++k)
-            for (int a = 0; a < nk; ++a)
-                if (std::fabs(static_cast<double>(h[g * nk + a]) * t[w0 + k] - W[(w0 + k) * nk + a]) > tol)
-                    return false;
-    }
-    return true;
-}
-
-int span_class(int taps) {
-    for (int c = 0; c < kNumSpanClasses; ++c)
-        if (taps <= kSpanClasses[c]) return c;
-    return -1;
-}
-
-}  // namespace
-
-DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
-    : dims_(d), n_offsets_(h.n_offsets), n_kernels_(h.n_kernels) {
-    lormap_ = upload(h.lormap, static_cast<size_t>(d.ny) * d.nx);
-    offsets_ = upload(h.offsets, static_cast<size_t>(h.n_offsets) * 3);
-    flip_ = upload(h.flip, static_cast<size_t>(h.n_offsets));
-    values_ = upload(h.values, static_cast<size_t>(h.n_offsets) * h.n_kernels);
-
-    // Column plan: split columns longer than the largest span class, bucket them by span class
-    // (each group padded with zero weights to its class span), order by (dy, class, dx).
-    int halo[3];
-    const std::vector<KernelColumn> cols = kernel_columns(h, d, halo);
-    halo_x_ = halo[2];
-    struct Piece {
-        int dy, dx, dz_min, cls;
-        std::vector<int> taps;
-    };
-    std::vector<Piece> pieces;
-    auto pieces_taps = [](const std::vector<Piece>& ps) {
-        std::vector<int> n;
-        for (const Piece& p : ps) n.push_back(static_cast<int>(p.taps.size()));
-        return n;
-    };
-    const int max_span = kSpanClasses[kNumSpanClasses - 1];
-    for (const KernelColumn& c : cols)
-        for (size_t k0 = 0; k0 < c.taps.size(); k0 += max_span) {
-            const size_t k1 = std::min(c.taps.size(), k0 + max_span);
-            std::vector<int> taps(c.taps.begin() + k0, c.taps.begin() + k1);
-            const int cls = span_class(static_cast<int>(taps.size()));
-            pieces.push_back({c.dy, c.dx, c.dz_min + static_cast<int>(k0), cls, std::move(taps)});
-        }
-    std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
-        return a.dy != b.dy ? a.dy < b.dy : a.cls != b.cls ? a.cls < b.cls : a.dx < b.dx;
-    });
-    std::vector<int> groups, rows;
-    int wstride = 0;
-    for (size_t g = 0; g < pieces.size(); ++g) {
-        const Piece& p = pieces[g];
-        if (g == 0 || p.dy != pieces[g - 1].dy) {  // new row
-            RowInfo r{p.dy, p.dz_min, 0, {}};
-            size_t e = g;
-            int z_hi = p.dz_min;
-            for (; e < pieces.size() && pieces[e].dy == p.dy; ++e) {
-                r.z_lo = std::min(r.z_lo, pieces[e].dz_min);
-                z_hi = std::max(z_hi, pieces[e].dz_min + kSpanClasses[pieces[e].cls] - 1);
-            }
-            r.z_extent = z_hi - r.z_lo + 1;
-            for (int c = 0; c <= kNumSpanClasses; ++c) {
-                size_t k = g;
-                while (k < e && pieces[k].cls < c) ++k;
-                r.class_begin[c] = static_cast<int>(k);
-            }
-            int taps = 0;
-            for (size_t k = g; k < e; ++k) taps += kSpanClasses[pieces[k].cls];
-            rows.insert(rows.end(), {r.dy, r.z_lo, r.z_extent});
-            rows.insert(rows.end(), r.class_begin, r.class_begin + kNumSpanClasses + 1);
-            rows.insert(rows.end(), {wstride, wstride + taps});
-            max_row_taps_ = std::max(max_row_taps_, taps);
-        }
-        groups.insert(groups.end(), {p.dy, p.dx, p.dz_min, wstride});
-        wstride += kSpanClasses[p.cls];
-    }
-    n_rows_ = static_cast<int>(rows.size() / kRowInts);
-    for (int r = 0; r < n_rows_; ++r)
-        max_row_groups_ = std::max(max_row_groups_, rows[r * kRowInts + kRowClassBegin + kNumSpanClasses] -
-                                                        rows[r * kRowInts + kRowClassBegin]);
-    z_lo_ = 0;
-    int z_hi = 0;
-    for (int r = 0; r < n_rows_; ++r) {
-        z_lo_ = std::min(z_lo_, rows[r * kRowInts + 1]);
-        z_hi = std::max(z_hi, rows[r * kRowInts + 1] + rows[r * kRowInts + 2] - 1);
-    }
-    z_span_ = z_hi - z_lo_ + 1;
-    // The kernel row where half of the padded taps are done (rows are in dy order).
-    {
-        long long total = 0, acc = 0;
-        for (int r = 0; r < n_rows_; ++r) total += rows[r * kRowInts + kRowTapBegin + 1] - rows[r * kRowInts + kRowTapBegin];
-        row_split_ = std::max(1, n_rows_ / 2);
-        for (int r = 0; r < n_rows_; ++r) {
-            acc += rows[r * kRowInts + kRowTapBegin + 1] - rows[r * kRowInts + kRowTapBegin];
-            if (2 * acc >= total) {
-                row_split_ = std::min(std::max(r + 1, 1), std::max(n_rows_ - 1, 1));
-                break;
-            }
-        }
-    }
-    // Weights are stored tap-major, (stride, n_kernels): the lanes of a warp hold neighbouring
-    // pixels whose identifiers are consecutive, so one weight load of the warp touches one or two
-    // cache lines instead of one line per lane.
-    std::vector<float> wf(static_cast<size_t>(n_kernels_) * wstride, 0.0f), wb(wf.size(), 0.0f);
-    for (size_t g = 0; g < pieces.size(); ++g) {
-        const int w0 = groups[4 * g + 3];
-        for (size_t k = 0; k < pieces[g].taps.size(); ++k) {
-            const int i = pieces[g].taps[k];
-            for (int a = 0; a < n_kernels_; ++a) {
-                const size_t at = (static_cast<size_t>(w0) + k) * n_kernels_ + a;
-                wb[at] = h.values[back_weight_index(a, i, n_offsets_)];
-                wf[at] = h.values[forward_weight_index(a, h.flip[i], n_offsets_)];
-            }
-        }
-    }
-    rows_ = upload(rows.data(), rows.size());
-    groups_ = upload(groups.data(), groups.size());
-    w_fwd_ = upload(wf.data(), wf.size());
-    w_back_ = upload(wb.data(), wb.size());
-    std::vector<float> radial, taps;
-    const std::vector<int> n_taps = pieces_taps(pieces);
-    if ((factored_fwd_ = factor_columns(wf, groups, n_taps, n_kernels_, radial, taps))) {
-        h_fwd_ = upload(radial.data(), radial.size());
-        t_fwd_ = upload(taps.data(), taps.size());
-    }
-    if ((factored_back_ = factor_columns(wb, groups, n_taps, n_kernels_, radial, taps))) {
-        h_back_ = upload(radial.data(), radial.size());
-        t_back_ = upload(taps.data(), taps.size());
-    }
-}
-
-LutRef DeviceLut::device_ref() const {
-    return {lormap_.as<int32_t>(), offsets_.as<int32_t>(), flip_.as<int32_t>(), values_.as<float>(),
-            n_offsets_, n_kernels_};
-}
-
-size_t DeviceLut::bytes() const {
-    return lormap_.bytes() + offsets_.bytes() + flip_.bytes() + values_.bytes() + groups_.bytes() +
-           rows_.bytes() + w_fwd_.bytes() + w_back_.bytes() + h_fwd_.bytes() + h_back_.bytes() +
-           t_fwd_.bytes() + t_back_.bytes();
-}
-
-namespace {
-
-// ---- tlp: one voxel per thread, the shared per-voxel math -------------------------------------
-template <bool kForward>
-__global__ void tlp_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, LutRef lut) {
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;
-    const int y = blockIdx.y * blockDim.y + threadIdx.y;
-    const int z = blockIdx.z * blockDim.z + threadIdx.z;
-    if (x >= d.nx || y >= d.ny || z >= d.nz) return;
-    dst[(static_cast<long long>(z) * d.ny + y) * d.nx + x] = project_voxel<kForward>(src, d, lut, z, y, x);
-}
-
-// ---- ilp: 16 z-voxels per thread, one weight fetch per offset (the paper's Fig. 3) -------------
-constexpr int kIlpRun = 16;
-
-template <bool kForward>
-__global__ void ilp_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, LutRef lut) {
-    const int x = blockIdx.x * blockDim.x + threadIdx.x;
-    const int y = blockIdx.y * blockDim.y + threadIdx.y;
-    const int z0 = blockIdx.z * kIlpRun;
-    if (x >= d.nx || y >= d.ny) return;
-    const long long plane = static_cast<long long>(d.ny) * d.nx;
-    const int own = __ldg(lut.lormap + y * d.nx + x);
-    float acc[kIlpRun] = {};
-    for (int i = 0; i < lut.n_offsets; ++i) {
-        const int dz = __ldg(lut.offsets + 3 * i), sy = y + __ldg(lut.offsets + 3 * i + 1),
-                  sx = x + __ldg(lut.offsets + 3 * i + 2);
-        if (sy < 0 || sy >= d.ny || sx < 0 || sx >= d.nx) continue;
-        const int w = kForward ? forward_weight_index(__ldg(lut.lormap + sy * d.nx + sx), __ldg(lut.flip + i), lut.n_offsets)
-                               : back_weight_index(own, i, lut.n_offsets);
-        const float wv = __ldg(lut.values + w);
-        const float* col = src + static_cast<long long>(sy) * d.nx + sx;
-#pragma unroll
-        for (int j = 0; j < kIlpRun; ++j) {
-            const int z = z0 + j + dz;
-            if (z >= 0 && z < d.nz) acc[j] = fmaf(wv, __ldg(col + z * plane), acc[j]);
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < kIlpRun; ++j)
-        if (z0 + j < d.nz) dst[(z0 + j) * plane + static_cast<long long>(y) * d.nx + x] = acc[j];
-}
 
 // ---- columns and slab ------------------------------------------------------------------------------
 struct ColumnPlan {
@@ -639,42 +419,21 @@ void launch_slab(const float* src, float* dst, const DeviceLut& lut, bool allow_
     return launch_columns<kForward, 16>(src, dst, lut, stream);
 }
 
-template <bool kForward>
-void launch(Method m, const float* src, float* dst, const DeviceLut& lut, cudaStream_t stream) {
-    const Dims d = lut.dims();
-    switch (m) {
-        case Method::tlp: {
-            const dim3 block(16, 16, 2);  // the paper's 512-thread block
-            const dim3 grid((d.nx + 15) / 16, (d.ny + 15) / 16, (d.nz + 1) / 2);
-            tlp_kernel<kForward><<<grid, block, 0, stream>>>(src, dst, d, lut.device_ref());
-            DP_CUDA_CHECK_LAUNCH("direct tlp_kernel");
-            return;
-        }
-        case Method::ilp: {
-            const dim3 block(16, 16, 1);
-            const dim3 grid((d.nx + 15) / 16, (d.ny + 15) / 16, (d.nz + kIlpRun - 1) / kIlpRun);
-            ilp_kernel<kForward><<<grid, block, 0, stream>>>(src, dst, d, lut.device_ref());
-            DP_CUDA_CHECK_LAUNCH("direct ilp_kernel");
-            return;
-        }
-        case Method::columns:
-            return launch_columns<kForward, 16>(src, dst, lut, stream);
-        case Method::slab:
-            return launch_slab<kForward>(src, dst, lut, true, stream);
-        case Method::slab_table:
-            return launch_slab<kForward>(src, dst, lut, false, stream);
-    }
-}
-
 }  // namespace
 
-void project(bool forward, Method method, const float* src, float* dst, const DeviceLut& lut, void* stream) {
-    if (src == dst) throw ValueError("out: must not alias the input array");
-    const auto s = static_cast<cudaStream_t>(stream);
+void launch_columns(bool forward, const float* src, float* dst, const DeviceLut& lut, cudaStream_t stream) {
     if (forward)
-        launch<true>(method, src, dst, lut, s);
+        launch_columns<true, 16>(src, dst, lut, stream);
     else
-        launch<false>(method, src, dst, lut, s);
+        launch_columns<false, 16>(src, dst, lut, stream);
 }
 
-}  // namespace dp::direct::gpu
+void launch_slab(bool forward, bool allow_factored, const float* src, float* dst, const DeviceLut& lut,
+                 cudaStream_t stream) {
+    if (forward)
+        launch_slab<true>(src, dst, lut, allow_factored, stream);
+    else
+        launch_slab<false>(src, dst, lut, allow_factored, stream);
+}
+
+}  // namespace dp::direct::gpu::detail
