@@ -43,6 +43,18 @@ struct RowInfo {
     int class_begin[kNumSpanClasses + 1];
 };
 
+// The slab launch chosen for one LUT, direction and weight mode (cuda_slab.cu): the kernel variant, its
+// grid, shared memory and row split, worked out at the first projection and reused, so that a projection
+// is one launch (plus a memset with a row split) and no device queries.
+struct SlabLaunch {
+    bool ready = false;
+    bool columns = false;          // the halo is too wide for any slab: the columns kernel instead
+    const void* kernel = nullptr;  // the slab_kernel instantiation
+    unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+    size_t bytes = 0;              // dynamic shared memory
+    int row_split = 0;             // > 0: each tile's kernel rows split over two blocks at this row
+};
+
 // One view's LUTs resident on the device, plus the column plan of the fast methods:
 // groups (dy, dx, dz_min, weight tap column), sorted by (dy, span class, dx), and one RowInfo
 // per dy.
@@ -71,6 +83,8 @@ public:
     int max_row_taps() const { return max_row_taps_; }
     size_t table_bytes() const { return w_back_.bytes(); }  // one direction's per-tap weight table
     int balanced_row_split() const { return row_split_; }   // kernel row splitting the taps in half
+    // The slab launch of this LUT for a direction and weight mode (slab: factored allowed; slab_table: not).
+    SlabLaunch& slab_launch(bool forward, bool allow_factored) const { return slab_launch_[forward][allow_factored]; }
 
 private:
     Dims dims_;
@@ -80,6 +94,7 @@ private:
     bool factored_fwd_ = false, factored_back_ = false;
     int max_row_taps_ = 0, row_split_ = 1;
     int n_rows_ = 0, halo_x_ = 0, z_lo_ = 0, z_span_ = 1, max_row_groups_ = 0;
+    mutable SlabLaunch slab_launch_[2][2];
 };
 
 // dst = H src (forward) or H^T src on the device; src, dst are (nz, ny, nx) float32 device

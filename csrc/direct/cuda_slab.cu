@@ -348,41 +348,44 @@ double wave_efficiency(long long blocks, long long slots) {
     return static_cast<double>(blocks) / static_cast<double>(waves * slots);
 }
 
+// Every slab_kernel instantiation has this signature.
+using SlabKernel = void (*)(const float*, float*, Dims, ColumnPlan, int, int, int, int, int, int);
+
+// The launch of one slab variant for this LUT: its grid and, when the tiles fill the GPU's block slots
+// badly (e.g. 540 tiles on 396 slots: the second wave 36 % full), each tile's kernel rows split over two
+// blocks (twice the blocks, half the work each, a fuller last wave; only for a clear gain, since the
+// split restages rows). The kernel is allowed the device's whole opt-in shared memory once, so that
+// LUTs of any size can share it.
 template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS>
-void launch_slab_config(const float* src, float* dst, const DeviceLut& lut, size_t bytes, cudaStream_t stream) {
+void configure_slab(const DeviceLut& lut, size_t bytes, int max_block, SlabLaunch& c) {
     const Dims d = lut.dims();
-    auto kernel = slab_kernel<kForward, TX, TY, PITCH, kFactored, SLOTS>;
-    DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    SlabKernel kernel = slab_kernel<kForward, TX, TY, PITCH, kFactored, SLOTS>;
+    DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_block));
     dim3 grid((d.nx + TX - 1) / TX, (d.ny + TY - 1) / TY, (d.nz + kSlabRun - 1) / kSlabRun);
-    // When the tiles fill the GPU's block slots badly (e.g. 540 tiles on 396 slots: the second wave
-    // 36 % full), split each tile's kernel rows over two blocks: twice the blocks, half the work
-    // each, so the last wave is fuller. Worth it only for a clear gain (the split restages rows).
     int device = 0, n_sm = 0, per_sm = 0;
     DP_CUDA_CHECK(cudaGetDevice(&device));
     DP_CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, device));
     DP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, TX * TY, bytes));
     const long long tiles = static_cast<long long>(grid.x) * grid.y * grid.z, slots = std::max(1, per_sm) * n_sm;
-    int row_split = 0;
+    c.row_split = 0;
     if (lut.n_rows() >= 8 && wave_efficiency(2 * tiles, slots) > 1.15 * wave_efficiency(tiles, slots)) {
-        row_split = lut.balanced_row_split();
+        c.row_split = lut.balanced_row_split();
         grid.z *= 2;
-        DP_CUDA_CHECK(cudaMemsetAsync(dst, 0, sizeof(float) * d.nz * d.ny * d.nx, stream));
     }
-    kernel<<<grid, dim3(TX, TY), bytes, stream>>>(src, dst, d, column_plan(kForward, lut), lut.halo_x(), lut.z_lo(),
-                                                 lut.z_span() + kSlabRun - 1, lut.max_row_groups(),
-                                                 lut.max_row_taps(), row_split);
-    DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
+    c.kernel = reinterpret_cast<const void*>(kernel);
+    c.grid[0] = grid.x, c.grid[1] = grid.y, c.grid[2] = grid.z;
+    c.block[0] = TX, c.block[1] = TY, c.block[2] = 1;
+    c.bytes = bytes;
 }
 
 template <bool kForward, int TX, int TY, int SLOTS>
-void launch_slab_pitch(const float* src, float* dst, const DeviceLut& lut, bool factored, size_t bytes,
-                       cudaStream_t stream) {
+void configure_slab_pitch(const DeviceLut& lut, bool factored, size_t bytes, int max_block, SlabLaunch& c) {
     const int pitch = slab_pitch(TX, lut.halo_x());
     constexpr int P[4] = {TX == 32 ? 64 : 48, TX == 32 ? 128 : 80, TX == 32 ? 256 : 144, TX == 32 ? 256 : 272};
     auto go = [&](auto pitch_c) {
         constexpr int PC = decltype(pitch_c)::value;
-        if (factored) return launch_slab_config<kForward, TX, TY, PC, true, SLOTS>(src, dst, lut, bytes, stream);
-        return launch_slab_config<kForward, TX, TY, PC, false, SLOTS>(src, dst, lut, bytes, stream);
+        if (factored) return configure_slab<kForward, TX, TY, PC, true, SLOTS>(lut, bytes, max_block, c);
+        return configure_slab<kForward, TX, TY, PC, false, SLOTS>(lut, bytes, max_block, c);
     };
     if (pitch == P[0]) return go(std::integral_constant<int, P[0]>{});
     if (pitch == P[1]) return go(std::integral_constant<int, P[1]>{});
@@ -396,7 +399,7 @@ void launch_slab_pitch(const float* src, float* dst, const DeviceLut& lut, bool 
 // then 32 x 4 with the shallow ring while one block fits at all; past that the columns kernel
 // (same result, source through the caches) takes over.
 template <bool kForward>
-void launch_slab(const float* src, float* dst, const DeviceLut& lut, bool allow_factored, cudaStream_t stream) {
+void configure_slab_launch(const DeviceLut& lut, bool allow_factored, SlabLaunch& c) {
     int device = 0, max_block = 0, max_sm = 0;
     DP_CUDA_CHECK(cudaGetDevice(&device));
     DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
@@ -407,16 +410,35 @@ void launch_slab(const float* src, float* dst, const DeviceLut& lut, bool allow_
     constexpr size_t kCachedTableBytes = 4u << 20;
     const bool factored = allow_factored && lut.factored(kForward) && lut.table_bytes() > kCachedTableBytes;
     auto fits4 = [&](size_t bytes) { return 4 * (bytes + 1024) <= static_cast<size_t>(max_sm); };
+    c.columns = false;
     const size_t narrow = slab_bytes(kForward, lut, 16, 10, 10);
     if (slab_pitch(16, lut.halo_x()) != 0 && fits4(narrow))
-        return launch_slab_pitch<kForward, 16, 8, 10>(src, dst, lut, factored, narrow, stream);
+        return configure_slab_pitch<kForward, 16, 8, 10>(lut, factored, narrow, max_block, c);
     const size_t deep = slab_bytes(kForward, lut, 32, 6, 6), shallow = slab_bytes(kForward, lut, 32, 5, 6);
     if (slab_pitch(32, lut.halo_x()) != 0) {
-        if (fits4(deep)) return launch_slab_pitch<kForward, 32, 4, 6>(src, dst, lut, factored, deep, stream);
+        if (fits4(deep)) return configure_slab_pitch<kForward, 32, 4, 6>(lut, factored, deep, max_block, c);
         if (shallow <= static_cast<size_t>(max_block))
-            return launch_slab_pitch<kForward, 32, 4, 5>(src, dst, lut, factored, shallow, stream);
+            return configure_slab_pitch<kForward, 32, 4, 5>(lut, factored, shallow, max_block, c);
     }
-    return launch_columns<kForward, 16>(src, dst, lut, stream);
+    c.columns = true;
+}
+
+template <bool kForward>
+void launch_slab(const float* src, float* dst, const DeviceLut& lut, bool allow_factored, cudaStream_t stream) {
+    SlabLaunch& c = lut.slab_launch(kForward, allow_factored);
+    if (!c.ready) {
+        configure_slab_launch<kForward>(lut, allow_factored, c);
+        c.ready = true;
+    }
+    if (c.columns) return launch_columns<kForward, 16>(src, dst, lut, stream);
+    const Dims d = lut.dims();
+    if (c.row_split > 0)  // the two halves of each tile add into a zeroed output
+        DP_CUDA_CHECK(cudaMemsetAsync(dst, 0, sizeof(float) * d.nz * d.ny * d.nx, stream));
+    const auto kernel = reinterpret_cast<SlabKernel>(const_cast<void*>(c.kernel));
+    kernel<<<dim3(c.grid[0], c.grid[1], c.grid[2]), dim3(c.block[0], c.block[1], c.block[2]), c.bytes, stream>>>(
+        src, dst, d, column_plan(kForward, lut), lut.halo_x(), lut.z_lo(), lut.z_span() + kSlabRun - 1,
+        lut.max_row_groups(), lut.max_row_taps(), c.row_split);
+    DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
 }
 
 }  // namespace
