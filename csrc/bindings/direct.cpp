@@ -87,6 +87,17 @@ void project_cpu(bool forward, const py::array& src, py::array& dst, const py::a
     direct::project_cpu(forward, s, o, d, lut, threads);
 }
 
+// The correction kernels' voxel-centre axes (zs, ys, xs: 1-D float64, mm) and their output
+// (n_views, nz, ny, nx) float32, checked; returns (nz, ny, nx).
+std::array<int, 3> voxel_axes(const py::array& zs, const py::array& ys, const py::array& xs, const py::array& out,
+                              int n_views) {
+    for (const auto& [a, name] : {std::pair{&zs, "zs"}, {&ys, "ys"}, {&xs, "xs"}}) check_array<double>(*a, name, {-1});
+    const std::array<int, 3> n{static_cast<int>(zs.shape(0)), static_cast<int>(ys.shape(0)),
+                               static_cast<int>(xs.shape(0))};
+    check_array<float>(out, "out", {n_views, n[0], n[1], n[2]});
+    return n;
+}
+
 }  // namespace
 
 void register_direct(py::module_& m) {
@@ -116,11 +127,8 @@ void register_direct(py::module_& m) {
              const py::object& pairs, py::array& out, int threads) {
               const auto s = corrections_args::make_ring(scanner[0], scanner[1], scanner[2], rings[0], rings[1]);
               check_array<double>(dirs, "dirs", {-1, -1, 3});
-              for (const auto& [a, name] : {std::pair{&zs, "zs"}, {&ys, "ys"}, {&xs, "xs"}}) check_array<double>(*a, name, {-1});
               const int n_views = static_cast<int>(dirs.shape(0)), n_dirs = static_cast<int>(dirs.shape(1));
-              const int nz = static_cast<int>(zs.shape(0)), ny = static_cast<int>(ys.shape(0)),
-                        nx = static_cast<int>(xs.shape(0));
-              check_array<float>(out, "out", {n_views, nz, ny, nx});
+              const auto [nz, ny, nx] = voxel_axes(zs, ys, xs, out, n_views);
               py::array v, p;
               if (!values.is_none()) check_array<double>(v = values.cast<py::array>(), "values", {-1});
               if (!pairs.is_none()) check_array<double>(p = pairs.cast<py::array>(), "pairs", {-1, -1});
@@ -147,10 +155,7 @@ void register_direct(py::module_& m) {
               const int n_views = static_cast<int>(cells.shape(0));
               check_array<double>(cos_sin, "cos_sin", {n_views, -1, 2});
               const int n_quad = static_cast<int>(cos_sin.shape(1));
-              for (const auto& [a, name] : {std::pair{&zs, "zs"}, {&ys, "ys"}, {&xs, "xs"}}) check_array<double>(*a, name, {-1});
-              const int nz = static_cast<int>(zs.shape(0)), ny = static_cast<int>(ys.shape(0)),
-                        nx = static_cast<int>(xs.shape(0));
-              check_array<float>(out, "out", {n_views, nz, ny, nx});
+              const auto [nz, ny, nx] = voxel_axes(zs, ys, xs, out, n_views);
               corrections_args::check_acceptance(data_of<double>(cells), n_views, omega_max);
               float* o = mutable_data_of<float>(out);
               py::gil_scoped_release release;

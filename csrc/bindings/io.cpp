@@ -46,7 +46,9 @@ void register_io(py::module_& m) {
     m.def("varint_list_end", [](int fd, int64_t offset, uint64_t n_records, unsigned record_values,
                                 size_t chunk_bytes, int threads) {
               io::VarintListReader reader(fd, offset, n_records, record_values);
-              std::vector<uint8_t> buffer(std::max(chunk_bytes, reader.min_capacity()));
+              // the bytes are only counted, never kept: one scratch buffer per thread serves every list
+              thread_local std::vector<uint8_t> buffer;
+              buffer.resize(std::max(chunk_bytes, reader.min_capacity()));
               {
                   py::gil_scoped_release release;
                   while (!reader.done() && reader.next(buffer.data(), buffer.size(), threads).values) {

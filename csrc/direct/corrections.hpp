@@ -47,6 +47,18 @@ DP_HD int64_t crystal_of_point(const RingScanner& s, double x, double y, double 
     return k * s.n_rings + r;
 }
 
+// cylinder_interval on the infinite detector cylinder: the parameters t0 <= t1 where (x, y) + t (ux, uy)
+// meets the circle of radius R, with c2 = x^2 + y^2 - R^2 (both 0 where the line misses it).
+DP_HD void circle_interval(double x, double y, double c2, double ux, double uy, double* t0, double* t1) {
+    const double a = ux * ux + uy * uy;
+    const double b = x * ux + y * uy;
+    const double disc = b * b - a * c2;
+    const bool miss = disc < 0.0;
+    const double sq = sqrt(miss ? 0.0 : disc);
+    *t0 = miss ? 0.0 : (-b - sq) / a;
+    *t1 = miss ? 0.0 : (-b + sq) / a;
+}
+
 DP_HD double pair_efficiency(const Efficiencies& e, int64_t i, int64_t j) {
     if (e.pairs) return e.pairs[i * e.n_crystals + j];
     return e.scale * (e.values[i * e.stride] * e.values[j * e.stride]);
@@ -61,13 +73,8 @@ DP_HD float voxel_normalisation(const RingScanner& s, const Efficiencies& e, con
     for (int d = 0; d < n_dirs; ++d) {
         const double ux = dirs[3 * d], uy = dirs[3 * d + 1], uz = dirs[3 * d + 2];
         // cylinder_interval (infinite cylinder), then the axial extent at both ends (_exits)
-        const double a = ux * ux + uy * uy;
-        const double b = x * ux + y * uy;
-        const double disc = b * b - a * c;
-        const bool miss = disc < 0.0;
-        const double sq = sqrt(miss ? 0.0 : disc);
-        const double t0 = miss ? 0.0 : (-b - sq) / a;
-        const double t1 = miss ? 0.0 : (-b + sq) / a;
+        double t0, t1;
+        circle_interval(x, y, c, ux, uy, &t0, &t1);
         const bool hit = fabs(z + t1 * uz) <= s.half_length && fabs(z + t0 * uz) <= s.half_length;
         if (!hit) continue;
         const double t_minus = -t0;
@@ -99,13 +106,8 @@ DP_HD float voxel_acceptance(const RingScanner& s, const AcceptanceCell& cell, c
     for (int q = 0; q < n_quad; ++q) {
         const double c = cos_sin[2 * q], sn = cos_sin[2 * q + 1];
         // _tilt_window: the in-plane distances to the detector circle along +-(cos phi, sin phi)
-        const double a = c * c + sn * sn;
-        const double b = x * c + y * sn;
-        const double disc = b * b - a * c2;
-        const bool miss = disc < 0.0;
-        const double sq = sqrt(miss ? 0.0 : disc);
-        const double t0 = miss ? 0.0 : (-b - sq) / a;
-        const double t1 = miss ? 0.0 : (-b + sq) / a;
+        double t0, t1;
+        circle_interval(x, y, c2, c, sn, &t0, &t1);
         const double rho_p = t1, rho_m = -t0;
         const double tan_lo = nan_max((-h - z) / rho_p, (z - h) / rho_m);
         const double tan_hi = nan_min((h - z) / rho_p, (z + h) / rho_m);

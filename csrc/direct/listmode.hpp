@@ -88,6 +88,10 @@ struct PairTables {
     uint32_t n_bins0 = 0, n_bins1 = 0;      // detection bins of each type
 };
 
+// Throws dp::ValueError unless the tables are consistent: one centre per element of each type
+// (n_bins / n_energy of them), at least one energy bin and one TOF bin (both depositors' add_pair).
+void check_tables(const PairTables& t);
+
 // Running totals of a depositor per registered pair (add_pair's handle): the events read and where they
 // went, and the largest indices met (to name events outside the scanner, as PetsirdScanner.check does).
 struct PairTotals {

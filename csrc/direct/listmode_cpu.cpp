@@ -21,11 +21,15 @@ HostDeposit::HostDeposit(const Lattice& g, const Views& v, size_t chunk_bytes, i
     : g_(g), v_(v), chunk_bytes_(std::max(chunk_bytes, kMinChunkBytes)),
       threads_(threads > 0 ? threads : omp_get_max_threads()) {}
 
+void check_tables(const PairTables& t) {
+    require(t.n_energy0 >= 1 && t.n_energy1 >= 1, "tables: expected at least one energy bin");
+    require(t.centres0.size() == 3ull * (t.n_bins0 / t.n_energy0) &&
+                t.centres1.size() == 3ull * (t.n_bins1 / t.n_energy1) && !t.dt_ps.empty(),
+            "tables: expected (n_bins / n_energy, 3) element centres per module type and TOF bins");
+}
+
 int HostDeposit::add_pair(PairTables tables) {
-    require(tables.n_energy0 >= 1 && tables.n_energy1 >= 1, "tables: expected at least one energy bin");
-    require(tables.centres0.size() == 3ull * (tables.n_bins0 / tables.n_energy0) &&
-                tables.centres1.size() == 3ull * (tables.n_bins1 / tables.n_energy1),
-            "tables: expected (n_bins / n_energy, 3) element centres per module type");
+    check_tables(tables);
     pairs_.push_back(std::move(tables));
     totals_.emplace_back();
     return static_cast<int>(pairs_.size()) - 1;

@@ -241,10 +241,7 @@ DeviceDeposit::~DeviceDeposit() = default;
 
 int DeviceDeposit::add_pair(const PairTables& t) {
     require(static_cast<int>(impl_->pairs.size()) < kMaxPairs, "tables: too many module-type pairs");
-    require(t.n_energy0 >= 1 && t.n_energy1 >= 1, "tables: expected at least one energy bin");
-    require(t.centres0.size() == 3ull * (t.n_bins0 / t.n_energy0) &&
-                t.centres1.size() == 3ull * (t.n_bins1 / t.n_energy1) && !t.dt_ps.empty(),
-            "tables: expected (n_bins / n_energy, 3) element centres per module type and TOF bins");
+    check_tables(t);
     Impl::Pair p;
     auto upload = [](cuda::DeviceBuffer& buf, const std::vector<float>& host) {
         buf = cuda::DeviceBuffer(std::max<size_t>(host.size(), 1) * sizeof(float));

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -51,9 +52,7 @@ VarintDecode decode_varints(const uint8_t* bytes, size_t length, size_t max_valu
     for (size_t c = 0; c <= chunks; ++c) begin[c] = length / chunks * c + std::min(c, length % chunks);
 #pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static, 1)
     for (size_t c = 0; c < chunks; ++c) {
-        size_t count = 0;
-        for (size_t p = begin[c]; p < begin[c + 1]; ++p) count += bytes[p] < 0x80;
-        first[c + 1] = count;
+        first[c + 1] = count_terminators(bytes + begin[c], begin[c + 1] - begin[c]);
     }
     for (size_t c = 0; c < chunks; ++c) first[c + 1] += first[c];  // first[c]: index of chunk c's first value
     const size_t total = first[chunks], n = std::min(max_values, total);
@@ -96,6 +95,17 @@ VarintDecode decode_varints(const uint8_t* bytes, size_t length, size_t max_valu
     // every value decoded and max_values not reached: the rest is an unfinished varint, or too long for one
     if (n < max_values && length - consumed > 5) throw ValueError(kTooLong);
     return {n, consumed};
+}
+
+size_t count_terminators(const uint8_t* bytes, size_t n) {
+    size_t count = 0, i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        std::memcpy(&w, bytes + i, 8);
+        count += static_cast<size_t>(__builtin_popcountll(~w & 0x8080808080808080ull));
+    }
+    for (; i < n; ++i) count += bytes[i] < 0x80;
+    return count;
 }
 
 static inline size_t length_of(uint32_t v) {

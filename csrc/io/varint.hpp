@@ -23,6 +23,10 @@ struct VarintDecode {
 VarintDecode decode_varints(const uint8_t* bytes, size_t length, size_t max_values, uint32_t* out, int threads = 0,
                             size_t min_chunk_bytes = size_t(1) << 16);
 
+// Terminating bytes (top bit clear: the last byte of each varint) in bytes[0, n), eight at a time: the
+// number of varints that end there.
+size_t count_terminators(const uint8_t* bytes, size_t n);
+
 // Number of bytes encode_varints writes for values[0, n).
 size_t varint_bytes(const uint32_t* values, size_t n);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../common/errors.hpp"
+#include "varint.hpp"
 
 namespace dp::io {
 
@@ -20,18 +21,6 @@ namespace {
 // The file is read in pieces of about this size, each counted right after it is read (while it is in
 // the cache of the thread that read it).
 constexpr size_t kPieceBytes = size_t(1) << 20;
-
-// Terminating bytes (top bit clear) in bytes[0, n): eight at a time.
-size_t count_terminators(const uint8_t* bytes, size_t n) {
-    size_t count = 0, i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        std::memcpy(&w, bytes + i, 8);
-        count += static_cast<size_t>(__builtin_popcountll(~w & 0x8080808080808080ull));
-    }
-    for (; i < n; ++i) count += bytes[i] < 0x80;
-    return count;
-}
 
 // pread until `length` bytes are read or the file ends; returns the bytes read, -errno on an error.
 int64_t read_fully(int fd, uint8_t* out, size_t length, int64_t offset) {

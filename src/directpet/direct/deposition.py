@@ -226,6 +226,15 @@ def _tilt_window(x, y, z, phi, scanner: CylindricalScanner, xp):
     return xp.arctan(tan_lo), xp.arctan(tan_hi)
 
 
+def _cell_samples(viewset: ViewSet, v: int, n_phi_sub: int):
+    """View v's cell as _cell_integral samples it: (azimuth step, the n_phi_sub midpoint azimuths, the
+    cell's tilt edges), radians."""
+    k, l = divmod(v, viewset.n_theta)
+    pe, te = viewset.phi_edges, viewset.theta_edges
+    dphi = (pe[k + 1] - pe[k]) / n_phi_sub
+    return dphi, pe[k] + (np.arange(n_phi_sub) + 0.5) * dphi, te[l], te[l + 1]
+
+
 def _cell_integral(x, y, z, viewset: ViewSet, v: int, scanner, n_phi_sub: int, xp, antiderivative,
                    phi_weight=None):
     """``int_cell accepted(r, u) g(theta) [w(r, phi)] dphi dtheta`` for view v's direction cell.
@@ -235,14 +244,12 @@ def _cell_integral(x, y, z, viewset: ViewSet, v: int, scanner, n_phi_sub: int, x
     The azimuth integral is a midpoint rule with ``n_phi_sub`` points (the acceptance varies
     slowly with azimuth).
     """
-    k, l = divmod(v, viewset.n_theta)
-    pe, te = viewset.phi_edges, viewset.theta_edges
-    dphi = (pe[k + 1] - pe[k]) / n_phi_sub
+    dphi, phis, theta_lo, theta_hi = _cell_samples(viewset, v, n_phi_sub)
     acc = xp.zeros(np.broadcast_shapes(x.shape, y.shape, z.shape))
-    for phi in pe[k] + (np.arange(n_phi_sub) + 0.5) * dphi:
+    for phi in phis:
         th_lo, th_hi = _tilt_window(x, y, z, phi, scanner, xp)
-        lo = xp.maximum(th_lo, te[l])
-        hi = xp.minimum(th_hi, te[l + 1])
+        lo = xp.maximum(th_lo, theta_lo)
+        hi = xp.minimum(th_hi, theta_hi)
         term = xp.where(hi > lo, antiderivative(hi) - antiderivative(lo), 0.0) * dphi
         if phi_weight is not None:
             term = term * phi_weight(phi)
@@ -334,15 +341,12 @@ def _compiled_acceptance(grid: ImageGrid, viewset: ViewSet, scanner: Cylindrical
                          omega_max: float, xp):
     """n_v of every view in one compiled pass per view (csrc/direct/corrections.hpp): the azimuth samples
     of _cell_integral, their cos and sin as _tilt_window takes them, the cells' tilt edges."""
-    pe, te = viewset.phi_edges, viewset.theta_edges
     cells = np.empty((len(viewset), 3))
     cos_sin = np.empty((len(viewset), n_quad, 2))
     for v in range(len(viewset)):
-        k, l = divmod(v, viewset.n_theta)
-        dphi = (pe[k + 1] - pe[k]) / n_quad
-        phis = pe[k] + (np.arange(n_quad) + 0.5) * dphi
-        cells[v] = dphi, te[l], te[l + 1]
-        cos_sin[v] = [(np.cos(phi), np.sin(phi)) for phi in phis]
+        dphi, phis, theta_lo, theta_hi = _cell_samples(viewset, v, n_quad)
+        cells[v] = dphi, theta_lo, theta_hi
+        cos_sin[v] = [(np.cos(phi), np.sin(phi)) for phi in phis]     # as _tilt_window takes them
     zs, ys, xs = (np.ascontiguousarray(grid.centres(a), dtype=np.float64) for a in range(3))
     ring = (float(scanner.radius_mm), float(scanner.half_length_mm), float(scanner.axial_length_mm))
     out = xp.empty((len(viewset),) + grid.shape, dtype=xp.float32)

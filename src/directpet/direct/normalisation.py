@@ -47,47 +47,35 @@ def crystals_of_points(x, y, z, n_per_ring: int, n_rings: int, axial_length_mm: 
     return k * n_rings + xp.clip(r, 0, n_rings - 1)
 
 
-def _pair_efficiency_function(efficiencies, header, n_per_ring: int, n_rings: int, xp):
-    """``f(i, j) -> e_ij`` on crystal indices in the namespace ``xp``."""
+def _efficiency_model(efficiencies, header, n_per_ring: int, n_rings: int, xp):
+    """The efficiency model, checked: ``(f, compiled)`` with ``f(i, j) -> e_ij`` on crystal indices in
+    the namespace ``xp`` (the array code), and the same model as the compiled kernels take it,
+    ``(values, stride, scale, pairs)`` with ``e_ij = scale * values[i * stride] * values[j * stride]`` or
+    ``pairs[i, j]`` (float64 ``xp`` arrays), or None for a model they do not have (a header with
+    module-pair efficiencies)."""
     n_crystals = n_per_ring * n_rings
     if efficiencies is None:
         scanner = PetsirdScanner(header.scanner)
         n_energy = scanner.n_energy_bins[0]
         # PETSIRD's order within a module type: bin0 >= bin1 (evaluated where i, j live)
-        return lambda i, j: scanner.pair_efficiency((0, 0), xp.maximum(i, j) * n_energy, xp.minimum(i, j) * n_energy)
+        f = lambda i, j: scanner.pair_efficiency((0, 0), xp.maximum(i, j) * n_energy, xp.minimum(i, j) * n_energy)  # noqa: E731
+        factor, per_bin, module_pairs = scanner.efficiency_tables((0, 0), xp)
+        if module_pairs is not None:
+            return f, None
+        if per_bin is None:
+            return f, (xp.ones(n_crystals), 1, factor, None)
+        return f, (per_bin[0], n_energy, factor, None)
     e = real_values("efficiencies", efficiencies, xp).astype(xp.float64)
     if tuple(e.shape) not in ((n_crystals, n_crystals), (n_per_ring, n_rings)):
         raise ValueError(f"efficiencies: expected ({n_per_ring}, {n_rings}) crystal efficiencies (n_per_ring, n_rings) "
                          f"or a ({n_crystals}, {n_crystals}) pair array, got shape {tuple(e.shape)}")
     if bool((e < 0).any()):
         raise ValueError("efficiencies: expected efficiencies >= 0")
+    e = xp.ascontiguousarray(e)
     if e.shape == (n_crystals, n_crystals):
-        return lambda i, j: e[i, j]
+        return (lambda i, j: e[i, j]), (None, 1, 1.0, e)
     flat = e.reshape(-1)
-    return lambda i, j: flat[i] * flat[j]
-
-
-def _compiled_efficiencies(efficiencies, header, n_per_ring: int, n_rings: int, xp):
-    """The efficiency model as the compiled kernels take it, ``(values, stride, scale, pairs)`` with
-    ``e_ij = scale * values[i * stride] * values[j * stride]`` or ``pairs[i, j]`` (float64 arrays of
-    ``xp``), or None for a model they do not have (a header with module-pair efficiencies). Checked
-    by :func:`_pair_efficiency_function` first."""
-    n_crystals = n_per_ring * n_rings
-    if efficiencies is not None:
-        e = xp.ascontiguousarray(xp.asarray(efficiencies, dtype=xp.float64))
-        if e.shape == (n_crystals, n_crystals):
-            return None, 1, 1.0, e
-        return e.reshape(-1), 1, 1.0, None
-    eff = header.scanner.detection_efficiencies
-    if eff is None:
-        return xp.ones(n_crystals), 1, 1.0, None
-    if eff.module_pair_efficiencies_vectors:
-        return None
-    scale = float(eff.calibration_factor)
-    if not eff.detection_bin_efficiencies:
-        return xp.ones(n_crystals), 1, scale, None
-    n_energy = PetsirdScanner(header.scanner).n_energy_bins[0]
-    return xp.asarray(np.asarray(eff.detection_bin_efficiencies[0], np.float64)), n_energy, scale, None
+    return (lambda i, j: flat[i] * flat[j]), (flat, 1, 1.0, None)
 
 
 def _compiled_normalisation(model, grid: ImageGrid, viewset: ViewSet, scanner: CylindricalScanner, n_sub: int,
@@ -156,9 +144,8 @@ def normalisation_histo_images(header, grid: ImageGrid, viewset: ViewSet, effici
     n_per_ring, n_rings = ring_shape(header)
     require_stack_memory("grid", len(viewset), grid)
     _check_scanner_matches(header, scanner, n_per_ring, n_rings)
-    efficiency = _pair_efficiency_function(efficiencies, header, n_per_ring, n_rings, xp)   # checks them
-    model = _compiled_efficiencies(efficiencies, header, n_per_ring, n_rings, xp) if engine == "compiled" else None
-    if model is not None and (xp is np or cuda_loaded()):
+    efficiency, model = _efficiency_model(efficiencies, header, n_per_ring, n_rings, xp)
+    if engine == "compiled" and model is not None and (xp is np or cuda_loaded()):
         return _compiled_normalisation(model, grid, viewset, scanner, n_sub, n_per_ring, n_rings, xp)
     z, y, x = xp.meshgrid(*(xp.asarray(grid.centres(a), dtype=xp.float64) for a in range(3)), indexing="ij")
     out = xp.empty((len(viewset),) + grid.shape, dtype=xp.float32)

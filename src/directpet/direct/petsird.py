@@ -269,19 +269,21 @@ def deposit_file(path, grid: ImageGrid, viewset: ViewSet, *, kind: str = "prompt
         # one deposit over the stream: the histo-images are allocated (or refused) before the file is read
         return deposit(read_events(path, kind, xp=xp, progress=progress), grid, viewset, mode=mode, xp=xp,
                        return_stats=return_stats)
-    histos, stats = _deposit_lists(path, grid, viewset, (kind,), xp, progress, chunk_bytes)
+    histos, stats, _ = _deposit_lists(path, grid, viewset, (kind,), xp, progress, chunk_bytes)
     return (histos[kind], stats[kind]) if return_stats else histos[kind]
 
 
 @dataclass
 class FileHistoImages:
     """What :func:`deposit_prompts_and_delayeds` returns: the histo-images ``(n_views, nz, ny, nx)``
-    float32 of the prompts and of the delayeds (NumPy or CuPy) and their :class:`DepositStats`."""
+    float32 of the prompts and of the delayeds (NumPy or CuPy), their :class:`DepositStats`, and the
+    file's ``petsird.Header`` (read on the way)."""
 
     prompts: object
     delayeds: object
     prompt_stats: DepositStats
     delayed_stats: DepositStats
+    header: object = None
 
 
 def deposit_prompts_and_delayeds(path, grid: ImageGrid, viewset: ViewSet, *, xp=None, progress: bool = True,
@@ -295,8 +297,8 @@ def deposit_prompts_and_delayeds(path, grid: ImageGrid, viewset: ViewSet, *, xp=
     streams, so that reading chunk k + 1 overlaps decoding and depositing chunk k. A truncated or
     corrupt file raises the errors :class:`~directpet.io.PetsirdReader` raises.
     """
-    histos, stats = _deposit_lists(path, grid, viewset, ("prompts", "delayeds"), xp, progress, chunk_bytes)
-    return FileHistoImages(histos["prompts"], histos["delayeds"], stats["prompts"], stats["delayeds"])
+    histos, stats, header = _deposit_lists(path, grid, viewset, ("prompts", "delayeds"), xp, progress, chunk_bytes)
+    return FileHistoImages(histos["prompts"], histos["delayeds"], stats["prompts"], stats["delayeds"], header)
 
 
 def _default_namespace(xp):
@@ -309,7 +311,8 @@ def _default_namespace(xp):
 
 
 def _deposit_lists(path, grid, viewset, kinds, xp, progress, chunk_bytes):
-    """({kind: histo-images}, {kind: DepositStats}) of the lists of ``kinds``, one pass over the file."""
+    """({kind: histo-images}, {kind: DepositStats}, the file's header) of the lists of ``kinds``, one
+    pass over the file."""
     expect_instance(grid, ImageGrid, "grid")
     expect_instance(viewset, ViewSet, "viewset")
     progress = flag("progress", progress)
@@ -324,7 +327,7 @@ def _deposit_lists(path, grid, viewset, kinds, xp, progress, chunk_bytes):
         engine = _CompiledDeposition(reader, grid, viewset, histos, xp, chunk_bytes)
         reader.stream_lists(engine, kinds=kinds, progress=progress)
         stats = engine.finish()
-    return histos, stats
+    return histos, stats, reader.header
 
 
 def lor_background(pscanner: PetsirdScanner, coincidences: Coincidences, values, grid: ImageGrid, viewset: ViewSet,

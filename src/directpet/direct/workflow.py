@@ -47,7 +47,7 @@ class PetsirdReconstruction:
         deposited, one pass over the file), ``randoms`` (the delayeds smoothed), ``normalisation``,
         ``sensitivity`` (the views' geometric acceptance), ``attenuation``, ``scatter``,
         ``reconstruction``, ``write`` (those run).
-    wall_s : seconds of the whole call (the stages and everything between them: the header read,
+    wall_s : seconds of the whole call (the stages and everything between them:
         the factors multiplied, the data checked, the projector set up).
     n_prompts, n_deposited, n_delayeds : events read, prompts deposited (inside the views and the grid),
         delayeds read.
@@ -130,7 +130,6 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
     """
     from .. import recon
     from . import petsird as direct_petsird
-    from ..io.petsird import PetsirdReader
 
     expect_instance(grid, ImageGrid, "grid")
     scanner = CylindricalScanner() if scanner is None else scanner
@@ -175,12 +174,10 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
         timings[name] = time.perf_counter() - t0
         return value
 
-    with PetsirdReader(path) as reader:
-        header = reader.header
     # one pass over the file: prompts and delayeds read, decoded and deposited in compiled code
     events = timed("events", lambda: direct_petsird.deposit_prompts_and_delayeds(path, grid, viewset, xp=xp,
                                                                                    progress=progress))
-    prompts = events.prompts
+    prompts, header = events.prompts, events.header
     background = timed("randoms", lambda: smooth_randoms(events.delayeds, grid, smooth_fwhm_mm=randoms_fwhm_mm))
     n_delayeds = events.delayed_stats.n_events
     events.delayeds = None          # the smoothed estimate replaces it

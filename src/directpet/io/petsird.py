@@ -427,7 +427,7 @@ class PetsirdScanner:
         xp = array_module(bin0)
         pair = self.module_pair(pair)
         b0, b1 = self.detection_bins(bin0, pair[0], "bin0"), xp.asarray(self.detection_bins(bin1, pair[1], "bin1"))
-        factor, per_bin, module_pairs = self._efficiency_tables(pair, xp)
+        factor, per_bin, module_pairs = self.efficiency_tables(pair, xp)
         out = xp.full(xp.broadcast(b0, b1).shape, factor if calibration else 1.0)
         if per_bin is not None:
             out *= per_bin[0][b0] * per_bin[1][b1]
@@ -437,9 +437,10 @@ class PetsirdScanner:
             out *= xp.where(sgid >= 0, values[xp.maximum(sgid, 0), b0 % per_module[0], b1 % per_module[1]], 0.0)
         return out
 
-    def _efficiency_tables(self, pair, xp):
-        """(calibration factor, per-bin efficiencies of both types or None, (SGID table, module-pair
-        values, bins per module) or None) of a module-type pair, as ``xp`` arrays, built once."""
+    def efficiency_tables(self, pair, xp=np):
+        """The header's component model of a module-type pair, as :meth:`pair_efficiency` evaluates it:
+        (calibration factor, the per-bin efficiencies of both types (float64 ``xp`` arrays) or None,
+        (SGID table, module-pair values, bins per module) or None); built once per pair and namespace."""
         cache = self.__dict__.setdefault("_efficiency_cache", {})
         key = (pair, xp.__name__)
         if key in cache:
