@@ -20,7 +20,7 @@ def run():
     y = x[None]                                   # a one-view stack (1, nz, ny, nx)
     for kernel in (SRKernel.clinical(), SRKernel.stress(),
                    SRKernel(tof_fwhm_ps=600, radial_fwhm=("linear", 10, 40), asymmetric=True)):
-        for method in ("default", "slab_table", "columns", "tlp", "ilp"):
+        for method in ("default", "slab_table", "slab_r16", "columns", "tlp", "ilp"):
             op = HistoImageProjector(grid, views, kernel, backend="cuda", method=method)
             for v in range(len(views)):
                 op.forward(x, v)

@@ -224,7 +224,7 @@ def test_bad_projector_options():
         HistoImageProjector(GRID, View(0.0), backend="gpu")
     with pytest.raises(ValueError, match="method"):
         HistoImageProjector(GRID, View(0.0), backend="cpu", method="fastest")
-    for method in ("tlp", "ilp", "slab_table", "columns"):          # CUDA schemes: never silently ignored
+    for method in ("tlp", "ilp", "slab_table", "slab_r16", "columns"):          # CUDA schemes: never silently ignored
         with pytest.raises(ValueError, match=f"^method: '{method}' is a CUDA scheme.*backend=\"cuda\""):
             HistoImageProjector(GRID, View(0.0), backend="cpu", method=method)
     for method in ("default", "slab"):                               # the CPU's one scheme

@@ -14,7 +14,7 @@ from directpet.direct import HistoImageProjector, SRKernel, View
 
 pytestmark = pytest.mark.gpu
 
-METHODS = ["default", "slab_table", "columns", "tlp", "ilp"]
+METHODS = ["default", "slab_table", "slab_r16", "columns", "tlp", "ilp"]
 KERNELS = {
     "invariant": SRKernel.invariant(),
     "variant1": SRKernel.clinical(),
@@ -37,7 +37,7 @@ def pair(grid, kernel, method, views=VIEWS):
 
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("kname", list(KERNELS))
-@pytest.mark.parametrize("shape", [(20, 24, 22), (17, 31, 29), (5, 16, 18)])
+@pytest.mark.parametrize("shape", [(20, 24, 22), (17, 31, 29), (5, 16, 18), (13, 21, 36)])  # nx % 4 == 0: float4 staging
 def test_gpu_matches_cpu(method, kname, shape, rng):
     """Every CUDA scheme computes the same operator as the CPU backend (NumPy in / out)."""
     grid = dp.ImageGrid(shape, 4.0)
@@ -98,6 +98,36 @@ def test_gpu_full_size_view(kname, rng):
     x = rng.random(grid.shape, dtype=np.float32) + 0.05
     assert rel(gpu.forward(x, 0), cpu.forward(x, 0)) < 1e-5
     assert rel(gpu.adjoint(x[None], 0), cpu.adjoint(x[None], 0)) < 1e-5
+    lut = gpu._engine.device_lut(0)
+    for forward in (True, False):
+        chosen = lut.slab_launch(forward)
+        assert chosen["float4_staging"] and chosen["halo"] % 4 == 0 and chosen["run"] in (8, 16)
+
+
+def test_gpu_slab_run_lengths_and_staging_agree(rng):
+    """The tuned slab (float4 staging, its chosen z-run) and the issue-17 baseline slab_r16 (16-voxel
+    runs, element copies) compute the same projections on a grid where the default takes 8-voxel
+    runs (few tiles); a source pointer off 16-byte alignment falls back to element copies."""
+    cupy = pytest.importorskip("cupy", reason="CuPy not installed")
+    grid = dp.ImageGrid((37, 40, 48), 4.0)
+    views = [View.from_degrees(31.5, 6.67)]
+    cpu, gpu = pair(grid, KERNELS["variant1"], "default", views)
+    _, base = pair(grid, KERNELS["variant1"], "slab_r16", views)
+    x = rng.random(grid.shape, dtype=np.float32) + 0.05
+    ref_f, ref_b = cpu.forward(x, 0), cpu.adjoint(x[None], 0)
+    for op in (gpu, base):
+        assert rel(op.forward(x, 0), ref_f) < 1e-5
+        assert rel(op.adjoint(x[None], 0), ref_b) < 1e-5
+    lut = gpu._engine.device_lut(0)
+    tuned, old = lut.slab_launch(True), base._engine.device_lut(0).slab_launch(True, "slab_r16")
+    assert tuned["run"] == 8 and tuned["float4_staging"]
+    assert old["run"] == 16 and not old["float4_staging"]
+    buf = cupy.empty(x.size + 1, dtype=cupy.float32)       # x at a 4-byte offset: not 16-byte aligned
+    shifted = buf[1:].reshape(grid.shape)
+    shifted[...] = cupy.asarray(x)
+    assert shifted.data.ptr % 16 == 4
+    assert rel(cupy.asnumpy(gpu.forward(shifted, 0)), ref_f) < 1e-5
+    assert rel(cupy.asnumpy(gpu.adjoint(shifted[None], 0)), ref_b) < 1e-5
 
 
 @pytest.mark.parametrize("method", ["default", "slab_table", "columns"])

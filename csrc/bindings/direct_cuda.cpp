@@ -80,8 +80,8 @@ void register_direct_cuda(py::module_& m) {
           "direct_acceptance_cpu on the GPU: cells a host (n_views, 3) float64 array, every other array a device "
           "pointer; synchronous.");
     using direct::gpu::DeviceLut;
-    py::class_<DeviceLut>(m, "DirectDeviceLut", "One view's DIRECT LUTs resident on the GPU.")
-        .def(py::init([](std::vector<int> shape, const py::array& lormap, const py::array& offsets,
+    py::class_<DeviceLut> cls(m, "DirectDeviceLut", "One view's DIRECT LUTs resident on the GPU.");
+    cls.def(py::init([](std::vector<int> shape, const py::array& lormap, const py::array& offsets,
                          const py::array& flip, const py::array& values) {
                  if (shape.size() != 3 || shape[0] <= 0 || shape[1] <= 0 || shape[2] <= 0)
                      throw ValueError("shape: expected three positive extents (nz, ny, nx)");
@@ -96,6 +96,32 @@ void register_direct_cuda(py::module_& m) {
             return py::make_tuple(l.factored(true), l.factored(false));
         }, "(forward, back): whether the weights factor per column (radial x TOF/axial), which the "
            "default slab kernel exploits.");
+    cls.def("slab_launch", [](const DeviceLut& l, bool forward, const std::string& method) -> py::object {
+            const auto mth = direct::gpu::parse_method(method);
+            using direct::gpu::Method;
+            using direct::gpu::SlabVariant;
+            if (mth != Method::slab && mth != Method::slab_table && mth != Method::slab_r16)
+                throw ValueError("method: expected a slab variant ('default', 'slab', 'slab_table', 'slab_r16'), got '" +
+                                 method + "'");
+            const auto v = mth == Method::slab ? SlabVariant::slab : mth == Method::slab_table ? SlabVariant::table
+                                                                                               : SlabVariant::r16;
+            const auto& c = l.slab_launch(forward, v);
+            if (!c.ready) return py::none();
+            py::dict d;
+            d["columns"] = c.columns;
+            if (!c.columns) {
+                d["tile"] = py::make_tuple(c.block[0], c.block[1]);
+                d["run"] = c.run;
+                d["halo"] = c.halo;
+                d["float4_staging"] = c.vec;
+                d["row_split"] = c.row_split;
+                d["shared_bytes"] = c.bytes;
+            }
+            return d;
+        }, py::arg("forward"), py::arg("method") = "default",
+        "The launch the slab kernel chose for this LUT, direction and variant at its first projection (a dict: "
+        "tile, z-run, staged halo, float4 staging, row split, shared bytes; columns=True when the halo is too wide "
+        "to stage), or None before it.");
     m.def("direct_project_cuda",
           [](bool forward, const std::string& method, uintptr_t src, uintptr_t dst,
              const DeviceLut& lut, uintptr_t stream) {

@@ -14,7 +14,10 @@
 //            LUT factorises per column (radial part x TOF/axial part, true for all Gaussian and
 //            double-Gaussian kernels) and the per-tap table is too large for the caches, each
 //            column gathers one weight, prefetched a few columns ahead; otherwise (small or
-//            arbitrary kernels, or method slab_table) every tap's weight is gathered.
+//            arbitrary kernels, or method slab_table) every tap's weight is gathered. Rows are staged
+//            as float4 where nx allows, and small grids take 8-voxel z-runs (more warps resident).
+//   slab_r16 the slab as it was before issue 17 (16-voxel runs, element copies): the baseline the
+//            benchmarks time the default against.
 #pragma once
 
 #include <string>
@@ -24,7 +27,10 @@
 
 namespace dp::direct::gpu {
 
-enum class Method { tlp, ilp, columns, slab, slab_table };
+enum class Method { tlp, ilp, columns, slab, slab_table, slab_r16 };
+
+// The slab kernel's variants (Method slab, slab_table, slab_r16).
+enum class SlabVariant { slab = 0, table = 1, r16 = 2 };
 
 Method parse_method(const std::string& name);
 
@@ -53,6 +59,9 @@ struct SlabLaunch {
     unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
     size_t bytes = 0;              // dynamic shared memory
     int row_split = 0;             // > 0: each tile's kernel rows split over two blocks at this row
+    int run = 16;                  // output z-voxels per thread
+    int halo = 0;                  // staged x halo (the kernel's, rounded up to 4 with vec)
+    bool vec = false;              // rows staged as float4 (when the source is 16-byte aligned)
 };
 
 // One view's LUTs resident on the device, plus the column plan of the fast methods:
@@ -83,8 +92,8 @@ public:
     int max_row_taps() const { return max_row_taps_; }
     size_t table_bytes() const { return w_back_.bytes(); }  // one direction's per-tap weight table
     int balanced_row_split() const { return row_split_; }   // kernel row splitting the taps in half
-    // The slab launch of this LUT for a direction and weight mode (slab: factored allowed; slab_table: not).
-    SlabLaunch& slab_launch(bool forward, bool allow_factored) const { return slab_launch_[forward][allow_factored]; }
+    // The slab launch of this LUT for a direction and variant.
+    SlabLaunch& slab_launch(bool forward, SlabVariant v) const { return slab_launch_[forward][static_cast<int>(v)]; }
 
 private:
     Dims dims_;
@@ -94,7 +103,7 @@ private:
     bool factored_fwd_ = false, factored_back_ = false;
     int max_row_taps_ = 0, row_split_ = 1;
     int n_rows_ = 0, halo_x_ = 0, z_lo_ = 0, z_span_ = 1, max_row_groups_ = 0;
-    mutable SlabLaunch slab_launch_[2][2];
+    mutable SlabLaunch slab_launch_[2][3];
 };
 
 // dst = H src (forward) or H^T src on the device; src, dst are (nz, ny, nx) float32 device

@@ -14,7 +14,7 @@ namespace dp::direct::gpu::detail {
 
 // cuda_slab.cu
 void launch_columns(bool forward, const float* src, float* dst, const DeviceLut& lut, cudaStream_t stream);
-void launch_slab(bool forward, bool allow_factored, const float* src, float* dst, const DeviceLut& lut,
+void launch_slab(bool forward, SlabVariant variant, const float* src, float* dst, const DeviceLut& lut,
                  cudaStream_t stream);
 
 // cuda_paper.cu: method tlp or ilp

@@ -23,8 +23,10 @@ Method parse_method(const std::string& name) {
     if (name == "ilp") return Method::ilp;
     if (name == "slab" || name == "default") return Method::slab;
     if (name == "slab_table") return Method::slab_table;
+    if (name == "slab_r16") return Method::slab_r16;
     if (name == "columns") return Method::columns;
-    throw ValueError("method: expected 'default', 'slab', 'slab_table', 'columns', 'tlp' or 'ilp', got '" + name + "'");
+    throw ValueError("method: expected 'default', 'slab', 'slab_table', 'slab_r16', 'columns', 'tlp' or 'ilp', got '" +
+                     name + "'");
 }
 
 namespace {
@@ -210,8 +212,9 @@ void project(bool forward, Method method, const float* src, float* dst, const De
         case Method::tlp:
         case Method::ilp: return detail::launch_paper(forward, method, src, dst, lut, s);
         case Method::columns: return detail::launch_columns(forward, src, dst, lut, s);
-        case Method::slab: return detail::launch_slab(forward, true, src, dst, lut, s);
-        case Method::slab_table: return detail::launch_slab(forward, false, src, dst, lut, s);
+        case Method::slab: return detail::launch_slab(forward, SlabVariant::slab, src, dst, lut, s);
+        case Method::slab_table: return detail::launch_slab(forward, SlabVariant::table, src, dst, lut, s);
+        case Method::slab_r16: return detail::launch_slab(forward, SlabVariant::r16, src, dst, lut, s);
     }
 }
 

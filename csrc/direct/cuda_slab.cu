@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -48,7 +50,10 @@ struct GlobalColumns {
 // of a column is read with immediate offsets (k * SLOTS * PITCH floats apart). `base` points at
 // this thread's slot and x position, shifted so that base[dz * stride + dx] is the source at
 // (z0 + dz, y + dy, x + dx).
-constexpr int kSlabRun = 16;  // output z-voxels per thread in the slab kernel
+// Output z-voxels per thread in the slab kernel: 16 (the most reuse of a window and a weight), or
+// 8 where 16 leaves the GPU with too few warps (small grids: the clinical 144 x 144 x 48 grid gives
+// 486 tiles of 16 x 8 x 16 for 660 block slots on an H200).
+constexpr int kSlabRunLong = 16, kSlabRunShort = 8;
 
 template <int PITCH, int SLOTS>
 struct RingSlab {
@@ -195,16 +200,18 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
 // the deeper ring would cost blocks per SM) a second barrier guards the slot being refilled.
 // PITCH (floats per slot row) is >= TX + 2 halo; for 16-wide tiles it is 16 mod 32 so that the two
 // pixel rows of a warp fall in different shared-memory banks.
-template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS>
+// halo is the staged x halo (at least the kernel's); with vec_stage (nx, halo and src 16-byte
+// aligned: checked at launch) rows are staged as float4, 4x fewer copies: with element copies the
+// staging was about a third of the clinical kernel's instructions.
+template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS, int R>
 __global__ void __launch_bounds__(TX * TY, 4)
 slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo,
-            int z_lo, int z_ext, int max_row_groups, int max_row_taps, int row_split) {
+            int z_lo, int z_ext, int max_row_groups, int max_row_taps, int row_split, bool vec_stage) {
     static_assert(SLOTS == TY + 1 || SLOTS == TY + 2, "ring depth");
     constexpr int kSlots = SLOTS, kPlanBuffers = SLOTS == TY + 2 ? 3 : 2;
     // Shared memory: source [z_ext][kSlots][PITCH]; identifiers [kSlots][PITCH] (forward);
     // row groups [kPlanBuffers][max_row_groups]; tap factors [kPlanBuffers][max_row_taps].
     extern __shared__ __align__(16) float smem[];
-    constexpr int R = kSlabRun;
     constexpr int kZStride = kSlots * PITCH;
     float* slab = smem;
     int* ring_ids = reinterpret_cast<int*>(slab + z_ext * kZStride);
@@ -231,20 +238,27 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     auto stage_row = [&](int gy) {
         const int slot = ((gy % kSlots) + kSlots) % kSlots;
         const bool row_in = gy >= 0 && gy < d.ny;
-        // (sz, sx) walk the z_ext x width slab row by row; stepping them incrementally avoids an
-        // integer division per element.
-        int sz = tid / width, sx = tid - sz * width;
-        const int step_z = kThreads / width, step_x = kThreads - step_z * width;
+        // (sz, sx) walk the z_ext x width slab row by row in units of `vec` floats (4: every float4
+        // lies wholly inside or outside the volume, as nx and x0 - halo are multiples of 4);
+        // stepping them incrementally avoids an integer division per copy.
+        const int vec = vec_stage ? 4 : 1, units = width / vec;
+        int sz = tid / units, sx = tid - sz * units;
+        const int step_z = kThreads / units, step_x = kThreads - step_z * units;
         const float* row_src = src + static_cast<long long>(row_in ? gy : 0) * d.nx;
+        float* slot_row = slab + slot * PITCH;
         for (; sz < z_ext;) {
-            const int gx = x0 - halo + sx, gz = z0 + z_lo + sz;
+            const int gx = x0 - halo + sx * vec, gz = z0 + z_lo + sz;
             const bool in = row_in && gx >= 0 && gx < d.nx && gz >= 0 && gz < d.nz;
-            __pipeline_memcpy_async(slab + sz * kZStride + slot * PITCH + sx, in ? row_src + gz * plane + gx : src,
-                                    sizeof(float), in ? 0 : sizeof(float));
+            const float* from = in ? row_src + gz * plane + gx : src;
+            float* to = slot_row + sz * kZStride + sx * vec;
+            if (vec_stage)
+                __pipeline_memcpy_async(to, from, 4 * sizeof(float), in ? 0 : 4 * sizeof(float));
+            else
+                __pipeline_memcpy_async(to, from, sizeof(float), in ? 0 : sizeof(float));
             sx += step_x;
             sz += step_z;
-            if (sx >= width) {
-                sx -= width;
+            if (sx >= units) {
+                sx -= units;
                 ++sz;
             }
         }
@@ -320,12 +334,15 @@ int slab_pitch(int tx, int halo) {
     return width <= 48 ? 48 : width <= 80 ? 80 : width <= 144 ? 144 : width <= 272 ? 272 : 0;
 }
 
-size_t slab_bytes(bool forward, const DeviceLut& lut, int tx, int slots, int slots_deep) {
-    const size_t pitch = slab_pitch(tx, lut.halo_x());
+size_t slab_bytes(bool forward, const DeviceLut& lut, int tx, int slots, int slots_deep, int halo, int run) {
+    const size_t pitch = slab_pitch(tx, halo);
     const size_t buffers = slots == slots_deep ? 3 : 2;
-    return sizeof(float) * slots * pitch * (lut.z_span() + kSlabRun - 1) + (forward ? sizeof(int) * slots * pitch : 0) +
+    return sizeof(float) * slots * pitch * (lut.z_span() + run - 1) + (forward ? sizeof(int) * slots * pitch : 0) +
            buffers * (sizeof(int4) * lut.max_row_groups() + sizeof(float) * lut.max_row_taps());
 }
+
+// The staged halo: the kernel's, rounded up to a multiple of 4 when rows can be staged as float4.
+int staged_halo(const DeviceLut& lut, bool vec) { return vec ? (lut.halo_x() + 3) / 4 * 4 : lut.halo_x(); }
 
 ColumnPlan column_plan(bool forward, const DeviceLut& lut) {
     const bool f = lut.factored(forward);
@@ -349,19 +366,19 @@ double wave_efficiency(long long blocks, long long slots) {
 }
 
 // Every slab_kernel instantiation has this signature.
-using SlabKernel = void (*)(const float*, float*, Dims, ColumnPlan, int, int, int, int, int, int);
+using SlabKernel = void (*)(const float*, float*, Dims, ColumnPlan, int, int, int, int, int, int, bool);
 
 // The launch of one slab variant for this LUT: its grid and, when the tiles fill the GPU's block slots
 // badly (e.g. 540 tiles on 396 slots: the second wave 36 % full), each tile's kernel rows split over two
 // blocks (twice the blocks, half the work each, a fuller last wave; only for a clear gain, since the
 // split restages rows). The kernel is allowed the device's whole opt-in shared memory once, so that
-// LUTs of any size can share it.
-template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS>
-void configure_slab(const DeviceLut& lut, size_t bytes, int max_block, SlabLaunch& c) {
+// LUTs of any size can share it. Returns the blocks resident at once (at most one per slot).
+template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS, int R>
+long long configure_slab(const DeviceLut& lut, int halo, bool vec, size_t bytes, int max_block, SlabLaunch& c) {
     const Dims d = lut.dims();
-    SlabKernel kernel = slab_kernel<kForward, TX, TY, PITCH, kFactored, SLOTS>;
+    SlabKernel kernel = slab_kernel<kForward, TX, TY, PITCH, kFactored, SLOTS, R>;
     DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_block));
-    dim3 grid((d.nx + TX - 1) / TX, (d.ny + TY - 1) / TY, (d.nz + kSlabRun - 1) / kSlabRun);
+    dim3 grid((d.nx + TX - 1) / TX, (d.ny + TY - 1) / TY, (d.nz + R - 1) / R);
     int device = 0, n_sm = 0, per_sm = 0;
     DP_CUDA_CHECK(cudaGetDevice(&device));
     DP_CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, device));
@@ -376,68 +393,100 @@ void configure_slab(const DeviceLut& lut, size_t bytes, int max_block, SlabLaunc
     c.grid[0] = grid.x, c.grid[1] = grid.y, c.grid[2] = grid.z;
     c.block[0] = TX, c.block[1] = TY, c.block[2] = 1;
     c.bytes = bytes;
+    c.run = R;
+    c.halo = halo;
+    c.vec = vec;
+    return std::min<long long>(static_cast<long long>(grid.x) * grid.y * grid.z, slots);
 }
 
-template <bool kForward, int TX, int TY, int SLOTS>
-void configure_slab_pitch(const DeviceLut& lut, bool factored, size_t bytes, int max_block, SlabLaunch& c) {
-    const int pitch = slab_pitch(TX, lut.halo_x());
+template <bool kForward, int TX, int TY, int SLOTS, int R>
+long long configure_slab_pitch(const DeviceLut& lut, bool factored, int halo, bool vec, size_t bytes, int max_block,
+                               SlabLaunch& c) {
+    const int pitch = slab_pitch(TX, halo);
     constexpr int P[4] = {TX == 32 ? 64 : 48, TX == 32 ? 128 : 80, TX == 32 ? 256 : 144, TX == 32 ? 256 : 272};
     auto go = [&](auto pitch_c) {
         constexpr int PC = decltype(pitch_c)::value;
-        if (factored) return configure_slab<kForward, TX, TY, PC, true, SLOTS>(lut, bytes, max_block, c);
-        return configure_slab<kForward, TX, TY, PC, false, SLOTS>(lut, bytes, max_block, c);
+        if (factored) return configure_slab<kForward, TX, TY, PC, true, SLOTS, R>(lut, halo, vec, bytes, max_block, c);
+        return configure_slab<kForward, TX, TY, PC, false, SLOTS, R>(lut, halo, vec, bytes, max_block, c);
     };
     if (pitch == P[0]) return go(std::integral_constant<int, P[0]>{});
     if (pitch == P[1]) return go(std::integral_constant<int, P[1]>{});
-    if (pitch == P[2]) return go(std::integral_constant<int, P[2]>{});
-    return go(std::integral_constant<int, P[3]>{});
+    if constexpr (R == kSlabRunLong) {
+        if (pitch == P[2]) return go(std::integral_constant<int, P[2]>{});
+        return go(std::integral_constant<int, P[3]>{});
+    } else {
+        throw std::logic_error("direct slab: short runs are compiled for the two narrowest pitches only");
+    }
 }
 
 // The slab needs shared memory growing with the kernel's x halo and z span. Preferred, while 4
 // blocks still fit on a multiprocessor: 16 x 8 tiles with the deep ring (short halos: less staging
 // per pixel, and 144-voxel rows split into whole tiles), then 32 x 4 tiles with the deep ring,
 // then 32 x 4 with the shallow ring while one block fits at all; past that the columns kernel
-// (same result, source through the caches) takes over.
+// (same result, source through the caches) takes over. The tuned variants (slab, slab_table) stage
+// rows as float4 where nx allows and, for 16 x 8 tiles of narrow halos, take 8-voxel runs when those
+// keep clearly more blocks resident (grids too small to fill the GPU with 16-voxel runs);
+// slab_r16 keeps 16-voxel runs and element copies (the default before issue 17, the baseline).
 template <bool kForward>
-void configure_slab_launch(const DeviceLut& lut, bool allow_factored, SlabLaunch& c) {
+void configure_slab_launch(const DeviceLut& lut, SlabVariant variant, SlabLaunch& c) {
     int device = 0, max_block = 0, max_sm = 0;
     DP_CUDA_CHECK(cudaGetDevice(&device));
     DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    const bool tuned = variant != SlabVariant::r16;
     // The factored weights pay off once the per-tap table no longer sits in the caches (measured
     // on an H200: the stress kernel's 29 MB table 1.4x slower than factored, the clinical
     // kernel's 1 MB table 4 % faster).
     constexpr size_t kCachedTableBytes = 4u << 20;
-    const bool factored = allow_factored && lut.factored(kForward) && lut.table_bytes() > kCachedTableBytes;
+    const bool factored = variant != SlabVariant::table && lut.factored(kForward) && lut.table_bytes() > kCachedTableBytes;
+    const bool vec = tuned && lut.dims().nx % 4 == 0;
+    const int halo = staged_halo(lut, vec);
     auto fits4 = [&](size_t bytes) { return 4 * (bytes + 1024) <= static_cast<size_t>(max_sm); };
     c.columns = false;
-    const size_t narrow = slab_bytes(kForward, lut, 16, 10, 10);
-    if (slab_pitch(16, lut.halo_x()) != 0 && fits4(narrow))
-        return configure_slab_pitch<kForward, 16, 8, 10>(lut, factored, narrow, max_block, c);
-    const size_t deep = slab_bytes(kForward, lut, 32, 6, 6), shallow = slab_bytes(kForward, lut, 32, 5, 6);
-    if (slab_pitch(32, lut.halo_x()) != 0) {
-        if (fits4(deep)) return configure_slab_pitch<kForward, 32, 4, 6>(lut, factored, deep, max_block, c);
+    const size_t narrow = slab_bytes(kForward, lut, 16, 10, 10, halo, kSlabRunLong);
+    if (slab_pitch(16, halo) != 0 && fits4(narrow)) {
+        const long long resident =
+            configure_slab_pitch<kForward, 16, 8, 10, kSlabRunLong>(lut, factored, halo, vec, narrow, max_block, c);
+        if (tuned && slab_pitch(16, halo) <= 80) {
+            // Short runs load each window and weight per 8 outputs instead of 16; they pay only
+            // through clearly more resident warps to hide the loads' latency.
+            SlabLaunch s = c;
+            const size_t bytes = slab_bytes(kForward, lut, 16, 10, 10, halo, kSlabRunShort);
+            if (configure_slab_pitch<kForward, 16, 8, 10, kSlabRunShort>(lut, factored, halo, vec, bytes, max_block, s) >=
+                3 * resident / 2)
+                c = s;
+        }
+        return;
+    }
+    const size_t deep = slab_bytes(kForward, lut, 32, 6, 6, halo, kSlabRunLong);
+    const size_t shallow = slab_bytes(kForward, lut, 32, 5, 6, halo, kSlabRunLong);
+    if (slab_pitch(32, halo) != 0) {
+        if (fits4(deep))
+            return void(configure_slab_pitch<kForward, 32, 4, 6, kSlabRunLong>(lut, factored, halo, vec, deep, max_block, c));
         if (shallow <= static_cast<size_t>(max_block))
-            return configure_slab_pitch<kForward, 32, 4, 5>(lut, factored, shallow, max_block, c);
+            return void(configure_slab_pitch<kForward, 32, 4, 5, kSlabRunLong>(lut, factored, halo, vec, shallow, max_block, c));
     }
     c.columns = true;
 }
 
 template <bool kForward>
-void launch_slab(const float* src, float* dst, const DeviceLut& lut, bool allow_factored, cudaStream_t stream) {
-    SlabLaunch& c = lut.slab_launch(kForward, allow_factored);
+void launch_slab(const float* src, float* dst, const DeviceLut& lut, SlabVariant variant, cudaStream_t stream) {
+    SlabLaunch& c = lut.slab_launch(kForward, variant);
     if (!c.ready) {
-        configure_slab_launch<kForward>(lut, allow_factored, c);
+        configure_slab_launch<kForward>(lut, variant, c);
         c.ready = true;
     }
     if (c.columns) return launch_columns<kForward, 16>(src, dst, lut, stream);
     const Dims d = lut.dims();
     if (c.row_split > 0)  // the two halves of each tile add into a zeroed output
         DP_CUDA_CHECK(cudaMemsetAsync(dst, 0, sizeof(float) * d.nz * d.ny * d.nx, stream));
+    // float4 copies need a 16-byte aligned source; an offset pointer falls back to element copies of
+    // the same (rounded) halo.
+    const bool vec = c.vec && reinterpret_cast<uintptr_t>(src) % 16 == 0;
     const auto kernel = reinterpret_cast<SlabKernel>(const_cast<void*>(c.kernel));
     kernel<<<dim3(c.grid[0], c.grid[1], c.grid[2]), dim3(c.block[0], c.block[1], c.block[2]), c.bytes, stream>>>(
-        src, dst, d, column_plan(kForward, lut), lut.halo_x(), lut.z_lo(), lut.z_span() + kSlabRun - 1,
-        lut.max_row_groups(), lut.max_row_taps(), c.row_split);
+        src, dst, d, column_plan(kForward, lut), c.halo, lut.z_lo(), lut.z_span() + c.run - 1,
+        lut.max_row_groups(), lut.max_row_taps(), c.row_split, vec);
     DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
 }
 
@@ -450,12 +499,12 @@ void launch_columns(bool forward, const float* src, float* dst, const DeviceLut&
         launch_columns<false, 16>(src, dst, lut, stream);
 }
 
-void launch_slab(bool forward, bool allow_factored, const float* src, float* dst, const DeviceLut& lut,
+void launch_slab(bool forward, SlabVariant variant, const float* src, float* dst, const DeviceLut& lut,
                  cudaStream_t stream) {
     if (forward)
-        launch_slab<true>(src, dst, lut, allow_factored, stream);
+        launch_slab<true>(src, dst, lut, variant, stream);
     else
-        launch_slab<false>(src, dst, lut, allow_factored, stream);
+        launch_slab<false>(src, dst, lut, variant, stream);
 }
 
 }  // namespace dp::direct::gpu::detail

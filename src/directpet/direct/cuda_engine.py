@@ -5,9 +5,9 @@ from __future__ import annotations
 from .._backend import cuda_module
 from .._device import Staging, run_on_device
 
-METHODS = ("default", "slab", "slab_table", "columns", "tlp", "ilp")
+METHODS = ("default", "slab", "slab_table", "slab_r16", "columns", "tlp", "ilp")
 #: the schemes only the CUDA backend has (the CPU has one scheme: "default", also called "slab")
-CUDA_ONLY = ("slab_table", "columns", "tlp", "ilp")
+CUDA_ONLY = ("slab_table", "slab_r16", "columns", "tlp", "ilp")
 
 
 class CudaEngine:

@@ -33,9 +33,10 @@ class HistoImageProjector(ViewProjector):
     backend : 'auto' (CUDA when usable, else CPU), 'cpu' or 'cuda' (an error without a GPU).
         The chosen one is in ``self.backend``.
     threads : CPU threads (None: OpenMP default).
-    method : "default" (= "slab"), or a CUDA-only scheme: "slab_table", "columns", "tlp" or "ilp"
-        (the last two the paper's schemes, kept as measured baselines). A CUDA-only scheme on the
-        CPU backend is a ValueError naming ``method``.
+    method : "default" (= "slab"), or a CUDA-only scheme: "slab_table", "slab_r16", "columns", "tlp"
+        or "ilp" ("slab_r16" the default kernel as it was before issue 17, "tlp" and "ilp" the
+        paper's schemes: kept as measured baselines). A CUDA-only scheme on the CPU backend is a
+        ValueError naming ``method``.
     luts : optional {view index: DirectLUT} to use instead of building them (arbitrary kernels).
     check_finite : reject NaN / inf inputs (one extra pass over the input).
     """
