@@ -100,29 +100,29 @@ class Bench:
                     out = np.empty(y_exact[opname].shape, np.float32)
                     ms = time_host(lambda: fn(src[opname], 0, out=out), repeat=1 if case == "stress" else 3)
                 err = None
-                if method in ("lowrank", "cufft", "fftw1", "fftw_all", "tlp", "ilp", "cpu"):
+                if method in ("lowrank", "lowrank_1e-4", "cufft", "fftw1", "fftw_all", "tlp", "ilp", "cpu", "slab_r16"):
                     y = fn(src[opname], 0)
                     y = self.cp.asnumpy(y) if on_gpu and not isinstance(y, np.ndarray) else y
                     err = rel_err(y, y_exact[opname])
                 rec = dict(case=case, method=method, op=opname, ms=ms, rel_err=err, n_offsets=n,
                            shape=list(grid.shape), floor_ms=floor_ms(n, grid.n_voxels))
-                if method == "lowrank":
+                if method.startswith("lowrank"):
                     rec["rank"] = int(ops_obj.rank(0))
+                if on_gpu and method in ("default", "slab_table", "slab_r16"):
+                    rec["launch"] = ops_obj._engine.device_lut(0).slab_launch(opname == "fp", method)
                 if not on_gpu:
                     rec["device"] = cpu_name() + f" ({os.cpu_count()} threads)" if method != "fftw1" else cpu_name() + " (1 thread)"
                 self.add(**rec)
 
     def make(self, method, grid, kernel, exact):
         kw = dict(check_finite=False)
-        if method in ("default", "tlp", "ilp", "slab_table", "columns"):
+        if method in ("default", "tlp", "ilp", "slab_table", "slab_r16", "columns"):
             return HistoImageProjector(grid, [VIEW], kernel, backend="cuda", method=method, luts={0: exact.lut(0)}, **kw), True
         if method == "cpu":
             return HistoImageProjector(grid, [VIEW], kernel, backend="cpu", luts={0: exact.lut(0)}, **kw), False
-        if method == "lowrank":
-            if not hasattr(direct, "LowRankProjector"):
-                print("  (LowRankProjector not available: skipped)")
-                return None
-            return direct.LowRankProjector(grid, [VIEW], kernel, tol=1e-3, backend="cuda", **kw), True
+        if method in ("lowrank", "lowrank_1e-4"):   # kernel error 1e-3 (the earlier records) or 1e-4
+            tol = 1e-4 if method == "lowrank_1e-4" else 1e-3
+            return direct.LowRankProjector(grid, [VIEW], kernel, tol=tol, backend="cuda", **kw), True
         if method in ("cufft", "fftw1", "fftw_all"):
             if not hasattr(direct, "FFTProjector"):
                 print("  (FFTProjector not available: skipped)")
@@ -143,7 +143,8 @@ def main():
     grid4 = dp.ImageGrid((48, 144, 144), 4.0)
     cpu_methods = [] if args.skip_cpu else ["cpu"]
     fftw = [] if args.skip_cpu else ["fftw1", "fftw_all"]
-    tuned = ["slab_table", "columns"]  # variants of the column scheme (tuning record)
+    # variants of the column scheme (tuning record); slab_r16: the default before issue 17 (baseline)
+    tuned = ["slab_r16", "slab_table", "columns"]
     b.run_case("stress", grid4, SRKernel.stress(), ["default"] + tuned + ["ilp", "tlp", "lowrank"] + cpu_methods)
     b.run_case("clinical", grid4, SRKernel.clinical(), ["default"] + tuned + ["ilp", "tlp", "lowrank"] + cpu_methods)
     b.run_case("invariant", grid4, SRKernel.invariant(), ["default"] + tuned + ["ilp", "tlp", "cufft"] + fftw + cpu_methods)
@@ -153,6 +154,10 @@ def main():
         b.run_case("voxel2mm", dp.ImageGrid((96, 288, 288), 2.0), fig4, ["default", "cufft"] + fftw[:1])
         for tof in (300, 600, 900, 1200):
             b.run_case(f"tof{tof}", grid4, SRKernel(tof_fwhm_ps=tof, radial_fwhm=10.0, axial_fwhm=5.0), ["default", "cufft"])
+    # the spatially variant clinical kernel at 2 mm (3261 taps): the exact paths and the low-rank FFT
+    # path at the kernel accuracy select_projector defaults to (also with --quick: issue 17's case)
+    b.run_case("variant1_2mm", dp.ImageGrid((96, 288, 288), 2.0), SRKernel.clinical(),
+               ["default", "slab_r16", "lowrank_1e-4"])
     # Ratios to the default method of the same case and op.
     base = {(r["case"], r["op"]): r["ms"] for r in b.records if r["method"] == "default"}
     for r in b.records:
@@ -161,6 +166,9 @@ def main():
         r["floor_fraction"] = r["floor_ms"] / r["ms"] if r["method"] == "default" else None
     print(f"GPU: {b.device}; CPU: {cpu_name()} ({os.cpu_count()} threads); date {today()}")
     print_table(b.records, ["case", "method", "op", "n_offsets", "ms", "ratio_to_default", "floor_ms", "floor_fraction", "rel_err", "rank"])
+    for r in b.records:  # the launch each slab variant chose (tile, z-run, staging)
+        if r.get("launch"):
+            print(f"  {r['case']}/{r['method']}/{r['op']}: {r['launch']}")
     write_records(b.records, args.out)
 
 

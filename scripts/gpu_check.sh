@@ -3,11 +3,12 @@
 # whole test suite (gpu-marked tests included), compute-sanitizer memcheck on a small case, and the
 # benchmarks. Logs and JSON records go to OUTDIR.
 #
-#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|penalised|first|dualhead|realdata|timetoimage|wheel|notebooks|demo|multigpu|all]
+#   scripts/gpu_check.sh OUTDIR [quick|full] [tests|projectors|recon|fine|penalised|first|dualhead|realdata|timetoimage|wheel|notebooks|demo|multigpu|all]
 #
 # The third argument may list several stages, comma-separated (e.g. tests,first,demo).
 # tests: the whole pytest suite + compute-sanitizer memcheck; projectors: benchmarks/direct_projectors.py;
 # recon: benchmarks/direct_recon.py and the [HA] section 6 experiment (scripts/run_experiment.py);
+# fine: benchmarks/direct_fine_voxels.py (2 mm voxels: select_projector's choice against the exact projector);
 # penalised: the prior / penalised-reconstruction / multi-process tests, benchmarks/recon_priors.py, Nsight
 # Compute of the RDP kernel (scripts/ncu_prior_case.py) and the FIRST and dual-head penalised arms
 # (benchmarks/penalised_sweeps.py; PENALISED_FAMILIES=first or dualhead runs one of them);
@@ -149,6 +150,12 @@ if runs recon; then
   if [ "$MODE" = quick ]; then EXP="--size small --iterations 10"; else EXP="--size paper --iterations 40"; fi
   stage experiment "$OUTDIR/experiment.log" $PY scripts/run_experiment.py "$OUTDIR/experiment" $EXP
   show "$OUTDIR/experiment.log" 16
+fi
+
+if runs fine; then
+  echo "== DIRECT at 2 mm voxels: the selected projector against the exact one"
+  stage bench_fine "$OUTDIR/bench_fine.log" $PY benchmarks/direct_fine_voxels.py --out "$OUTDIR/direct_fine_voxels.json"
+  show "$OUTDIR/bench_fine.log" 12
 fi
 
 if runs penalised; then

@@ -11,7 +11,7 @@ pytest.importorskip("petsird", reason="petsird not installed (pip install 'direc
 pytest.importorskip("nibabel", reason="nibabel not installed (pip install 'directpet[io]')")
 
 from directpet import recon  # noqa: E402
-from directpet.direct import (CylindricalScanner, HistoImageData, HistoImageProjector, ViewSubsets,  # noqa: E402
+from directpet.direct import (CylindricalScanner, HistoImageData, HistoImageProjector, SRKernel, ViewSubsets,  # noqa: E402
                               attenuation_histo_images, normalisation_histo_images, randoms_from_delayeds,
                               sensitivity_attenuation, simulate_events, simulate_randoms)
 from directpet.direct import petsird as direct_petsird  # noqa: E402
@@ -23,7 +23,8 @@ from directpet.sim.phantoms import sphere_phantom  # noqa: E402
 
 GRID = ImageGrid((8, 48, 48), 8.0)
 VIEWS = CylindricalScanner().viewset(10, 3)     # 30 views: a quick test (the default is the paper's 120)
-FAST = dict(viewset=VIEWS, attenuation_n_sub=1, backend="cpu", progress=False)
+# the exact spatial projector, as the workflow by hand uses (the default 'auto' may take the low-rank FFT one)
+FAST = dict(viewset=VIEWS, attenuation_n_sub=1, backend="cpu", progress=False, projector="spatial")
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +82,9 @@ def test_one_call_reconstructs_as_the_workflow_by_hand(scan, tmp_path):
     np.testing.assert_allclose(r.image, want, rtol=1e-4, atol=1e-6 * float(want.max()))
     back, back_grid = load_nifti(out)
     assert back_grid == GRID and np.array_equal(back, r.image)
-    assert list(r.timings) == ["events", "randoms", "normalisation", "sensitivity", "attenuation", "reconstruction",
-                               "write"]
+    assert list(r.timings) == ["events", "randoms", "normalisation", "sensitivity", "attenuation", "projector",
+                               "reconstruction", "write"]
+    assert r.projector.method == "spatial" and r.projector.model_error == 0.0
     assert all(t >= 0 for t in r.timings.values()) and r.wall_s >= sum(r.timings.values())
     assert r.n_prompts > 0 and 0 < r.n_deposited <= r.n_prompts and r.n_delayeds > 0
     assert "total" in r.summary() and r.backend == "cpu"
@@ -107,14 +109,35 @@ def test_cli_reconstruct_writes_the_image(scan, tmp_path, capsys):
     out = tmp_path / "cli.nii"
     assert main(["reconstruct", str(scan["path"]), "--mu", str(scan["mu_path"]), "-o", str(out), "--shape",
                  "8,48,48", "--voxel", "8", "--views", "10,3", "--attenuation-sub", "1", "--iterations", "2",
-                 "--backend", "cpu", "--quiet"]) == 0
+                 "--backend", "cpu", "--projector", "spatial", "--quiet"]) == 0
     text = capsys.readouterr().out
-    for stage in ("events", "randoms", "normalisation", "sensitivity", "attenuation", "reconstruction", "write",
-                  "other", "total"):
+    for stage in ("events", "randoms", "normalisation", "sensitivity", "attenuation", "projector", "reconstruction",
+                  "write", "other", "total", "DIRECT projector: spatial (exact)"):
         assert stage in text, stage
     image, grid = load_nifti(out)
     assert grid == GRID
     np.testing.assert_allclose(image, _by_hand(scan, 2), rtol=1e-4, atol=1e-6 * float(image.max()))
+
+
+def test_projector_choice_meets_the_model_accuracy(scan):
+    """projector='lowrank' reconstructs with the low-rank FFT projector at the stated kernel accuracy:
+    its image is the exact projector's to well within the effect of a 1e-4 model error; 'auto'
+    takes one of the two (whichever it timed faster here) and says which."""
+    kw = dict(FAST, mu=scan["mu"], mu_grid=GRID, n_iter=2, kernel=SRKernel.clinical())   # spatially variant
+    exact = reconstruct_petsird(scan["path"], GRID, **kw)
+    lowrank = reconstruct_petsird(scan["path"], GRID, **dict(kw, projector="lowrank"))
+    choice = lowrank.projector
+    assert choice.method == "lowrank" and 0.0 < choice.model_error <= 1e-4 and choice.rank >= 2
+    diff = np.linalg.norm(lowrank.image - exact.image) / np.linalg.norm(exact.image)
+    assert 0.0 < diff < 1e-3
+    auto = reconstruct_petsird(scan["path"], GRID, **dict(kw, projector="auto"))
+    assert auto.projector.method in ("spatial", "lowrank") and set(auto.projector.ms) == {"spatial", "lowrank"}
+    assert "fft" in auto.projector.skipped          # not an invariant kernel
+    assert "DIRECT projector:" in auto.summary()
+    with pytest.raises(ValueError, match="projector"):
+        reconstruct_petsird(scan["path"], GRID, **dict(kw, projector="fastest"))
+    with pytest.raises(ValueError, match="model_accuracy"):
+        reconstruct_petsird(scan["path"], GRID, **dict(kw, projector="lowrank", model_accuracy=0.0))
 
 
 def test_penalised_reconstruction_is_bsrem_from_block_ramla(scan):

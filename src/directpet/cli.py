@@ -112,7 +112,7 @@ def _reconstruct(args) -> int:
     r = reconstruct_petsird(args.file, grid, viewset=views, mu=args.mu, algorithm=args.algorithm.replace("-", "_"),
                             n_iter=args.iterations, subsets=args.subsets, rdp_b=args.rdp_b,
                             attenuation_n_sub=args.attenuation_sub, backend=args.backend, out=args.output,
-                            progress=not args.quiet)
+                            projector=args.projector, model_accuracy=args.model_accuracy, progress=not args.quiet)
     print(f"{r.n_prompts:,} prompts ({r.n_deposited:,} deposited), {r.n_delayeds:,} delayeds -> {grid.shape} "
           f"image of {grid.voxel_size} mm voxels, {args.iterations} {args.algorithm} passes; wrote {r.path}")
     print(r.summary())
@@ -198,6 +198,10 @@ def main(argv=None) -> int:
     r.add_argument("--iterations", type=int, default=10, help="passes through the data (default 10)")
     r.add_argument("--subsets", type=int, default=None, help="view blocks (default: one view per subset)")
     r.add_argument("--backend", default="auto", choices=["auto", "cpu", "cuda"])
+    r.add_argument("--projector", default="auto", choices=["auto", "spatial", "fft", "lowrank"],
+                   help="the DIRECT projector (default auto: the fastest meeting --model-accuracy, timed here)")
+    r.add_argument("--model-accuracy", type=float, default=1e-4,
+                   help="relative kernel error an approximate (low-rank FFT) projector may have (default 1e-4)")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     sub.add_parser("info", help="build and device information")
     args = ap.parse_args(argv)

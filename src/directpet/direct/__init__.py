@@ -18,12 +18,13 @@ from .model import C_MM_PER_PS, SRKernel, tof_fwhm_mm
 from .monte_carlo import EventBatch, MonteCarloStats, simulate, simulate_events, simulate_randoms
 from .normalisation import normalisation_histo_images
 from .projector import HistoImageProjector
+from .select import ProjectorChoice, select_projector
 from .subsets import ViewSubsets, make_blocks
 from .workflow import PetsirdReconstruction, reconstruct_petsird
 
 __all__ = ["randoms_from_delayeds", "smooth_randoms", "attenuation_histo_images", "C_MM_PER_PS", "CylindricalScanner", "DepositStats",
            "DirectLUT", "EventBatch", "FFTProjector", "HistoImageData", "HistoImageProjector", "LowRankProjector",
-           "MonteCarloStats", "PetsirdReconstruction", "SRKernel", "View", "ViewSet", "ViewSubsets", "bin_views", "build_lut", "deposit",
+           "MonteCarloStats", "PetsirdReconstruction", "ProjectorChoice", "SRKernel", "View", "ViewSet", "ViewSubsets", "bin_views", "build_lut", "deposit",
            "detector_exits", "detector_hits", "expected_data", "local_coordinates", "make_blocks",
-           "model_consistent_data", "normalisation_histo_images", "randoms_background", "reconstruct_petsird", "sensitivity_attenuation",
+           "model_consistent_data", "normalisation_histo_images", "randoms_background", "reconstruct_petsird", "select_projector", "sensitivity_attenuation",
            "simulate", "simulate_events", "simulate_histo_images", "simulate_randoms", "to_numpy", "tof_fwhm_mm"]

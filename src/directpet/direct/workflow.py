@@ -28,7 +28,7 @@ from .deposition import sensitivity_attenuation, smooth_randoms
 from .geometry import CylindricalScanner, ViewSet
 from .model import SRKernel
 from .normalisation import normalisation_histo_images
-from .projector import HistoImageProjector
+from .select import DEFAULT_ACCURACY, METHODS as PROJECTOR_METHODS, select_projector
 from .subsets import ViewSubsets
 
 ALGORITHMS = ("block_ramla", "osem", "bsrem")
@@ -53,6 +53,8 @@ class PetsirdReconstruction:
         delayeds read.
     backend : 'cuda' or 'cpu'.
     path : the NIfTI file written, or None.
+    projector : the :class:`~directpet.direct.select.ProjectorChoice` (which DIRECT projector, its
+        model error, the candidates' times).
     """
 
     image: np.ndarray
@@ -65,6 +67,7 @@ class PetsirdReconstruction:
     n_delayeds: int = 0
     backend: str = "cpu"
     path: Optional[str] = None
+    projector: object = None
 
     def summary(self) -> str:
         """The timing of every stage, of the rest of the call (``other``) and of the whole call, one line each."""
@@ -73,6 +76,8 @@ class PetsirdReconstruction:
         lines.append(f"{'other':<15} {total - sum(self.timings.values()):8.2f} s")
         lines.append(f"{'total':<15} {total:8.2f} s  ({self.n_prompts:,} prompts, {self.n_delayeds:,} delayeds, "
                      f"{self.backend})")
+        if self.projector is not None:
+            lines.append(self.projector.summary())
         return "\n".join(lines)
 
 
@@ -94,6 +99,7 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
                         n_iter: int = 10, subsets=None, rdp_b: float = 3e-4, init_iter: int = 2,
                         randoms_fwhm_mm: Optional[float] = None,
                         attenuation_n_sub: int = 2, normalisation_n_sub: int = 2, backend: str = "auto",
+                        projector: str = "auto", model_accuracy: float = DEFAULT_ACCURACY,
                         out=None, progress: bool = True) -> PetsirdReconstruction:
     """Reconstruct a PETSIRD list-mode file of a ring scanner into an image on ``grid``.
 
@@ -121,6 +127,10 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
     randoms_fwhm_mm : Gaussian smoothing of the randoms estimate (default 3 voxels of ``grid``).
     attenuation_n_sub, normalisation_n_sub : directions per view-cell edge averaged for the factors.
     backend : 'auto' (the GPU when usable), 'cpu' or 'cuda'.
+    projector : the DIRECT projector, as :func:`~directpet.direct.select_projector`'s ``method``:
+        'auto' (default: the fastest that meets ``model_accuracy``, timed on this machine),
+        'spatial', 'fft' or 'lowrank'.
+    model_accuracy : the relative kernel error an approximate projector may have (default 1e-4).
     out : a ``.nii`` / ``.nii.gz`` path to write the image to (None: not written).
     progress : progress bars for the reading and the reconstruction.
 
@@ -140,6 +150,11 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
     expect_instance(kernel, SRKernel, "kernel")
     if algorithm not in ALGORITHMS:
         raise ValueError(f"algorithm: expected one of {ALGORITHMS}, got {algorithm!r}")
+    if projector not in PROJECTOR_METHODS:
+        raise ValueError(f"projector: expected one of {PROJECTOR_METHODS}, got {projector!r}")
+    model_accuracy = real_number("model_accuracy", model_accuracy)
+    if not 0.0 < model_accuracy < 1.0:
+        raise ValueError(f"model_accuracy: expected a relative kernel error in (0, 1), got {model_accuracy!r}")
     n_iter = positive_int("n_iter", n_iter)
     rdp_b = real_number("rdp_b", rdp_b, positive=True)
     init_iter = positive_int("init_iter", init_iter)
@@ -199,8 +214,9 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
     data = HistoImageData(prompts, grid, viewset, factors=factors.astype(xp.float32),
                           background=None if background is None else background.astype(xp.float32),
                           kernel=kernel, scanner=scanner)
-    projector = HistoImageProjector(grid, viewset, kernel, backend=backend)
-    problem = ViewSubsets(projector, data, subsets)
+    op = timed("projector", lambda: select_projector(grid, viewset, kernel, method=projector,
+                                                      accuracy=model_accuracy, backend=backend))
+    problem = ViewSubsets(op, data, subsets)
     def reconstruct():
         if algorithm == "osem":
             return recon.osem(problem, n_iter, progress=progress)
@@ -222,4 +238,4 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
                                  wall_s=time.perf_counter() - call_start,
                                  n_prompts=int(events.prompt_stats.n_events),
                                  n_deposited=int(events.prompt_stats.n_deposited),
-                                 n_delayeds=n_delayeds, backend=backend, path=written)
+                                 n_delayeds=n_delayeds, backend=backend, path=written, projector=op.choice)
