@@ -2,14 +2,19 @@
 // Same maths and view terms as the CPU engine (fft.hpp); plain C++ so the bindings need no CUDA
 // headers.
 //
-//   forward:  pad+coefficient kernel (all r slots in one launch) -> batched R2C (r transforms)
-//             -> one kernel sum_j K^_j X^_j (in place, slot 0) -> C2R -> crop kernel
-//   adjoint:  pad kernel -> R2C -> one kernel conj(K^_j) Y^ for every j (r slots)
-//             -> batched C2R (r transforms) -> one fused crop + coefficient + sum_j kernel
+// The spectra are kept z-first (half along z, full along y and x): a 3D DFT is a z-DFT of the image's
+// columns and 2D DFTs of the planes, and the coefficient maps c_j(y, x) commute with the z-DFT, so
+// each projection needs only one z-DFT each way (fft_cuda.cu says why that is faster):
+//
+//   forward:  z-pad + z-R2C of the image -> modulation by c_j and xy-pad (all r slots in one launch)
+//             -> batched 2D C2C (r Kz planes) -> one kernel sum_j K^_j X^_j (in place, slot 0)
+//             -> 2D C2C inverse (Kz planes) -> xy-crop -> z-C2R -> z-crop
+//   adjoint:  z-pad + z-R2C -> xy-pad -> 2D C2C -> one kernel conj(K^_j) Y^ for every j (r slots)
+//             -> batched 2D C2C inverse -> one fused xy-crop + coefficient + sum_j kernel -> z-C2R -> z-crop
 //
 // Everything stays on the device and is enqueued on the caller's stream (cufftSetStream); nothing
-// synchronises except set_view. Kernel spectra are computed on the device (batched R2C) once per
-// view and stay resident.
+// synchronises except set_view. Kernel spectra are computed on the device once per view (or spread
+// from the R2C layout they are given in) and stay resident.
 //
 // Plans and scratch buffers are kept per (stream) in a context owned by the engine, because a cuFFT
 // plan's work area must not be used by two streams at once; work on one stream is ordered, so one
