@@ -203,8 +203,10 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
 // halo is the staged x halo (at least the kernel's); with vec_stage (nx, halo and src 16-byte
 // aligned: checked at launch) rows are staged as float4, 4x fewer copies: with element copies the
 // staging was about a third of the clinical kernel's instructions.
+// Short runs need fewer registers (8 accumulators, shorter windows): their bound asks for 8 blocks per
+// SM (64 registers), which is what makes them worth taking (twice the resident warps).
 template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS, int R>
-__global__ void __launch_bounds__(TX * TY, 4)
+__global__ void __launch_bounds__(TX * TY, R == kSlabRunShort ? 8 : 4)
 slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo,
             int z_lo, int z_ext, int max_row_groups, int max_row_taps, int row_split, bool vec_stage) {
     static_assert(SLOTS == TY + 1 || SLOTS == TY + 2, "ring depth");

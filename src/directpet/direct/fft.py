@@ -77,10 +77,11 @@ def auto_padding(shape, half_extent) -> tuple:
 
 def fft_bytes(padded, resident_terms: int) -> float:
     """Bytes an FFT engine on the padded grid (Mz, My, Mx) needs with ``resident_terms`` half
-    spectra: the spectra (complex64, ``Mz My (Mx/2+1)`` each), a real and a complex scratch grid,
-    and the float32 + float64 temporaries of :func:`layout_kernels` for one term."""
+    spectra: the spectra (complex64, ``Mz My (Mx/2+1)`` each on the CPU, ``(Mz/2+1) My Mx`` on the GPU:
+    the larger counts), a real and a complex scratch grid, and the float32 + float64 temporaries of
+    :func:`layout_kernels` for one term."""
     mz, my, mx = (float(m) for m in padded)
-    real, half = mz * my * mx, mz * my * (mx // 2 + 1)
+    real, half = mz * my * mx, max(mz * my * (mx // 2 + 1), (mz // 2 + 1) * my * mx)
     return 8.0 * half * (resident_terms + 1) + 4.0 * real + 12.0 * real
 
 
@@ -253,7 +254,8 @@ class FFTProjector(_ConvolutionProjector):
         ``"estimate"`` (instant planning, somewhat slower transforms). Ignored on the GPU.
     check_finite : reject NaN / inf inputs (one extra pass over the input).
 
-    Memory: one half spectrum per view, ``8 Mz My (Mx/2+1)`` bytes, resident on the host or the GPU
+    Memory: one half spectrum per view, ``8 Mz My (Mx/2+1)`` bytes (on the GPU ``8 (Mz/2+1) My Mx``: its
+    spectra are half along z, see csrc/direct/fft_cuda.hpp), resident on the host or the GPU
     from a view's first projection: 5.3 MB per view for the 144 x 144 x 48 grid at 400 ps (auto padding
     50 x 162 x 162 over the 40 x 3 views), about 0.65 GB for all 120 views.
     """
