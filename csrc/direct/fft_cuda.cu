@@ -345,18 +345,21 @@ void CudaFftEngine::set_view(int v, const ViewTerms& t) {
         DP_CUDA_CHECK_LAUNCH("fft respread_kernel");
         DP_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // before `staged` is freed
     } else {
-        // the kernels' z-DFT over the whole padded plane, term by term, then the 2D DFTs of all terms
+        // the kernels' z-DFT over the whole padded plane, term by term (each staged at the start of
+        // one buffer: cuFFT rejects a real input that is not 8-byte aligned, which term j of an odd-sized
+        // grid would be), then the 2D DFTs of all terms
         const long long padded_plane = static_cast<long long>(s.m.ny) * s.m.nx;
-        cuda::DeviceBuffer kernels(sizeof(float) * static_cast<size_t>(t.rank) * s.m.size());
-        kernels.upload(t.kernels, sizeof(float) * static_cast<size_t>(t.rank) * s.m.size());
+        const size_t term_bytes = sizeof(float) * static_cast<size_t>(s.m.size());
+        cuda::DeviceBuffer term(term_bytes);
         const cufftHandle z = ctx.plan(PlanKind::z_r2c, s.m, padded_plane, 1);
-        for (int j = 0; j < t.rank; ++j)
-            DP_CUFFT_CHECK(cufftExecR2C(z, kernels.as<cufftReal>() + j * s.m.size(),
-                                        view.spectra.as<cufftComplex>() + j * s.q));
+        for (int j = 0; j < t.rank; ++j) {
+            term.upload(t.kernels + j * s.m.size(), term_bytes);  // synchronous: the previous term is done
+            DP_CUFFT_CHECK(cufftExecR2C(z, term.as<cufftReal>(), view.spectra.as<cufftComplex>() + j * s.q));
+        }
         s.xy(ctx, view.spectra.as<cufftComplex>(), t.rank, CUFFT_FORWARD);
         scale_kernel<<<flat_blocks(count), kFlatThreads>>>(view.spectra.as<cufftComplex>(), count, scale);
         DP_CUDA_CHECK_LAUNCH("fft scale_kernel");
-        DP_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // before `kernels` is freed
+        DP_CUDA_CHECK(cudaStreamSynchronize(nullptr));  // before `term` is freed
     }
     if (t.coefficients) {
         const size_t cb = sizeof(float) * static_cast<size_t>(t.rank) * s.n.ny * s.n.nx;
