@@ -19,7 +19,9 @@ a random image against the default exact projector, for the approximate / FFT me
 Floor per op: FLOPs = 2 |mSR| N_vox (one multiply-add per voxel and offset) at the fp32 FMA rate,
 bytes = read + write of one volume; the larger time is printed as floor_ms.
 
-    python benchmarks/direct_projectors.py [--out FILE] [--quick] [--skip-cpu]
+    python benchmarks/direct_projectors.py [--out FILE] [--quick] [--skip-cpu] [--cases a,b] [--methods a,b]
+
+--cases / --methods keep only the named cases / methods (e.g. for benchmarks/before_after.py).
 """
 
 from __future__ import annotations
@@ -77,6 +79,10 @@ class Bench:
         return time_device(lambda k: launch(ptrs[k % len(ptrs)], out.data.ptr), repeat=repeat, warmup=1, inner=inner)
 
     def run_case(self, case, grid, kernel, methods, exact_ref=True):
+        if self.args.cases and case not in self.args.cases.split(","):
+            return
+        if self.args.methods:
+            methods = [m for m in methods if m in self.args.methods.split(",")]
         xs, xs_dev = self.inputs(grid)
         exact = HistoImageProjector(grid, [VIEW], kernel, backend="cuda", check_finite=False)
         lut = exact.lut(0)
@@ -108,8 +114,9 @@ class Bench:
                            shape=list(grid.shape), floor_ms=floor_ms(n, grid.n_voxels))
                 if method.startswith("lowrank"):
                     rec["rank"] = int(ops_obj.rank(0))
-                if on_gpu and method in ("default", "slab_table", "slab_r16"):
-                    rec["launch"] = ops_obj._engine.device_lut(0).slab_launch(opname == "fp", method)
+                lut_dev = ops_obj._engine.device_lut(0) if on_gpu and method in ("default", "slab_table", "slab_r16") else None
+                if hasattr(lut_dev, "slab_launch"):   # builds before issue 17 do not say
+                    rec["launch"] = lut_dev.slab_launch(opname == "fp", method)
                 if not on_gpu:
                     rec["device"] = cpu_name() + f" ({os.cpu_count()} threads)" if method != "fftw1" else cpu_name() + " (1 thread)"
                 self.add(**rec)
@@ -138,6 +145,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "direct_projectors.json"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--skip-cpu", action="store_true", help="leave out the CPU / FFTW timings")
+    ap.add_argument("--cases", default="", help="only these cases (comma-separated; default all)")
+    ap.add_argument("--methods", default="", help="only these methods (comma-separated; default all)")
     args = ap.parse_args()
     b = Bench(args)
     grid4 = dp.ImageGrid((48, 144, 144), 4.0)

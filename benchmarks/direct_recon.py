@@ -8,7 +8,7 @@ all threads; and event simulation + deposition throughput on the GPU.
 Data: the sphere phantom's model-consistent Poisson data with sensitivity x attenuation and a
 randoms background (docs: Physics › DIRECT, corrections), all CuPy arrays on the device.
 
-    python benchmarks/direct_recon.py [--out FILE] [--quick]
+    python benchmarks/direct_recon.py [--out FILE] [--quick] [--skip-cpu] [--cases a,b] [--skip-events]
 """
 
 from __future__ import annotations
@@ -65,6 +65,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "direct_recon.json"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--skip-cpu", action="store_true")
+    ap.add_argument("--cases", default="", help="only these iteration cases (comma-separated; default all)")
+    ap.add_argument("--skip-events", action="store_true", help="leave out the event simulation + deposition runs")
     args = ap.parse_args()
     import cupy
 
@@ -77,6 +79,8 @@ def main():
              ("iteration_invariant", lambda b: HistoImageProjector(grid, viewset, SRKernel.invariant(), backend=b, check_finite=False)),
              ("iteration_invariant_fft", lambda b: FFTProjector(grid, viewset, SRKernel.invariant(), backend=b, check_finite=False))]
     for case, make in cases:
+        if args.cases and case not in args.cases.split(","):
+            continue
         op = make("cuda")
         data, _ = make_data(grid, viewset, op, cupy)
         iteration_ms(op, data, 1)  # warm-up: LUT upload, plans
@@ -108,7 +112,7 @@ def main():
             ("event_simulation_cupy", n_cupy,
              lambda k: sum(int(b.p1.shape[0]) for b in direct.simulate_events(scanner, info, k, seed=3, xp=cupy,
                                                                          progress=False))))
-    for what, n, fn in runs:
+    for what, n, fn in (() if args.skip_events else runs):
         fn(2_000_000)
         sync()
         t0 = time.perf_counter()
@@ -116,11 +120,12 @@ def main():
         sync()
         dt = time.perf_counter() - t0
         records.append(stamp(dict(case=what, backend="cuda", ms=dt * 1e3, events=n, events_per_s=n / dt), device=gpu))
-    t0 = time.perf_counter()
-    direct.simulate(scanner, info, n_trues=20_000_000, seed=3, backend="cpu", grid=grid, viewset=viewset)
-    dt = time.perf_counter() - t0
-    records.append(stamp(dict(case="event_simulation_deposition", backend="cpu", ms=dt * 1e3, events=20_000_000,
-                              events_per_s=20e6 / dt), device=cpu))
+    if not args.skip_events:
+        t0 = time.perf_counter()
+        direct.simulate(scanner, info, n_trues=20_000_000, seed=3, backend="cpu", grid=grid, viewset=viewset)
+        dt = time.perf_counter() - t0
+        records.append(stamp(dict(case="event_simulation_deposition", backend="cpu", ms=dt * 1e3, events=20_000_000,
+                                  events_per_s=20e6 / dt), device=cpu))
     print(f"GPU: {gpu}; CPU: {cpu}; date {today()}")
     print_table(records, ["case", "backend", "ms", "projection_ms", "other_ms", "other_fraction", "events_per_s"])
     write_records(records, args.out)

@@ -1,0 +1,58 @@
+"""Two directpet builds timed in one run, in alternation (issue 17: "the old and new kernels timed in the
+same run"): the DIRECT projectors (clinical, stress, variant1 at 2 mm: the default slab kernel and the
+low-rank FFT path) and the block-RAMLA iteration at 4 mm, under the build before a change and the build
+after it. Each round runs every benchmark under every build; the records keep the median over rounds
+of each (case, method, op) and the ratio before / after.
+
+    python benchmarks/before_after.py --before SPEC --after SPEC [--rounds 2] [--out FILE]
+
+SPEC: a venv's python, or a folder holding an installed build (``pip install --target``); see
+_common.build_interpreter. The benchmark scripts are this tree's, so a method the older build lacks is
+reported as not built and left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+
+from _common import alternate_builds, build_origin, gpu_name, print_table, stamp, write_records
+
+BENCHMARKS = (
+    ("direct_projectors.py", ["--quick", "--skip-cpu", "--cases", "clinical,stress,variant1_2mm",
+                              "--methods", "default,lowrank,lowrank_1e-4"]),
+    ("direct_recon.py", ["--quick", "--skip-cpu", "--skip-events", "--cases", "iteration_variant1"]),
+)
+
+
+def key(rec):
+    return rec.get("case"), rec.get("method", rec.get("backend")), rec.get("op", "iteration")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--before", required=True)
+    ap.add_argument("--after", required=True)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "before_after.json"))
+    args = ap.parse_args()
+    builds = {"before": args.before, "after": args.after}
+    origins = {name: build_origin(spec) for name, spec in builds.items()}
+    times = alternate_builds(builds, BENCHMARKS, args.rounds, keep=lambda r: "ms" in r, key=key)
+    records = []
+    for k in sorted(set(times["before"]) | set(times["after"]), key=str):
+        b, a = times["before"].get(k), times["after"].get(k)
+        rec = dict(case=k[0], method=k[1], op=k[2],
+                   before_ms=statistics.median(b) if b else None, after_ms=statistics.median(a) if a else None,
+                   rounds=args.rounds, before_build=origins["before"], after_build=origins["after"])
+        rec["ms"] = rec["after_ms"]
+        rec["speedup"] = rec["before_ms"] / rec["after_ms"] if b and a else None
+        records.append(stamp(rec, device=gpu_name()))
+    print(f"before: {origins['before']}\nafter:  {origins['after']}")
+    print_table(records, ["case", "method", "op", "before_ms", "after_ms", "speedup"])
+    write_records(records, args.out)
+
+
+if __name__ == "__main__":
+    main()
