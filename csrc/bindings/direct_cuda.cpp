@@ -111,7 +111,6 @@ void register_direct_cuda(py::module_& m) {
             d["columns"] = c.columns;
             if (!c.columns) {
                 d["tile"] = py::make_tuple(c.block[0], c.block[1]);
-                d["run"] = c.run;
                 d["halo"] = c.halo;
                 d["float4_staging"] = c.vec;
                 d["row_split"] = c.row_split;
@@ -120,7 +119,7 @@ void register_direct_cuda(py::module_& m) {
             return d;
         }, py::arg("forward"), py::arg("method") = "default",
         "The launch the slab kernel chose for this LUT, direction and variant at its first projection (a dict: "
-        "tile, z-run, staged halo, float4 staging, row split, shared bytes; columns=True when the halo is too wide "
+        "tile, staged halo, float4 staging, row split, shared bytes; columns=True when the halo is too wide "
         "to stage), or None before it.");
     m.def("direct_project_cuda",
           [](bool forward, const std::string& method, uintptr_t src, uintptr_t dst,

@@ -15,7 +15,7 @@
 //            double-Gaussian kernels) and the per-tap table is too large for the caches, each
 //            column gathers one weight, prefetched a few columns ahead; otherwise (small or
 //            arbitrary kernels, or method slab_table) every tap's weight is gathered. Rows are staged
-//            as float4 where nx allows, and small grids take 8-voxel z-runs (more warps resident).
+//            as float4 where nx allows.
 //   slab_r16 the slab as it was before issue 17 (16-voxel runs, element copies): the baseline the
 //            benchmarks time the default against.
 #pragma once
@@ -59,7 +59,6 @@ struct SlabLaunch {
     unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
     size_t bytes = 0;              // dynamic shared memory
     int row_split = 0;             // > 0: each tile's kernel rows split over two blocks at this row
-    int run = 16;                  // output z-voxels per thread
     int halo = 0;                  // staged x halo (the kernel's, rounded up to 4 with vec)
     bool vec = false;              // rows staged as float4 (when the source is 16-byte aligned)
 };

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -50,10 +49,10 @@ struct GlobalColumns {
 // of a column is read with immediate offsets (k * SLOTS * PITCH floats apart). `base` points at
 // this thread's slot and x position, shifted so that base[dz * stride + dx] is the source at
 // (z0 + dz, y + dy, x + dx).
-// Output z-voxels per thread in the slab kernel: 16 (the most reuse of a window and a weight), or
-// 8 where 16 leaves the GPU with too few warps (small grids: the clinical 144 x 144 x 48 grid gives
-// 486 tiles of 16 x 8 x 16 for 660 block slots on an H200).
-constexpr int kSlabRunLong = 16, kSlabRunShort = 8;
+// Output z-voxels per thread in the slab kernel. (8-voxel runs, which keep twice the warps resident
+// on small grids, were measured slower on the clinical problem: 0.109 / 0.103 ms against 0.087 /
+// 0.078 ms for FP / BP on an H200, benchmarks/RESULTS.md section 14b.)
+constexpr int kSlabRun = 16;
 
 template <int PITCH, int SLOTS>
 struct RingSlab {
@@ -203,10 +202,8 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
 // halo is the staged x halo (at least the kernel's); with vec_stage (nx, halo and src 16-byte
 // aligned: checked at launch) rows are staged as float4, 4x fewer copies: with element copies the
 // staging was about a third of the clinical kernel's instructions.
-// Short runs need fewer registers (8 accumulators, shorter windows): their bound asks for 8 blocks per
-// SM (64 registers), which is what makes them worth taking (twice the resident warps).
-template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS, int R>
-__global__ void __launch_bounds__(TX * TY, R == kSlabRunShort ? 8 : 4)
+template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS>
+__global__ void __launch_bounds__(TX * TY, 4)
 slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo,
             int z_lo, int z_ext, int max_row_groups, int max_row_taps, int row_split, bool vec_stage) {
     static_assert(SLOTS == TY + 1 || SLOTS == TY + 2, "ring depth");
@@ -214,6 +211,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     // Shared memory: source [z_ext][kSlots][PITCH]; identifiers [kSlots][PITCH] (forward);
     // row groups [kPlanBuffers][max_row_groups]; tap factors [kPlanBuffers][max_row_taps].
     extern __shared__ __align__(16) float smem[];
+    constexpr int R = kSlabRun;
     constexpr int kZStride = kSlots * PITCH;
     float* slab = smem;
     int* ring_ids = reinterpret_cast<int*>(slab + z_ext * kZStride);
@@ -336,10 +334,10 @@ int slab_pitch(int tx, int halo) {
     return width <= 48 ? 48 : width <= 80 ? 80 : width <= 144 ? 144 : width <= 272 ? 272 : 0;
 }
 
-size_t slab_bytes(bool forward, const DeviceLut& lut, int tx, int slots, int slots_deep, int halo, int run) {
+size_t slab_bytes(bool forward, const DeviceLut& lut, int tx, int slots, int slots_deep, int halo) {
     const size_t pitch = slab_pitch(tx, halo);
     const size_t buffers = slots == slots_deep ? 3 : 2;
-    return sizeof(float) * slots * pitch * (lut.z_span() + run - 1) + (forward ? sizeof(int) * slots * pitch : 0) +
+    return sizeof(float) * slots * pitch * (lut.z_span() + kSlabRun - 1) + (forward ? sizeof(int) * slots * pitch : 0) +
            buffers * (sizeof(int4) * lut.max_row_groups() + sizeof(float) * lut.max_row_taps());
 }
 
@@ -374,13 +372,13 @@ using SlabKernel = void (*)(const float*, float*, Dims, ColumnPlan, int, int, in
 // badly (e.g. 540 tiles on 396 slots: the second wave 36 % full), each tile's kernel rows split over two
 // blocks (twice the blocks, half the work each, a fuller last wave; only for a clear gain, since the
 // split restages rows). The kernel is allowed the device's whole opt-in shared memory once, so that
-// LUTs of any size can share it. Returns the blocks resident at once (at most one per slot).
-template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS, int R>
-long long configure_slab(const DeviceLut& lut, int halo, bool vec, size_t bytes, int max_block, SlabLaunch& c) {
+// LUTs of any size can share it.
+template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS>
+void configure_slab(const DeviceLut& lut, int halo, bool vec, size_t bytes, int max_block, SlabLaunch& c) {
     const Dims d = lut.dims();
-    SlabKernel kernel = slab_kernel<kForward, TX, TY, PITCH, kFactored, SLOTS, R>;
+    SlabKernel kernel = slab_kernel<kForward, TX, TY, PITCH, kFactored, SLOTS>;
     DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_block));
-    dim3 grid((d.nx + TX - 1) / TX, (d.ny + TY - 1) / TY, (d.nz + R - 1) / R);
+    dim3 grid((d.nx + TX - 1) / TX, (d.ny + TY - 1) / TY, (d.nz + kSlabRun - 1) / kSlabRun);
     int device = 0, n_sm = 0, per_sm = 0;
     DP_CUDA_CHECK(cudaGetDevice(&device));
     DP_CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, device));
@@ -395,30 +393,24 @@ long long configure_slab(const DeviceLut& lut, int halo, bool vec, size_t bytes,
     c.grid[0] = grid.x, c.grid[1] = grid.y, c.grid[2] = grid.z;
     c.block[0] = TX, c.block[1] = TY, c.block[2] = 1;
     c.bytes = bytes;
-    c.run = R;
     c.halo = halo;
     c.vec = vec;
-    return std::min<long long>(static_cast<long long>(grid.x) * grid.y * grid.z, slots);
 }
 
-template <bool kForward, int TX, int TY, int SLOTS, int R>
-long long configure_slab_pitch(const DeviceLut& lut, bool factored, int halo, bool vec, size_t bytes, int max_block,
-                               SlabLaunch& c) {
+template <bool kForward, int TX, int TY, int SLOTS>
+void configure_slab_pitch(const DeviceLut& lut, bool factored, int halo, bool vec, size_t bytes, int max_block,
+                          SlabLaunch& c) {
     const int pitch = slab_pitch(TX, halo);
     constexpr int P[4] = {TX == 32 ? 64 : 48, TX == 32 ? 128 : 80, TX == 32 ? 256 : 144, TX == 32 ? 256 : 272};
     auto go = [&](auto pitch_c) {
         constexpr int PC = decltype(pitch_c)::value;
-        if (factored) return configure_slab<kForward, TX, TY, PC, true, SLOTS, R>(lut, halo, vec, bytes, max_block, c);
-        return configure_slab<kForward, TX, TY, PC, false, SLOTS, R>(lut, halo, vec, bytes, max_block, c);
+        if (factored) return configure_slab<kForward, TX, TY, PC, true, SLOTS>(lut, halo, vec, bytes, max_block, c);
+        return configure_slab<kForward, TX, TY, PC, false, SLOTS>(lut, halo, vec, bytes, max_block, c);
     };
     if (pitch == P[0]) return go(std::integral_constant<int, P[0]>{});
     if (pitch == P[1]) return go(std::integral_constant<int, P[1]>{});
-    if constexpr (R == kSlabRunLong) {
-        if (pitch == P[2]) return go(std::integral_constant<int, P[2]>{});
-        return go(std::integral_constant<int, P[3]>{});
-    } else {
-        throw std::logic_error("direct slab: short runs are compiled for the two narrowest pitches only");
-    }
+    if (pitch == P[2]) return go(std::integral_constant<int, P[2]>{});
+    return go(std::integral_constant<int, P[3]>{});
 }
 
 // The slab needs shared memory growing with the kernel's x halo and z span. Preferred, while 4
@@ -426,47 +418,31 @@ long long configure_slab_pitch(const DeviceLut& lut, bool factored, int halo, bo
 // per pixel, and 144-voxel rows split into whole tiles), then 32 x 4 tiles with the deep ring,
 // then 32 x 4 with the shallow ring while one block fits at all; past that the columns kernel
 // (same result, source through the caches) takes over. The tuned variants (slab, slab_table) stage
-// rows as float4 where nx allows and, for 16 x 8 tiles of narrow halos, take 8-voxel runs when those
-// keep clearly more blocks resident (grids too small to fill the GPU with 16-voxel runs);
-// slab_r16 keeps 16-voxel runs and element copies (the default before issue 17, the baseline).
+// rows as float4 where nx allows; slab_r16 keeps element copies (the default before issue 17, the
+// baseline).
 template <bool kForward>
 void configure_slab_launch(const DeviceLut& lut, SlabVariant variant, SlabLaunch& c) {
     int device = 0, max_block = 0, max_sm = 0;
     DP_CUDA_CHECK(cudaGetDevice(&device));
     DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     DP_CUDA_CHECK(cudaDeviceGetAttribute(&max_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    const bool tuned = variant != SlabVariant::r16;
     // The factored weights pay off once the per-tap table no longer sits in the caches (measured
     // on an H200: the stress kernel's 29 MB table 1.4x slower than factored, the clinical
     // kernel's 1 MB table 4 % faster).
     constexpr size_t kCachedTableBytes = 4u << 20;
     const bool factored = variant != SlabVariant::table && lut.factored(kForward) && lut.table_bytes() > kCachedTableBytes;
-    const bool vec = tuned && lut.dims().nx % 4 == 0;
+    const bool vec = variant != SlabVariant::r16 && lut.dims().nx % 4 == 0;
     const int halo = staged_halo(lut, vec);
     auto fits4 = [&](size_t bytes) { return 4 * (bytes + 1024) <= static_cast<size_t>(max_sm); };
     c.columns = false;
-    const size_t narrow = slab_bytes(kForward, lut, 16, 10, 10, halo, kSlabRunLong);
-    if (slab_pitch(16, halo) != 0 && fits4(narrow)) {
-        const long long resident =
-            configure_slab_pitch<kForward, 16, 8, 10, kSlabRunLong>(lut, factored, halo, vec, narrow, max_block, c);
-        if (tuned && slab_pitch(16, halo) <= 80) {
-            // Short runs load each window and weight per 8 outputs instead of 16; they pay only
-            // through clearly more resident warps to hide the loads' latency.
-            SlabLaunch s = c;
-            const size_t bytes = slab_bytes(kForward, lut, 16, 10, 10, halo, kSlabRunShort);
-            if (configure_slab_pitch<kForward, 16, 8, 10, kSlabRunShort>(lut, factored, halo, vec, bytes, max_block, s) >=
-                3 * resident / 2)
-                c = s;
-        }
-        return;
-    }
-    const size_t deep = slab_bytes(kForward, lut, 32, 6, 6, halo, kSlabRunLong);
-    const size_t shallow = slab_bytes(kForward, lut, 32, 5, 6, halo, kSlabRunLong);
+    const size_t narrow = slab_bytes(kForward, lut, 16, 10, 10, halo);
+    if (slab_pitch(16, halo) != 0 && fits4(narrow))
+        return configure_slab_pitch<kForward, 16, 8, 10>(lut, factored, halo, vec, narrow, max_block, c);
+    const size_t deep = slab_bytes(kForward, lut, 32, 6, 6, halo), shallow = slab_bytes(kForward, lut, 32, 5, 6, halo);
     if (slab_pitch(32, halo) != 0) {
-        if (fits4(deep))
-            return void(configure_slab_pitch<kForward, 32, 4, 6, kSlabRunLong>(lut, factored, halo, vec, deep, max_block, c));
+        if (fits4(deep)) return configure_slab_pitch<kForward, 32, 4, 6>(lut, factored, halo, vec, deep, max_block, c);
         if (shallow <= static_cast<size_t>(max_block))
-            return void(configure_slab_pitch<kForward, 32, 4, 5, kSlabRunLong>(lut, factored, halo, vec, shallow, max_block, c));
+            return configure_slab_pitch<kForward, 32, 4, 5>(lut, factored, halo, vec, shallow, max_block, c);
     }
     c.columns = true;
 }
@@ -487,7 +463,7 @@ void launch_slab(const float* src, float* dst, const DeviceLut& lut, SlabVariant
     const bool vec = c.vec && reinterpret_cast<uintptr_t>(src) % 16 == 0;
     const auto kernel = reinterpret_cast<SlabKernel>(const_cast<void*>(c.kernel));
     kernel<<<dim3(c.grid[0], c.grid[1], c.grid[2]), dim3(c.block[0], c.block[1], c.block[2]), c.bytes, stream>>>(
-        src, dst, d, column_plan(kForward, lut), c.halo, lut.z_lo(), lut.z_span() + c.run - 1,
+        src, dst, d, column_plan(kForward, lut), c.halo, lut.z_lo(), lut.z_span() + kSlabRun - 1,
         lut.max_row_groups(), lut.max_row_taps(), c.row_split, vec);
     DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
 }
