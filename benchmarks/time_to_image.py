@@ -5,7 +5,7 @@ acceptance, random TOF bins; prompts plus 20 % delayeds; crystal efficiencies dr
 water-cylinder μ-map as NIfTI on a grid twice as fine in-plane are written once; then the whole call
 runs: prompts and delayeds read and deposited in one pass (compiled), randoms smoothed from the
 delayeds, normalisation, attenuation,
-block-RAMLA and the NIfTI written, twice on the GPU (the first run also compiles CuPy's kernels) and
+the projector chosen (select_projector, the workflow's default), block-RAMLA and the NIfTI written, twice on the GPU (the first run also compiles CuPy's kernels) and
 once on the CPU at a reduced size. The floor of the read is the file's bytes at the page cache's
 ``readinto`` rate, measured on the same file.
 
@@ -66,6 +66,7 @@ def case(path, mu_path, grid, iterations, backend, out, label, file_bytes, devic
                total_s=r.wall_s, other_s=r.wall_s - sum(r.timings.values()), read_floor_s=read_floor,
                events_mev_s=(r.n_prompts + r.n_delayeds) / r.timings["events"] / 1e6, target_events_mev_s=300.0,
                target_total_s=4.0,
+               projector=r.projector.method, projector_candidates_ms=r.projector.ms,
                **{f"{k}_s": v for k, v in r.timings.items()})
     print(f"\n{label} ({backend}):\n{r.summary()}")
     return stamp(rec, device=device)
@@ -108,7 +109,7 @@ def main():
                                     label, size, device))
             os.remove(path)
     print_table(records, ["run", "backend", "prompts", "events_s", "events_mev_s", "randoms_s", "normalisation_s",
-                          "sensitivity_s", "attenuation_s", "reconstruction_s", "write_s", "other_s", "total_s",
+                          "sensitivity_s", "attenuation_s", "projector_s", "reconstruction_s", "write_s", "other_s", "total_s",
                           "read_floor_s"])
     write_records(records, args.out)
 
