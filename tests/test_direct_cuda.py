@@ -101,7 +101,7 @@ def test_gpu_full_size_view(kname, rng):
     lut = gpu._engine.device_lut(0)
     for forward in (True, False):
         chosen = lut.slab_launch(forward)
-        assert chosen["float4_staging"] and chosen["halo"] % 4 == 0 and chosen["tile"] == (16, 8)
+        assert chosen["float4_staging"] and chosen["halo"] % 4 == 0 and chosen["tile"] in ((16, 8), (32, 4))
 
 
 def test_gpu_slab_staging_variants_agree(rng):
