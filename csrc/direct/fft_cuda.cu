@@ -57,7 +57,7 @@ void check_cufft(cufftResult r, const char* what) {
 // they commute with the z-DFT: the forward transforms the image along z once and modulates the Kz
 // planes by each c_j before the r 2D transforms; the adjoint sums c_j times the r inverse 2D transforms
 // before the one inverse z-DFT. The z-DFTs run on the image's ny x nx columns only (the xy padding is
-// zero). On an H200 a batch of 5 2D C2C transforms of 53 x 336 x 336 takes 0.35 ms against 0.78 ms for
+// zero). On an H200 a batch of 5 2D C2C transforms of 53 x 336 x 336 takes 0.35 ms against 0.76 ms for
 // the 5 3D R2C transforms of 105 x 336 x 336 it replaces (benchmarks/fft_layouts.py).
 //
 // Pad / crop kernels use 32 x 8 tiles of (x, y): a warp reads 32 consecutive values of a row, and
