@@ -41,13 +41,22 @@ DEFAULT_ACCURACY = 1e-4
 class ProjectorChoice:
     """What :func:`select_projector` chose and why.
 
-    method : "spatial", "fft" or "lowrank".
-    model_error : the chosen projector's relative kernel error (0 for the exact paths; for "lowrank"
-        the largest over the views measured, each at most ``accuracy``).
-    accuracy : the accuracy asked for.
-    ms : {candidate: median ms of one view's forward + back projection} for every candidate timed.
-    rank : the low-rank path's rank on view 0 (None for the others).
-    skipped : {candidate: why it was not a candidate}.
+    Attributes
+    ----------
+    method : str
+        "spatial", "fft" or "lowrank".
+    model_error : float
+        The chosen projector's relative kernel error: 0 for the exact paths; for "lowrank" the largest
+        over the views, each at most ``accuracy``.
+    accuracy : float
+        The accuracy asked for.
+    ms : dict
+        {candidate: median ms of one view's forward + back projection} for every candidate timed
+        (empty when a method was named).
+    rank : int or None
+        The low-rank path's rank on view 0 (None for the others).
+    skipped : dict
+        {candidate: why it was not a candidate}.
     """
 
     method: str
@@ -75,19 +84,34 @@ def select_projector(grid: ImageGrid, views: ViewsLike, kernel: Optional[SRKerne
                      check_finite: bool = True, verbose: bool = False):
     """The DIRECT projector of ``kernel`` on ``grid`` and ``views`` by ``method``.
 
-    method : "auto" (default): of the candidates that meet ``accuracy`` -- "spatial" always, "fft"
-        for invariant kernels, "lowrank" with its rank chosen for ``accuracy`` -- the one whose
-        forward + back projection of view 0 is fastest on this backend (median of ``repeat`` after a
-        warm-up); an approximate path ("lowrank") is taken only when it is at least ``margin`` times
-        faster than the fastest exact one. "spatial", "fft", "lowrank": that projector, untimed.
-    accuracy : the model accuracy in (0, 1): the largest relative Frobenius error allowed for each
-        view's kernel table (the low-rank path's ``tol``); the exact paths have none.
-    backend, threads, check_finite : as for :class:`HistoImageProjector`.
-    verbose : print :meth:`ProjectorChoice.summary` (the choice and its error).
+    Parameters
+    ----------
+    grid, views, kernel
+        As for :class:`HistoImageProjector`.
+    method : str
+        "auto" (default): of the candidates that meet ``accuracy`` -- "spatial" always, "fft" for
+        invariant kernels, "lowrank" with its rank chosen for ``accuracy`` -- the one whose forward +
+        back projection of view 0 is fastest on this backend (median of ``repeat`` after a warm-up);
+        an approximate path ("lowrank") is taken only when it is at least ``margin`` times faster
+        than the fastest exact one. "spatial", "fft", "lowrank": that projector, untimed.
+    accuracy : float
+        The model accuracy in (0, 1): the largest relative Frobenius error allowed for each view's
+        kernel table (the low-rank path's ``tol``); the exact paths have none.
+    backend, threads, check_finite
+        As for :class:`HistoImageProjector`.
+    margin : float
+        How much faster (>= 1) the low-rank path must be to be taken over an exact one.
+    repeat : int
+        Timed repetitions per candidate.
+    verbose : bool
+        Print :meth:`ProjectorChoice.summary` (the choice and its error).
 
-    Returns the projector (a HistoImageProjector, FFTProjector or LowRankProjector), with the
-    :class:`ProjectorChoice` as its ``choice`` attribute. Timing costs a few projections of one view
-    plus, for "lowrank", view 0's SVD; the discarded candidates' GPU memory is released on return.
+    Returns
+    -------
+    HistoImageProjector, FFTProjector or LowRankProjector
+        The projector, with the :class:`ProjectorChoice` as its ``choice`` attribute. Timing costs a
+        few projections of one view plus, for "lowrank", the views' SVDs; the discarded candidates'
+        GPU memory is released on return.
     """
     expect_instance(grid, ImageGrid, "grid")
     if method not in METHODS:
