@@ -589,6 +589,12 @@ ints(M, "LowRankProjector", "D.LowRankProjector(G, V, backend='cpu', planner='es
      skip=("None",))
 ints(M, "LowRankProjector", "D.LowRankProjector(G, V, backend='cpu', planner='estimate', max_rank={A})", "max_rank", "4")
 threads(M, "LowRankProjector", "D.LowRankProjector(G, V, backend='cpu', planner='estimate', threads={A})")
+SEL = "D.select_projector(G, V, backend='cpu', repeat=1, {A})"
+floats(M, "select_projector", SEL.format(A="accuracy={A}"), "accuracy", "1e-4", extra=[("one", "1.0")])
+floats(M, "select_projector", SEL.format(A="margin={A}"), "margin", "1.25", extra=[("below-one", "0.5")])
+ints(M, "select_projector", SEL.format(A="repeat={A}").replace("repeat=1, ", ""), "repeat", "1")
+objects(M, "select_projector", SEL.format(A="method={A}"), "method", [("None", "None"), ("unknown", "'fastest'")])
+threads(M, "select_projector", SEL.format(A="threads={A}"))
 for P, pname in (("HP()", "HistoImageProjector"), ("FP()", "FFTProjector"), ("LP()", "LowRankProjector")):
     arrays(M, f"{pname}.forward", P + ".forward({A}, 0)", "image", "gimg()")
     arrays(M, f"{pname}.adjoint", P + ".adjoint({A})", "histo", "stack()", names=("histo", "histo_images"))
@@ -1711,6 +1717,7 @@ fine("CylindricalScanner", "intrinsic_fwhm_mm", "0-d huge-1e300", BIG_FINITE)
 fine("DirectLUT.with_values", "values", "list dtype-float64 non-contiguous", CONVERTED)
 fine("local_coordinates", "offsets", "dtype-float64 dtype-int non-contiguous wrong-ndim offsets-huge", GENERIC)
 fine("LowRankProjector", "tol", "0-d", ZERO_D)
+fine("select_projector", "margin", "huge-1e300", "a huge margin means: never the approximation (as margin=1e9 in the tests)")
 fine("LowRankProjector", "max_rank", "huge-1e9 huge-2^31 huge-2^63", "max_rank is only a cap on the rank chosen by tol")
 for P in ("HistoImageProjector", "FFTProjector", "LowRankProjector"):
     fine(f"{P}.forward", "subset", "index-None", "subset=None is documented: all views")

@@ -112,13 +112,16 @@ def test_gpu_slab_staging_variants_agree(rng):
     grid = dp.ImageGrid((37, 40, 48), 4.0)
     views = [View.from_degrees(31.5, 6.67)]
     cpu, gpu = pair(grid, KERNELS["variant1"], "default", views)
-    _, base = pair(grid, KERNELS["variant1"], "slab_r16", views)
+    base = HistoImageProjector(grid, views, backend="cuda", method="slab_r16", luts={0: cpu.lut(0)})
+    lut = gpu._engine.device_lut(0)
+    assert lut.slab_launch(True) is None                     # chosen at the first projection
+    with pytest.raises(ValueError, match="method"):
+        lut.slab_launch(True, "columns")
     x = rng.random(grid.shape, dtype=np.float32) + 0.05
     ref_f, ref_b = cpu.forward(x, 0), cpu.adjoint(x[None], 0)
     for op in (gpu, base):
         assert rel(op.forward(x, 0), ref_f) < 1e-5
         assert rel(op.adjoint(x[None], 0), ref_b) < 1e-5
-    lut = gpu._engine.device_lut(0)
     tuned, old = lut.slab_launch(True), base._engine.device_lut(0).slab_launch(True, "slab_r16")
     assert tuned["float4_staging"] and tuned["halo"] % 4 == 0
     assert not old["float4_staging"] and old["halo"] <= tuned["halo"]

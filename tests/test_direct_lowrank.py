@@ -62,6 +62,23 @@ def test_factorize_is_truncated_svd(rng):
     assert f.kernel_error <= 1e-3 and (f.rank == 1 or err[f.rank - 1] > 1e-3)  # smallest such rank
 
 
+@pytest.mark.parametrize("shape", [(30, 50), (50, 30)])     # the Gram matrix of either side
+def test_factorize_ranks_equal_lapacks_down_to_small_tol(shape, rng):
+    """The Gram-matrix SVD picks the rank LAPACK's SVD would, at every tol; below its precision floor
+    (GRAM_ERROR_FLOOR) factorize falls back to LAPACK, so tiny tols are honoured too."""
+    k = min(shape)
+    v = rng.uniform(0.0, 1.0, shape) * np.outer(0.5 ** np.arange(shape[0]) if shape[0] == k else np.ones(shape[0]),
+                                                 0.5 ** np.arange(shape[1]) if shape[1] == k else np.ones(shape[1]))
+    err = relative_kernel_errors(np.linalg.svd(v, compute_uv=False))
+    for tol in (1e-2, 1e-4, 3e-5, 1e-6, 1e-9, 1e-12):
+        f = factorize(v, tol=tol, max_rank=k)
+        want = int(np.flatnonzero(err[1:] <= tol)[0]) + 1
+        assert f.rank == want, tol
+        assert f.kernel_error <= tol and f.kernel_error == pytest.approx(err[want], rel=1e-6, abs=1e-13)
+        np.testing.assert_allclose(f.kernels @ f.kernels.T, np.eye(f.rank), atol=1e-9)
+    assert factorize(v, rank=k).kernel_error < 1e-12                 # a fixed rank to the last term
+
+
 def test_rank_selection_monotone_in_tol():
     ranks, errors = [], []
     for tol in (3e-2, 1e-2, 3e-3, 1e-3, 3e-4, 1e-4, 3e-5):

@@ -78,8 +78,23 @@ def test_lowrank_choice_projects_within_the_accuracy(rng):
 def test_bad_arguments(kw, name):
     with pytest.raises(ValueError, match=name):
         select_projector(GRID, VIEWS, SRKernel.clinical(), **kw)
+
+
+def test_argument_errors_of_the_projectors_are_raised():
+    """An argument every candidate refuses is raised as the projector words it, not hidden as
+    'no candidate'."""
     with pytest.raises(TypeError, match="grid"):
         select_projector((12, 28, 28), VIEWS)
+    with pytest.raises(ValueError, match="threads"):
+        select_projector(GRID, VIEWS, SRKernel.clinical(), backend="cpu", threads=-1)
+
+
+def test_lowrank_that_cannot_meet_the_accuracy_is_no_candidate():
+    """An accuracy the low-rank path cannot reach within its max_rank (32) leaves it out, with the
+    reason; the exact projector is chosen."""
+    op = select_projector(GRID, VIEWS, SRKernel.clinical(), accuracy=1e-12, backend="cpu", repeat=1)
+    assert op.choice.method == "spatial" and op.choice.model_error == 0.0
+    assert "lowrank" not in op.choice.ms and "max_rank" in op.choice.skipped["lowrank"]
 
 
 @pytest.mark.gpu

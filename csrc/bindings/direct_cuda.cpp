@@ -97,14 +97,7 @@ void register_direct_cuda(py::module_& m) {
         }, "(forward, back): whether the weights factor per column (radial x TOF/axial), which the "
            "default slab kernel exploits.");
     cls.def("slab_launch", [](const DeviceLut& l, bool forward, const std::string& method) -> py::object {
-            const auto mth = direct::gpu::parse_method(method);
-            using direct::gpu::Method;
-            using direct::gpu::SlabVariant;
-            if (mth != Method::slab && mth != Method::slab_table && mth != Method::slab_r16)
-                throw ValueError("method: expected a slab variant ('default', 'slab', 'slab_table', 'slab_r16'), got '" +
-                                 method + "'");
-            const auto v = mth == Method::slab ? SlabVariant::slab : mth == Method::slab_table ? SlabVariant::table
-                                                                                               : SlabVariant::r16;
+            const auto v = direct::gpu::slab_variant(direct::gpu::parse_method(method));
             const auto& c = l.slab_launch(forward, v);
             if (!c.ready) return py::none();
             py::dict d;

@@ -32,6 +32,9 @@ enum class Method { tlp, ilp, columns, slab, slab_table, slab_r16 };
 // The slab kernel's variants (Method slab, slab_table, slab_r16).
 enum class SlabVariant { slab = 0, table = 1, r16 = 2 };
 
+// The slab variant of a method; ValueError for a method that is not one.
+SlabVariant slab_variant(Method method);
+
 Method parse_method(const std::string& name);
 
 // Spans (taps per column) the column kernels are compiled for; longer columns are split.

@@ -205,6 +205,15 @@ size_t DeviceLut::bytes() const {
            t_fwd_.bytes() + t_back_.bytes();
 }
 
+SlabVariant slab_variant(Method method) {
+    switch (method) {
+        case Method::slab: return SlabVariant::slab;
+        case Method::slab_table: return SlabVariant::table;
+        case Method::slab_r16: return SlabVariant::r16;
+        default: throw ValueError("method: expected a slab variant ('default', 'slab', 'slab_table', 'slab_r16')");
+    }
+}
+
 void project(bool forward, Method method, const float* src, float* dst, const DeviceLut& lut, void* stream) {
     if (src == dst) throw ValueError("out: must not alias the input array");
     const auto s = static_cast<cudaStream_t>(stream);
@@ -212,9 +221,9 @@ void project(bool forward, Method method, const float* src, float* dst, const De
         case Method::tlp:
         case Method::ilp: return detail::launch_paper(forward, method, src, dst, lut, s);
         case Method::columns: return detail::launch_columns(forward, src, dst, lut, s);
-        case Method::slab: return detail::launch_slab(forward, SlabVariant::slab, src, dst, lut, s);
-        case Method::slab_table: return detail::launch_slab(forward, SlabVariant::table, src, dst, lut, s);
-        case Method::slab_r16: return detail::launch_slab(forward, SlabVariant::r16, src, dst, lut, s);
+        case Method::slab:
+        case Method::slab_table:
+        case Method::slab_r16: return detail::launch_slab(forward, slab_variant(method), src, dst, lut, s);
     }
 }
 

@@ -54,7 +54,9 @@ struct ViewTerms {
     // (wrap-around for negative offsets). The engine transforms them (R2C) once.
     const float* kernels = nullptr;
     // (rank, Mz, My, Mx/2+1) complex<float>: spectra given directly (unnormalised DFT convention,
-    // i.e. what an R2C of the kernel above would give).
+    // i.e. what an R2C of the kernel above would give). They must be the spectra of real kernels
+    // (Hermitian): the GPU engine rebuilds the other x half by conjugate symmetry, and a C2R reads
+    // the redundant bins differently on the CPU and the GPU otherwise.
     const std::complex<float>* spectra = nullptr;
     // (rank, ny, nx) float coefficient maps, or null (then rank must be 1 and c_1 = 1).
     const float* coefficients = nullptr;

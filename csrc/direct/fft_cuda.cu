@@ -184,7 +184,7 @@ public:
             int dims[2] = {m.ny, m.nx};
             DP_CUFFT_CHECK(cufftPlanMany(&handle_, 2, dims, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, batch));
         } else {
-            require(columns <= 2147483647LL, "padded: the z-DFT's column count must fit in an int (cuFFT)");
+            require(columns <= 2147483647LL, "image: ny * nx (My * Mx for the kernels) must fit in an int for cuFFT's z-DFT");
             int len[1] = {m.nz}, real_embed[1] = {m.nz}, half_embed[1] = {m.nz / 2 + 1};
             const int stride = static_cast<int>(columns);
             if (kind == PlanKind::z_r2c)

@@ -68,6 +68,11 @@ def relative_kernel_errors(singular_values) -> np.ndarray:
     return np.sqrt(tail / tail[0])
 
 
+#: relative kernel errors below this are picked with LAPACK's SVD (the Gram matrix's eigenvalues cannot
+#: resolve them; see factorize)
+GRAM_ERROR_FLOOR = 1e-5
+
+
 def factorize(values, *, tol: float = 1e-3, rank: Optional[int] = None, max_rank: int = 32) -> LowRankFactors:
     """Truncated SVD of a kernel table (n_kernels, N) in float64 (through the Gram matrix of its short side).
 
@@ -82,9 +87,10 @@ def factorize(values, *, tol: float = 1e-3, rank: Optional[int] = None, max_rank
     # The SVD through the Gram matrix of the short side (n_kernels x n_kernels for the usual wide
     # tables): its eigenvalues are s^2 and its eigenvectors U, then W^T = S^-1 U^T V for the kept
     # terms. About 25x faster than LAPACK's thin SVD on the 2 mm tables (406 x 3771: 12 ms against
-    # 0.3 s, for each of 120 views); the tail energies that pick the rank come out to ~1e-16 of the
-    # total, far below any tol^2. Terms too small to normalise (a fixed rank beyond the table's
-    # numerical rank) take LAPACK's SVD instead.
+    # 0.3 s, for each of 120 views). The eigenvalues are exact only to about eps * s_0^2, which puts a
+    # floor of a few 1e-7 under the relative errors it can tell apart: below GRAM_ERROR_FLOOR (a tol
+    # that small, or a fixed rank whose error is) the rank and the factors come from LAPACK's SVD, as
+    # do terms too small to normalise.
     m, n = v.shape
     require_memory("values", 8.0 * (2 * m * n + 2 * min(m, n) * (m + n)),
                    f"the float64 SVD of a {m} x {n} kernel table")
@@ -92,6 +98,12 @@ def factorize(values, *, tol: float = 1e-3, rank: Optional[int] = None, max_rank
     lam, vecs = np.linalg.eigh(v @ v.T if wide else v.T @ v)
     lam, vecs = lam[::-1], vecs[:, ::-1]
     s = np.sqrt(np.maximum(lam, 0.0))
+    if rank is not None and int(rank) > len(s):
+        raise ValueError(f"rank: {int(rank)} exceeds the table's rank bound min(n_kernels, N) = {len(s)}")
+    gram_ok = (tol >= GRAM_ERROR_FLOOR) if rank is None else relative_kernel_errors(s)[int(rank)] >= GRAM_ERROR_FLOOR
+    u = wt = None
+    if not gram_ok:
+        u, s, wt = np.linalg.svd(v, full_matrices=False)
     if rank is None:
         err = relative_kernel_errors(s)
         ok = np.flatnonzero(err[1:] <= tol)
@@ -103,18 +115,16 @@ def factorize(values, *, tol: float = 1e-3, rank: Optional[int] = None, max_rank
             r = max_rank
     else:
         r = int(rank)
-        if r > len(s):
-            raise ValueError(f"rank: {r} exceeds the table's rank bound min(n_kernels, N) = {len(s)}")
-    if s[r - 1] > 1e-7 * s[0]:
-        if wide:
-            c = vecs[:, :r] * s[:r]                  # U_r S_r
-            b = (vecs[:, :r].T @ v) / s[:r, None]    # W_r^T = S_r^-1 U_r^T V
-        else:
-            b = vecs[:, :r].T                        # W_r^T
-            c = v @ vecs[:, :r]                      # V W_r = U_r S_r
-    else:
+    if u is None and s[r - 1] <= 1e-7 * s[0]:
         u, s, wt = np.linalg.svd(v, full_matrices=False)
+    if u is not None:
         c, b = u[:, :r] * s[:r], wt[:r]
+    elif wide:
+        c = vecs[:, :r] * s[:r]                      # U_r S_r
+        b = (vecs[:, :r].T @ v) / s[:r, None]        # W_r^T = S_r^-1 U_r^T V
+    else:
+        b = vecs[:, :r].T                            # W_r^T
+        c = v @ vecs[:, :r]                          # V W_r = U_r S_r
     error = float(np.linalg.norm(v - c @ b) / np.linalg.norm(v))
     return LowRankFactors(coefficients=c, kernels=b, singular_values=s, kernel_error=error)
 

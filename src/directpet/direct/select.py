@@ -35,6 +35,8 @@ from .projector import HistoImageProjector
 METHODS = ("auto", "spatial", "fft", "lowrank")
 #: the default model accuracy: relative Frobenius error of each view's kernel table
 DEFAULT_ACCURACY = 1e-4
+#: a bound on the timed repetitions (a few are enough; a huge count would hang the call)
+MAX_REPEAT = 1000
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,8 @@ class ProjectorChoice:
         "spatial", "fft" or "lowrank".
     model_error : float
         The chosen projector's relative kernel error: 0 for the exact paths; for "lowrank" the largest
-        over the views, each at most ``accuracy``.
+        over the views (at most ``accuracy`` when "auto" chose it; a named "lowrank" reports what its
+        ``max_rank`` allowed).
     accuracy : float
         The accuracy asked for.
     ms : dict
@@ -102,7 +105,7 @@ def select_projector(grid: ImageGrid, views: ViewsLike, kernel: Optional[SRKerne
     margin : float
         How much faster (>= 1) the low-rank path must be to be taken over an exact one.
     repeat : int
-        Timed repetitions per candidate.
+        Timed repetitions per candidate (1 to 1000).
     verbose : bool
         Print :meth:`ProjectorChoice.summary` (the choice and its error).
 
@@ -110,57 +113,85 @@ def select_projector(grid: ImageGrid, views: ViewsLike, kernel: Optional[SRKerne
     -------
     HistoImageProjector, FFTProjector or LowRankProjector
         The projector, with the :class:`ProjectorChoice` as its ``choice`` attribute. Timing costs a
-        few projections of one view plus, for "lowrank", the views' SVDs; the discarded candidates'
-        GPU memory is released on return.
+        few projections of one view plus, for "lowrank", the views' SVDs; the candidates are built and
+        timed one at a time, the slower ones released at once. A candidate that runs out of memory is
+        skipped (MemoryError when none is left); the spatial projector's ValueError (a bad argument)
+        is raised.
     """
     expect_instance(grid, ImageGrid, "grid")
     if method not in METHODS:
         raise ValueError(f"method: expected one of {METHODS}, got {method!r}")
-    accuracy = real_number("accuracy", accuracy)
-    if not 0.0 < accuracy < 1.0:
-        raise ValueError(f"accuracy: expected a relative kernel error in (0, 1), got {accuracy!r}")
+    accuracy = check_accuracy("accuracy", accuracy)
     margin = real_number("margin", margin)
     if not margin >= 1.0:
         raise ValueError(f"margin: expected a speed ratio >= 1, got {margin!r}")
     repeat = positive_int("repeat", repeat)
+    if repeat > MAX_REPEAT:
+        raise ValueError(f"repeat: at most {MAX_REPEAT} timed repetitions per candidate, got {repeat}")
     backend = resolve_backend(backend)
     common = dict(backend=backend, threads=threads, check_finite=check_finite)
     makers = {"spatial": lambda: HistoImageProjector(grid, views, kernel, **common),
               "fft": lambda: FFTProjector(grid, views, kernel, mode="spatial-exact", **common),
               "lowrank": lambda: LowRankProjector(grid, views, kernel, tol=accuracy, **common)}
     if method != "auto":
-        return _chosen(makers[method](), method, accuracy, {}, {}, verbose)
+        op = makers[method]()
+        return _chosen(op, method, accuracy, {}, {}, verbose, _lowrank_error(op) if method == "lowrank" else 0.0)
 
-    candidates, skipped = {}, {}
+    # One candidate at a time (built, timed, kept only while it is the best of its kind), so that the
+    # GPU never holds two candidates' LUTs or spectra. The spatial projector goes first: an error of
+    # its own is an argument error shared by all and is raised as it is.
+    ms, skipped, best = {}, {}, {}          # best: {"exact" | "lowrank": (name, op)}
+    xp = _array_module(backend)
     for name, make in makers.items():
         try:
-            with warnings.catch_warnings():
-                # a low-rank rank capped below the accuracy warns: then it is no candidate
-                warnings.simplefilter("error", RuntimeWarning)
-                op = make()
-                if name == "lowrank":
-                    op.factors(0)
-        except (ValueError, RuntimeWarning, MemoryError) as e:
+            op = make()
+            error = _lowrank_error(op) if name == "lowrank" else 0.0
+            if error > accuracy:
+                skipped[name] = f"kernel error {error:.2g} above the accuracy (max_rank reached)"
+                continue
+            ms[name] = _time_view_pair(op, xp, repeat)
+        except MemoryError as e:
+            skipped[name] = f"out of memory: {str(e).split(';')[0]}"
+            continue
+        except ValueError as e:
+            if name == "spatial":
+                raise
             skipped[name] = str(e).split(";")[0]      # the reason, without the advice that follows
             continue
-        candidates[name] = op
-    xp = _array_module(backend)
-    ms = {name: _time_view_pair(op, xp, repeat) for name, op in candidates.items()}
-    exact = min((n for n in ms if n != "lowrank"), key=ms.get)
-    best = exact
-    if "lowrank" in ms and ms["lowrank"] * margin <= ms[exact]:
-        best = "lowrank"
-    op = candidates.pop(best)
-    candidates.clear()                      # the others' LUTs, spectra and device buffers go
-    return _chosen(op, best, accuracy, ms, skipped, verbose)
+        kind = "lowrank" if name == "lowrank" else "exact"
+        if kind not in best or ms[name] < ms[best[kind][0]]:
+            best[kind] = (name, op)
+        del op                                        # a slower one's buffers go now
+    if not best:
+        raise MemoryError("grid: no DIRECT projector fits on this machine: " +
+                          "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    if "exact" not in best or ("lowrank" in best and ms["lowrank"] * margin <= ms[best["exact"][0]]):
+        name, op = best["lowrank"]
+    else:
+        name, op = best["exact"]
+    best.clear()
+    return _chosen(op, name, accuracy, ms, skipped, verbose, _lowrank_error(op) if name == "lowrank" else 0.0)
 
 
-def _chosen(op, method: str, accuracy: float, ms: dict, skipped: dict, verbose: bool):
-    """``op`` with its :class:`ProjectorChoice`; a low-rank projector's views are all factored here
-    (each view's SVD, cached for its projections) so that the error reported is the largest."""
-    rank, error = None, 0.0
-    if method == "lowrank":
-        rank, error = op.rank(0), max(op.kernel_error(v) for v in range(op.n_views))
+def check_accuracy(name: str, value) -> float:
+    """A model accuracy: a relative kernel error in (0, 1); ValueError naming ``name`` otherwise."""
+    value = real_number(name, value)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name}: expected a relative kernel error in (0, 1), got {value!r}")
+    return value
+
+
+def _lowrank_error(op) -> float:
+    """The largest relative kernel error over a low-rank projector's views (each view's SVD, cached
+    for its projections); a view whose rank hit ``max_rank`` warns, and its error shows it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return max(op.kernel_error(v) for v in range(op.n_views))
+
+
+def _chosen(op, method: str, accuracy: float, ms: dict, skipped: dict, verbose: bool, error: float):
+    """``op`` with its :class:`ProjectorChoice`."""
+    rank = op.rank(0) if method == "lowrank" else None
     op.choice = ProjectorChoice(method, error, accuracy, ms=ms, rank=rank, skipped=skipped)
     if verbose:
         print(op.choice.summary())

@@ -28,7 +28,7 @@ from .deposition import sensitivity_attenuation, smooth_randoms
 from .geometry import CylindricalScanner, ViewSet
 from .model import SRKernel
 from .normalisation import normalisation_histo_images
-from .select import DEFAULT_ACCURACY, METHODS as PROJECTOR_METHODS, select_projector
+from .select import DEFAULT_ACCURACY, METHODS as PROJECTOR_METHODS, check_accuracy, select_projector
 from .subsets import ViewSubsets
 
 ALGORITHMS = ("block_ramla", "osem", "bsrem")
@@ -152,9 +152,7 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
         raise ValueError(f"algorithm: expected one of {ALGORITHMS}, got {algorithm!r}")
     if projector not in PROJECTOR_METHODS:
         raise ValueError(f"projector: expected one of {PROJECTOR_METHODS}, got {projector!r}")
-    model_accuracy = real_number("model_accuracy", model_accuracy)
-    if not 0.0 < model_accuracy < 1.0:
-        raise ValueError(f"model_accuracy: expected a relative kernel error in (0, 1), got {model_accuracy!r}")
+    model_accuracy = check_accuracy("model_accuracy", model_accuracy)
     n_iter = positive_int("n_iter", n_iter)
     rdp_b = real_number("rdp_b", rdp_b, positive=True)
     init_iter = positive_int("init_iter", init_iter)
