@@ -179,40 +179,53 @@ enum class PlanKind { z_r2c, z_c2r, xy_c2c };
 
 class CufftPlan {
 public:
+    // The plan's work area is not allocated by cuFFT (auto-allocation off): the stream context gives
+    // all its plans one shared area (work_bytes() says what this plan needs).
     CufftPlan(PlanKind kind, const Shape3& m, long long columns, int batch, cudaStream_t stream) {
-        if (kind == PlanKind::xy_c2c) {
-            int dims[2] = {m.ny, m.nx};
-            DP_CUFFT_CHECK(cufftPlanMany(&handle_, 2, dims, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, batch));
-        } else {
-            require(columns <= 2147483647LL, "image: ny * nx (My * Mx for the kernels) must fit in an int for cuFFT's z-DFT");
-            int len[1] = {m.nz}, real_embed[1] = {m.nz}, half_embed[1] = {m.nz / 2 + 1};
-            const int stride = static_cast<int>(columns);
-            if (kind == PlanKind::z_r2c)
-                DP_CUFFT_CHECK(cufftPlanMany(&handle_, 1, len, real_embed, stride, 1, half_embed, stride, 1, CUFFT_R2C,
-                                             stride));
-            else
-                DP_CUFFT_CHECK(cufftPlanMany(&handle_, 1, len, half_embed, stride, 1, real_embed, stride, 1, CUFFT_C2R,
-                                             stride));
+        DP_CUFFT_CHECK(cufftCreate(&handle_));
+        try {
+            DP_CUFFT_CHECK(cufftSetAutoAllocation(handle_, 0));
+            if (kind == PlanKind::xy_c2c) {
+                int dims[2] = {m.ny, m.nx};
+                DP_CUFFT_CHECK(cufftMakePlanMany(handle_, 2, dims, nullptr, 1, 0, nullptr, 1, 0, CUFFT_C2C, batch,
+                                                 &work_bytes_));
+            } else {
+                require(columns <= 2147483647LL,
+                        "image: ny * nx (My * Mx for the kernels) must fit in an int for cuFFT's z-DFT");
+                int len[1] = {m.nz}, real_embed[1] = {m.nz}, half_embed[1] = {m.nz / 2 + 1};
+                const int stride = static_cast<int>(columns);
+                if (kind == PlanKind::z_r2c)
+                    DP_CUFFT_CHECK(cufftMakePlanMany(handle_, 1, len, real_embed, stride, 1, half_embed, stride, 1,
+                                                     CUFFT_R2C, stride, &work_bytes_));
+                else
+                    DP_CUFFT_CHECK(cufftMakePlanMany(handle_, 1, len, half_embed, stride, 1, real_embed, stride, 1,
+                                                     CUFFT_C2R, stride, &work_bytes_));
+            }
+            DP_CUFFT_CHECK(cufftSetStream(handle_, stream));
+        } catch (...) {
+            cufftDestroy(handle_);
+            throw;
         }
-        valid_ = true;
-        DP_CUFFT_CHECK(cufftSetStream(handle_, stream));
     }
-    ~CufftPlan() {
-        if (valid_) cufftDestroy(handle_);  // no throw from a destructor
-    }
+    ~CufftPlan() { cufftDestroy(handle_); }  // no throw from a destructor
     CufftPlan(const CufftPlan&) = delete;
     CufftPlan& operator=(const CufftPlan&) = delete;
     cufftHandle get() const { return handle_; }
+    size_t work_bytes() const { return work_bytes_; }
 
 private:
     cufftHandle handle_{};
-    bool valid_ = false;
+    size_t work_bytes_ = 0;
 };
 
 struct StreamContext {
     cudaStream_t stream = nullptr;
     int capacity = 0;                      // number of spectral slots the scratch holds
     cuda::DeviceBuffer columns, zs, spec;  // (Mz, ny, nx) float, (Kz, ny, nx) complex, (slots, Q) complex
+    // One cuFFT work area for all the plans below: their transforms run one after another on this
+    // stream, so they can share it (a plan per rank of the low-rank views would otherwise each hold
+    // its own).
+    cuda::DeviceBuffer work;
     std::map<std::tuple<int, long long, int>, std::unique_ptr<CufftPlan>> plans;  // (kind, columns, batch)
 
     void reserve(int slots, const Shape3& n, const Shape3& m, long long q) {
@@ -229,12 +242,22 @@ struct StreamContext {
     }
 
     cufftHandle plan(PlanKind kind, const Shape3& m, long long cols, int batch) {
-        auto& p = plans[{static_cast<int>(kind), cols, batch}];
-        if (!p) p.reset(new CufftPlan(kind, m, cols, batch, stream));
-        return p->get();
+        const auto key = std::make_tuple(static_cast<int>(kind), cols, batch);
+        auto found = plans.find(key);
+        if (found != plans.end()) return found->second->get();
+        std::unique_ptr<CufftPlan> p(new CufftPlan(kind, m, cols, batch, stream));
+        if (p->work_bytes() > work.bytes()) {
+            // a larger area for every plan (cudaFree waits for pending work using the old one); the
+            // plans keep pointing at the old area until the new one exists
+            cuda::DeviceBuffer larger(p->work_bytes());
+            for (auto& kv : plans) DP_CUFFT_CHECK(cufftSetWorkArea(kv.second->get(), larger.as<void>()));
+            work = std::move(larger);
+        }
+        DP_CUFFT_CHECK(cufftSetWorkArea(p->get(), work.as<void>()));
+        return plans.emplace(key, std::move(p)).first->second->get();
     }
 
-    size_t bytes() const { return columns.bytes() + zs.bytes() + spec.bytes(); }
+    size_t bytes() const { return columns.bytes() + zs.bytes() + spec.bytes() + work.bytes(); }
 };
 
 }  // namespace

@@ -16,7 +16,7 @@
 // synchronises except set_view. Kernel spectra are computed on the device once per view (or spread
 // from the R2C layout they are given in) and stay resident.
 //
-// Plans and scratch buffers are kept per (stream) in a context owned by the engine, because a cuFFT
+// Plans (sharing one work area) and scratch buffers are kept per (stream) in a context owned by the engine, because a cuFFT
 // plan's work area must not be used by two streams at once; work on one stream is ordered, so one
 // context per stream is race-free. Enqueueing on one engine is serialised by a mutex.
 #pragma once
