@@ -6,6 +6,7 @@ import pytest
 import directpet as dp
 from directpet.direct import (FFTProjector, HistoImageProjector, LowRankProjector, SRKernel, ViewSet,
                               select_projector)
+from directpet.direct.select import pick
 
 GRID = dp.ImageGrid((12, 28, 28), 4.0)
 VIEWS = ViewSet(4, 3)
@@ -35,6 +36,18 @@ def test_fft_needs_an_invariant_kernel():
         select_projector(GRID, VIEWS, SRKernel.clinical(), method="fft", backend="cpu")
 
 
+@pytest.mark.parametrize("ms, margin, want", [
+    ({"spatial": 2.0, "lowrank": 1.5}, 1.25, "lowrank"),      # 1.5 * 1.25 = 1.875 <= 2
+    ({"spatial": 2.0, "lowrank": 1.7}, 1.25, "spatial"),      # faster, but not by the margin
+    ({"spatial": 2.0, "lowrank": 1.7}, 1.0, "lowrank"),
+    ({"spatial": 2.0, "fft": 1.0, "lowrank": 0.9}, 1.25, "fft"),
+    ({"spatial": 2.0, "fft": 3.0}, 1.25, "spatial"),
+    ({"lowrank": 5.0}, 1.25, "lowrank"),                      # no exact projector fitted
+])
+def test_the_choice_rule(ms, margin, want):
+    assert pick(ms, margin) == want
+
+
 @pytest.mark.parametrize("kernel, exact", [(SRKernel.clinical(), {"spatial"}),
                                            (SRKernel.invariant(), {"spatial", "fft"})])
 def test_auto_follows_its_rule(kernel, exact, capsys):
@@ -43,11 +56,8 @@ def test_auto_follows_its_rule(kernel, exact, capsys):
     op = select_projector(GRID, VIEWS, kernel, backend="cpu", verbose=True)
     c = op.choice
     assert set(c.ms) == exact | {"lowrank"} and all(t > 0 for t in c.ms.values())
-    fastest_exact = min(exact, key=c.ms.get)
-    if c.method == "lowrank":
-        assert c.ms["lowrank"] * 1.25 <= c.ms[fastest_exact] and 0 < c.model_error <= 1e-4
-    else:
-        assert c.method == fastest_exact and c.ms["lowrank"] * 1.25 > c.ms[fastest_exact] and c.model_error == 0.0
+    assert c.method == pick(c.ms, 1.25)
+    assert (0 < c.model_error <= 1e-4) if c.method == "lowrank" else c.model_error == 0.0
     if "fft" not in exact:
         assert "invariant" in c.skipped["fft"]
     printed = capsys.readouterr().out

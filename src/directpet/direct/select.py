@@ -165,12 +165,21 @@ def select_projector(grid: ImageGrid, views: ViewsLike, kernel: Optional[SRKerne
     if not best:
         raise MemoryError("grid: no DIRECT projector fits on this machine: " +
                           "; ".join(f"{k}: {v}" for k, v in skipped.items()))
-    if "exact" not in best or ("lowrank" in best and ms["lowrank"] * margin <= ms[best["exact"][0]]):
-        name, op = best["lowrank"]
-    else:
-        name, op = best["exact"]
+    name = pick(ms, margin)
+    op = dict(best.values())[name]
     best.clear()
     return _chosen(op, name, accuracy, ms, skipped, verbose, _lowrank_error(op) if name == "lowrank" else 0.0)
+
+
+def pick(ms: dict, margin: float) -> str:
+    """The rule of ``method="auto"`` on the candidates' times ``ms`` ({name: ms}, non-empty): the
+    fastest exact one ("spatial", "fft"), unless "lowrank" is at least ``margin`` times faster than it
+    (or no exact one was timed)."""
+    exact = [n for n in ms if n != "lowrank"]
+    if not exact:
+        return "lowrank"
+    fastest = min(exact, key=ms.get)
+    return "lowrank" if "lowrank" in ms and ms["lowrank"] * margin <= ms[fastest] else fastest
 
 
 def check_accuracy(name: str, value) -> float:
