@@ -144,6 +144,22 @@ def wants_cupy(xp, backend: str) -> bool:
     raise TypeError(f"xp: expected None, numpy or cupy, got {xp!r}")
 
 
+def array_namespace(backend: str):
+    """The array library a run on ``backend`` keeps its data in: CuPy on 'cuda' when importable (data
+    and images stay on the GPU), NumPy otherwise."""
+    if wants_cupy(None, backend):
+        import cupy  # optional dependency, importable (wants_cupy checked)
+
+        return cupy
+    return np
+
+
+def synchronize(xp) -> None:
+    """Wait for the device so that wall times mean something (no-op for NumPy)."""
+    if xp is not np:
+        xp.cuda.Device().synchronize()
+
+
 def _cupy_importable() -> bool:
     try:
         import cupy  # noqa: F401  (optional: results stay on the GPU when CuPy is there)

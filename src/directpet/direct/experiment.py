@@ -28,6 +28,7 @@ import numpy as np
 from .. import analysis, recon, sim
 from .._backend import resolve_backend
 from .._checks import to_numpy
+from .._device import array_namespace
 from ..analysis.experiments import check_bsrem_arm
 from ..geometry import ImageGrid
 from .deposition import simulate_histo_images
@@ -134,17 +135,6 @@ class ExperimentResult:
         return "\n".join(lines)
 
 
-def _array_namespace(backend: str):
-    if backend == "cuda":
-        try:
-            import cupy  # optional: keeps data and images on the GPU
-
-            return cupy
-        except ImportError:
-            pass
-    return np
-
-
 def make_projector(kind: str, grid, viewset, kernel, backend: str):
     """The projector of one kernel model: an :class:`~directpet.direct.FFTProjector` (mode
     'spatial-exact') for ``kind == 'fft'``, a :class:`~directpet.direct.HistoImageProjector`
@@ -196,7 +186,7 @@ def simulate_study(size: str = "small", n_events: Optional[int] = None, seed: in
     """
     _check_size(size)
     backend = resolve_backend(backend)
-    xp = _array_namespace(backend)
+    xp = array_namespace(backend)
     shape, voxel, default_events = SIZES[size]
     grid = ImageGrid(shape, voxel)
     length = min(250.0, grid.nz * voxel)        # the whole phantom inside the axial field (see SIZES)

@@ -24,7 +24,7 @@ import numpy as np
 
 from .._backend import resolve_backend
 from .._checks import expect_instance, positive_int, real_number
-from .._device import wants_cupy
+from .._device import array_namespace, synchronize
 from ..geometry import ImageGrid
 from .fft import FFTProjector, ViewsLike
 from .lowrank import LowRankProjector
@@ -141,7 +141,7 @@ def select_projector(grid: ImageGrid, views: ViewsLike, kernel: Optional[SRKerne
     # GPU never holds two candidates' LUTs or spectra. The spatial projector goes first: an error of
     # its own is an argument error shared by all and is raised as it is.
     ms, skipped, best = {}, {}, {}          # best: {"exact" | "lowrank": (name, op)}
-    xp = _array_module(backend)
+    xp = array_namespace(backend)   # timed on device-resident arrays, as a reconstruction runs
     for name, make in makers.items():
         try:
             op = make()
@@ -207,14 +207,6 @@ def _chosen(op, method: str, accuracy: float, ms: dict, skipped: dict, verbose: 
     return op
 
 
-def _array_module(backend: str):
-    if wants_cupy(None, backend):
-        import cupy  # optional: time on device-resident arrays, as a reconstruction runs
-
-        return cupy
-    return np
-
-
 def _time_view_pair(op, xp, repeat: int) -> float:
     """Median ms of ``op``'s forward + adjoint of view 0 on random non-negative inputs (a warm-up
     first: LUT upload, plans, the view's spectra)."""
@@ -224,17 +216,13 @@ def _time_view_pair(op, xp, repeat: int) -> float:
     fp = xp.empty((1,) + op.grid.shape, dtype=np.float32)
     bp = xp.empty(op.grid.shape, dtype=np.float32)
 
-    def sync():
-        if xp is not np:
-            xp.cuda.Device().synchronize()
-
     times = []
     for k in range(repeat + 1):
-        sync()
+        synchronize(xp)
         t0 = time.perf_counter()
         op.forward(x, [0], out=fp)
         op.adjoint(y, [0], out=bp)
-        sync()
+        synchronize(xp)
         if k:
             times.append((time.perf_counter() - t0) * 1e3)
     return float(np.median(times))

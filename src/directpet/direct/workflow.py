@@ -19,7 +19,7 @@ from typing import Optional
 import numpy as np
 
 from .._backend import resolve_backend
-from .._device import wants_cupy
+from .._device import array_namespace, synchronize
 from .._checks import check_path, expect_instance, flag, positive_int, real_number
 from ..geometry import ImageGrid
 from .attenuation import attenuation_histo_images
@@ -166,12 +166,12 @@ def reconstruct_petsird(path, grid: ImageGrid, *, viewset: Optional[ViewSet] = N
     if mu is not None:
         mu, mu_grid = _mu_map(mu, mu_grid)
     backend = resolve_backend(backend)
-    if wants_cupy(None, backend):        # CuPy is importable: every stage keeps its arrays on the GPU
-        import cupy as xp
+    # CuPy where importable on the GPU: every stage keeps its arrays there; otherwise NumPy (the CPU, or
+    # CUDA projectors fed from NumPy)
+    xp = array_namespace(backend)
 
-        sync = xp.cuda.Device().synchronize
-    else:                                # the CPU, or CUDA projectors fed from NumPy (no CuPy installed)
-        xp, sync = np, (lambda: None)
+    def sync():
+        synchronize(xp)
     if scatter is not None:
         expected = (len(viewset),) + grid.shape
         if tuple(scatter.shape) != expected:

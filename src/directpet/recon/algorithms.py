@@ -52,6 +52,7 @@ from typing import Callable, List, Optional, Sequence
 import numpy as np
 
 from .._checks import array_module, flag, integer, real_number, require_memory
+from .._device import synchronize as _sync
 from ._fused import ramla_update, subset_residual
 from .problem import SubsetProblem
 
@@ -276,12 +277,6 @@ def _backproject_residual(problem: SubsetProblem, xp, x, subsets, eps_y: float, 
 def _em_update(xp, x, bp, inv_S, good):
     """The EM step x * bp / S where S is informative, x unchanged elsewhere (float32)."""
     return xp.where(good, x * bp * inv_S, x).astype(xp.float32)
-
-
-def _sync(xp):
-    """Wait for the device so that wall times mean something (no-op for NumPy)."""
-    if xp is not np:
-        xp.cuda.Device().synchronize()
 
 
 def _safe_inverse(s, eps, xp):
