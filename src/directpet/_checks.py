@@ -18,6 +18,12 @@ def array_module(x):
     return np
 
 
+def synchronize(xp) -> None:
+    """Wait for the device of array library ``xp`` so that wall times mean something (no-op for NumPy)."""
+    if xp is not np:
+        xp.cuda.Device().synchronize()
+
+
 def to_numpy(a):
     """A NumPy array from a NumPy or CuPy array (None passes through)."""
     if a is None or isinstance(a, np.ndarray):

@@ -154,12 +154,6 @@ def array_namespace(backend: str):
     return np
 
 
-def synchronize(xp) -> None:
-    """Wait for the device so that wall times mean something (no-op for NumPy)."""
-    if xp is not np:
-        xp.cuda.Device().synchronize()
-
-
 def _cupy_importable() -> bool:
     try:
         import cupy  # noqa: F401  (optional: results stay on the GPU when CuPy is there)

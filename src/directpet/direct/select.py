@@ -23,8 +23,8 @@ from typing import Dict, Optional
 import numpy as np
 
 from .._backend import resolve_backend
-from .._checks import expect_instance, positive_int, real_number
-from .._device import array_namespace, synchronize
+from .._checks import expect_instance, positive_int, real_number, synchronize
+from .._device import array_namespace
 from ..geometry import ImageGrid
 from .fft import FFTProjector, ViewsLike
 from .lowrank import LowRankProjector

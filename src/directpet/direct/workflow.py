@@ -19,8 +19,8 @@ from typing import Optional
 import numpy as np
 
 from .._backend import resolve_backend
-from .._device import array_namespace, synchronize
-from .._checks import check_path, expect_instance, flag, positive_int, real_number
+from .._device import array_namespace
+from .._checks import check_path, expect_instance, flag, positive_int, real_number, synchronize
 from ..geometry import ImageGrid
 from .attenuation import attenuation_histo_images
 from .data import HistoImageData
