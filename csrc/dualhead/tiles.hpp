@@ -28,6 +28,7 @@ constexpr int kBackRounds = 4;                    // 8 x 4-cell warp tiles per w
 constexpr int kTileY = 4, kTileZ = 8;             // a warp tile: 4 cell rows x 8 cell columns
 constexpr int kBackWarpTiles = kWarps * kBackRounds;   // 32 warp tiles (1024 cells) per block
 constexpr int kGroups = 16;                       // voxel residues per back block (D <= 4: all of them)
+static_assert(kThreads % kGroups == 0, "a back-projection thread stages one voxel residue of the weights");
 constexpr int kTapCap = 2 * kThreads;             // forward: taps decoded per step (two per thread)
 constexpr int kQCap = kThreads;                   // back: cell offsets per step (one per thread)
 constexpr int kMaxEntries = 128;                  // classes per launch (kernel parameter block)
