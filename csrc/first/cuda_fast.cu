@@ -69,6 +69,26 @@ __global__ void resample_kernel(const Dims D, const AngleChunk A, const Footprin
 }
 
 
+// The folded taps Q[d][i][jj][t] of one (ring difference, along sample) into registers: 16-byte loads
+// when a row of taps is 4 floats (K = 1; rows of NT floats from a cudaMalloc base are then 16-byte
+// aligned), which is a fifth of the load instructions of the scalar reads.
+template <int NJ, int NT>
+__device__ __forceinline__ void load_folded_taps(const float* __restrict__ qp, float (&Qr)[NJ][NT]) {
+    if constexpr (NT == 4) {
+        const float4* q4 = reinterpret_cast<const float4*>(qp);
+#pragma unroll
+        for (int jj = 0; jj < NJ; ++jj) {
+            const float4 v = __ldg(q4 + jj);
+            Qr[jj][0] = v.x, Qr[jj][1] = v.y, Qr[jj][2] = v.z, Qr[jj][3] = v.w;
+        }
+    } else {
+#pragma unroll
+        for (int jj = 0; jj < NJ; ++jj)
+#pragma unroll
+            for (int t = 0; t < NT; ++t) Qr[jj][t] = __ldg(qp + jj * NT + t);
+    }
+}
+
 template <int J, int K>
 __global__ void __launch_bounds__(256)
 fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int plane_rows, int n_units,
@@ -89,17 +109,27 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
 
     for (int k = tid; k < 2 * plane_size; k += blockDim.x) smem[k] = 0.0f;     // z padding stays zero
     __syncthreads();
-    const float* Lq = L + static_cast<int64_t>(q) * D.n * D.nz * pitch;
+    const float* Lq = L + static_cast<int64_t>(q) * D.n * D.nz * pitch + rho0;
+    // Staging walks the plane's nz x V float4s flattened (element tid + n * 256), the same elements for
+    // every plane i: the (z, column) of each step is carried incrementally, so a copy costs a few adds
+    // instead of the division and 64-bit index arithmetic per copy (a quarter of the kernel's
+    // instructions in the profile of 29f2428). Columns past the lattice pitch (the last radial block)
+    // are zero-filled once, before the loop: no plane ever writes them.
+    constexpr int V = COLS / 4;
+    constexpr int kDz = 256 / V, kDc = 256 - kDz * V;
+    const int v_in = min(V, (pitch - rho0) / 4);               // float4 columns inside the lattice rows
     auto stage = [&](int i, int buf) {                         // plane i -> buffer, 16-byte copies
         float* dst = smem + buf * plane_size + pz_lo * COLS;
-        const float* src = Lq + static_cast<int64_t>(i) * D.nz * pitch + rho0;
-        constexpr int V = COLS / 4;
-        for (int k = tid; k < D.nz * V; k += blockDim.x) {
-            const int z = k / V, col = (k % V) * 4;
-            if (rho0 + col < pitch)
-                __pipeline_memcpy_async(dst + z * COLS + col, src + static_cast<int64_t>(z) * pitch + col, 16);
-            else
-                *reinterpret_cast<float4*>(dst + z * COLS + col) = make_float4(0.f, 0.f, 0.f, 0.f);
+        const float* src = Lq + static_cast<int64_t>(i) * D.nz * pitch;
+        int z = tid / V, c = tid - (tid / V) * V;
+        for (int k = tid; k < D.nz * V; k += 256) {
+            if (c < v_in) __pipeline_memcpy_async(dst + z * COLS + 4 * c, src + z * pitch + 4 * c, 16);
+            z += kDz;
+            c += kDc;
+            if (c >= V) {
+                c -= V;
+                ++z;
+            }
         }
         __pipeline_commit();
     };
@@ -115,11 +145,7 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
         if (i + 1 < D.n) stage(i + 1, buf ^ 1);
         if (active) {
             float Qr[NJ][NT];
-            const float* qp = Q + q_index(D, U.d, i, 0, 0);
-#pragma unroll
-            for (int jj = 0; jj < NJ; ++jj)
-#pragma unroll
-                for (int t = 0; t < NT; ++t) Qr[jj][t] = __ldg(qp + jj * NT + t);
+            load_folded_taps<NJ, NT>(Q + q_index(D, U.d, i, 0, 0), Qr);
             const int zr = pz_lo + ad + 2 * U.m0 + base[static_cast<int64_t>(U.d) * D.n + i] - K;
             const float* P = smem + buf * plane_size + 2 * lane;
             float win[NT][W];
@@ -210,11 +236,7 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int pla
             const int delta = d - (D.n_rows - 1), ad = delta < 0 ? -delta : delta;
             const int M = D.n_rows - ad;
             float Qr[NJ][NT];
-            const float* qp = Q + q_index(D, d, i, 0, 0);
-#pragma unroll
-            for (int jj = 0; jj < NJ; ++jj)
-#pragma unroll
-                for (int t = 0; t < NT; ++t) Qr[jj][t] = __ldg(qp + jj * NT + t);
+            load_folded_taps<NJ, NT>(Q + q_index(D, d, i, 0, 0), Qr);
             const int zr = pz_lo + ad + base[static_cast<int64_t>(d) * D.n + i] - K;
             const float* y = ytile + buf * tile_size + lane + 2 * J;
             float carry[NT - 2];
