@@ -1,10 +1,16 @@
 """Two directpet builds timed in one run, in alternation (issue 17: "the old and new kernels timed in the
-same run"): the DIRECT projectors (clinical, stress, variant1 at 2 mm: the default slab kernel and the
-low-rank FFT path) and the block-RAMLA iteration at 4 mm, under the build before a change and the build
-after it. Each round runs every benchmark under every build; the records keep the median over rounds
+same run"), under the build before a change and the build after it. Families (--family):
+
+* direct (default): the DIRECT projectors (clinical, stress, variant1 at 2 mm: the default slab kernel and
+  the low-rank FFT path) and the block-RAMLA iteration at 4 mm;
+* first: the FIRST `fast` forward and back projection at full size;
+* dualhead: the dual-head `default` forward and back projection, a full iteration (72 subsets) at full
+  size, the model built once and shared (--model).
+ Each round runs every benchmark under every build; the records keep the median over rounds
 of each (case, method, op) and the ratio before / after.
 
-    python benchmarks/before_after.py --before SPEC --after SPEC [--rounds 2] [--out FILE]
+    python benchmarks/before_after.py --before SPEC --after SPEC [--family direct|first|dualhead]
+        [--rounds 2] [--out FILE] [--model M.npz]
 
 SPEC: a venv's python, or a folder holding an installed build (``pip install --target``); see
 _common.build_interpreter. The benchmark scripts are this tree's, so a method the older build lacks is
@@ -19,11 +25,25 @@ import statistics
 
 from _common import alternate_builds, build_origin, gpu_name, print_table, stamp, write_records
 
-BENCHMARKS = (
-    ("direct_projectors.py", ["--quick", "--skip-cpu", "--cases", "clinical,stress,variant1_2mm",
-                              "--methods", "default,lowrank,lowrank_1e-4"]),
-    ("direct_recon.py", ["--quick", "--skip-cpu", "--skip-events", "--cases", "iteration_variant1"]),
-)
+FAMILIES = {
+    "direct": (
+        ("direct_projectors.py", ["--quick", "--skip-cpu", "--cases", "clinical,stress,variant1_2mm",
+                                  "--methods", "default,lowrank,lowrank_1e-4"]),
+        ("direct_recon.py", ["--quick", "--skip-cpu", "--skip-events", "--cases", "iteration_variant1"]),
+    ),
+    "first": (
+        ("first_projectors.py", ["--quick", "--methods", "fast", "--skip-cpu", "--skip-osem"]),
+    ),
+    "dualhead": (
+        ("dualhead_projectors.py", ["--methods", "default", "--plane-groups", "0", "--skip-narrow",
+                                    "--repeats", "3", "--budget", "15"]),
+    ),
+}
+
+
+def kept(rec) -> bool:
+    """The records compared: timed ones; of the dual-head benchmark, the full iteration only."""
+    return "ms" in rec and rec.get("case") != "per_subset"
 
 
 def key(rec):
@@ -34,18 +54,23 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", required=True)
     ap.add_argument("--after", required=True)
+    ap.add_argument("--family", choices=sorted(FAMILIES), default="direct")
+    ap.add_argument("--model", default=None, help="dualhead: the saved model (.npz), built there when missing")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "before_after.json"))
     args = ap.parse_args()
     builds = {"before": args.before, "after": args.after}
     origins = {name: build_origin(spec) for name, spec in builds.items()}
-    times = alternate_builds(builds, BENCHMARKS, args.rounds, keep=lambda r: "ms" in r, key=key)
+    benchmarks = [(script, extra + (["--model", args.model] if args.model and args.family == "dualhead" else []))
+                  for script, extra in FAMILIES[args.family]]
+    times = alternate_builds(builds, benchmarks, args.rounds, keep=kept, key=key)
     records = []
     for k in sorted(set(times["before"]) | set(times["after"]), key=str):
         b, a = times["before"].get(k), times["after"].get(k)
         rec = dict(case=k[0], method=k[1], op=k[2],
                    before_ms=statistics.median(b) if b else None, after_ms=statistics.median(a) if a else None,
-                   rounds=args.rounds, before_build=origins["before"], after_build=origins["after"])
+                   rounds=args.rounds, family=args.family, before_build=origins["before"],
+                   after_build=origins["after"])
         rec["ms"] = rec["after_ms"]
         rec["speedup"] = rec["before_ms"] / rec["after_ms"] if b and a else None
         records.append(stamp(rec, device=gpu_name()))

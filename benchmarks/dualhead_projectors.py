@@ -217,7 +217,7 @@ def main():
     ap.add_argument("--small", action="store_true", help="32 x 24 crystals, D = 4, 59 planes (a quick run)")
     ap.add_argument("--model", default=None, help="saved PatchModel (.npz); built and saved there when missing")
     ap.add_argument("--synthetic", action="store_true", help="a synthetic model instead of the analytic one")
-    ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "dualhead_projectors.json"))
+    ap.add_argument("--json", "--out", dest="json", default=os.path.join(os.path.dirname(__file__), "results", "dualhead_projectors.json"))
     ap.add_argument("--methods", default="default,alg3,alg2,alg1,cpu")
     ap.add_argument("--subsets", type=int, default=72)
     ap.add_argument("--repeats", type=int, default=3)
@@ -228,6 +228,7 @@ def main():
     ap.add_argument("--cpu-budget", type=float, default=60.0,
                     help="seconds: CPU subsets projected to take longer are not timed (the probe is extrapolated)")
     ap.add_argument("--plane-groups", default="0,1", help="default forward plane groups to time (0: automatic)")
+    ap.add_argument("--skip-narrow", action="store_true", help="leave out the narrow-block forward variant")
     ap.add_argument("--l2-tbps", type=float, default=5.5, help="nominal L2 bandwidth for the floor (TB/s)")
     args = ap.parse_args()
     import cupy as cp
@@ -303,7 +304,7 @@ def main():
     for method in [m for m in GPU_METHODS if m in methods]:
         P = DualHeadProjector(model, method, backend="cuda", check_finite=False)
         # default: its launch variants (plane groups; narrow forward blocks), the first one the reference
-        variants = ([(int(g), False) for g in args.plane_groups.split(",")] + [(0, True)]
+        variants = ([(int(g), False) for g in args.plane_groups.split(",")] + ([] if args.skip_narrow else [(0, True)])
                     if method == "default" else [(None, None)])
         for g, narrow in variants:
             if g is not None:

@@ -71,7 +71,12 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "first_projectors.json"))
     ap.add_argument("--quick", action="store_true", help="fewer repeats and CPU angles")
     ap.add_argument("--cpu-angles", type=int, default=None, help="angles for the slow CPU methods")
+    ap.add_argument("--methods", default="fast,faithful,matched", help="GPU methods to time (comma-separated)")
+    ap.add_argument("--skip-cpu", action="store_true", help="leave out the CPU backend (no CPU ratios)")
+    ap.add_argument("--skip-osem", action="store_true", help="leave out the OSEM iterations")
     args = ap.parse_args()
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    cpu_methods = () if args.skip_cpu else ("fast", "faithful", "matched")
     import cupy as cp
 
     s = RotatingScanner()
@@ -96,7 +101,8 @@ def main():
     rows, records = [], []
     gpu_ms = {}
     repeats = {"fast": (3, 10), "faithful": (1, 3), "matched": (1, 2)}
-    for method in ("fast", "faithful", "matched"):
+    faithful_sens_ms = None
+    for method in methods:
         P = SuperLORProjector(table, method, backend="cuda", check_finite=False)
         warm, rep = repeats[method]
         if args.quick:
@@ -120,7 +126,7 @@ def main():
     x_h, y_h = cp.asnumpy(images[0]), cp.asnumpy(sinos[0])
     cpu_angles = args.cpu_angles or (2 if args.quick else 4)
     cpu_ms = {}
-    for method in ("fast", "faithful", "matched"):
+    for method in cpu_methods:
         P = SuperLORProjector(table, method, backend="cpu", threads=threads, check_finite=False)
         if method == "fast":
             angles, scale = None, 1.0
@@ -137,13 +143,19 @@ def main():
         rows.append({"method": f"cpu-{method}", "op": "fp", "ms": fp, "note": note})
         rows.append({"method": f"cpu-{method}", "op": "bp", "ms": bp, "note": note})
 
+    def vs_cpu(method, op, ms):
+        k = 0 if op == "fp" else 1
+        return (cpu_ms[method][k] / ms if method in cpu_ms else None,
+                cpu_ms["fast"][k] / ms if "fast" in cpu_ms else None)
+
     for method, (fp, bp) in gpu_ms.items():
-        for op, ms, cpu in (("fp", fp, cpu_ms[method][0]), ("bp", bp, cpu_ms[method][1])):
+        for op, ms in (("fp", fp), ("bp", bp)):
+            same, fast = vs_cpu(method, op, ms)
             records.append(stamp({"case": "full", "method": method, "op": op, "ms": ms,
-                                  "speedup_vs_cpu": cpu / ms,
-                                  "speedup_vs_cpu_fast": cpu_ms["fast"][0 if op == "fp" else 1] / ms}))
-    records.append(stamp({"case": "full", "method": "faithful", "op": "bp+sens", "ms": faithful_sens_ms,
-                          "speedup_vs_cpu": None}))
+                                  "speedup_vs_cpu": same, "speedup_vs_cpu_fast": fast}))
+    if faithful_sens_ms is not None:
+        records.append(stamp({"case": "full", "method": "faithful", "op": "bp+sens", "ms": faithful_sens_ms,
+                              "speedup_vs_cpu": None}))
     for method, (fp, bp) in cpu_ms.items():
         for op, ms in (("fp", fp), ("bp", bp)):
             records.append(stamp({"case": "full", "method": "cpu", "cpu_method": method, "op": op, "ms": ms,
@@ -156,28 +168,27 @@ def main():
     # one full OSEM iteration (13 subsets of 10 angles), everything on the GPU
     truth = np.zeros(s.grid.shape, np.float32)
     truth[:, 40:135, 40:135] = rng.uniform(0.5, 1.5, (s.n_slices, 95, 95)).astype(np.float32)
-    for method in ("fast", "faithful"):
+    for method in [] if args.skip_osem else [m for m in ("fast", "faithful") if m in methods]:
         P = SuperLORProjector(table, method, backend="cuda", check_finite=False)
         data = model_consistent_data(P, cp.asarray(truth), counts=2e8, seed=cp.random.default_rng(3))
         problem = AngleSubsets(P, data, 13)
         res = recon.osem(problem, 2 if args.quick else 4, progress=False)
         it_ms = 1e3 * float(np.median(res.iteration_times[1:] if len(res.iteration_times) > 1 else res.iteration_times))
-        cpu_it = cpu_ms[method][0] + cpu_ms[method][1]
+        cpu_it = cpu_ms[method][0] + cpu_ms[method][1] if method in cpu_ms else None
         rows.append({"method": method, "op": "osem iteration", "ms": it_ms})
         records.append(stamp({"case": "osem_iteration", "method": method, "op": "iteration", "ms": it_ms,
-                              "speedup_vs_cpu": cpu_it / it_ms,
+                              "speedup_vs_cpu": cpu_it / it_ms if cpu_it else None,
                               "note": "13 subsets x 10 angles, data on the GPU; CPU reference = its fp + bp time"}))
         print(f"  OSEM iteration ({method}): {it_ms:.1f} ms", flush=True)
 
     for r in rows:
-        for m, (fp, bp) in gpu_ms.items():
-            if r["method"] == m and r["op"] in ("fp", "bp"):
-                cpu = cpu_ms[m][0 if r["op"] == "fp" else 1]
-                r["x_cpu_same"] = cpu / r["ms"]
-                r["x_cpu_fast"] = cpu_ms["fast"][0 if r["op"] == "fp" else 1] / r["ms"]
-    fast_fp, fast_bp = gpu_ms["fast"]
-    print(f"\nfast: {fast_floor / fast_fp:.0%} (fp) / {fast_floor / fast_bp:.0%} (bp) of the FMA floor")
-    print(f"faithful: fp at {counts['faithful_fwd_bilinear'] / (gpu_ms['faithful'][0] * 1e-3) / 1e12:.2f} T bilinear fetches/s, "
+        if r["method"] in gpu_ms and r["op"] in ("fp", "bp"):
+            r["x_cpu_same"], r["x_cpu_fast"] = vs_cpu(r["method"], r["op"], r["ms"])
+    if "fast" in gpu_ms:
+        fast_fp, fast_bp = gpu_ms["fast"]
+        print(f"\nfast: {fast_floor / fast_fp:.0%} (fp) / {fast_floor / fast_bp:.0%} (bp) of the FMA floor")
+    if "faithful" in gpu_ms:
+        print(f"faithful: fp at {counts['faithful_fwd_bilinear'] / (gpu_ms['faithful'][0] * 1e-3) / 1e12:.2f} T bilinear fetches/s, "
           f"bp at {counts['faithful_back_bilinear'] / (gpu_ms['faithful'][1] * 1e-3) / 1e12:.2f} T/s")
     print_table(rows, ["method", "op", "ms", "x_cpu_same", "x_cpu_fast", "note"])
     write_records(records, args.out)
