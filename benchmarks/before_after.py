@@ -61,6 +61,9 @@ def main():
     args = ap.parse_args()
     builds = {"before": args.before, "after": args.after}
     origins = {name: build_origin(spec) for name, spec in builds.items()}
+    if origins["before"] == origins["after"]:
+        # a --before folder without a build falls through to the installed package: the same build twice
+        raise SystemExit(f"--before and --after import the same build ({origins['after']}): nothing to compare")
     benchmarks = [(script, extra + (["--model", args.model] if args.model and args.family == "dualhead" else []))
                   for script, extra in FAMILIES[args.family]]
     times = alternate_builds(builds, benchmarks, args.rounds, keep=kept, key=key)
