@@ -227,27 +227,40 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
     // the step's residue planes r_y = 0 .. D-1 at (p, r_z), from X
     auto plane_ptr = [&](const Step& st) { return X + (int64_t(P.p_begin + st.pi) * D * D + st.rz) * nyz; };
     // The window's cells are walked flattened, element tid + n kThreads of rows x cols, with the row
-    // carried incrementally: no division and all 256 threads busy per copy (a row-by-row walk left
-    // lanes idle at every row end and cost ~40 instructions of address arithmetic per row, half of
-    // the kernel's instructions in the profile of 29f2428). Each element copies its D residue planes r_y.
-    const int64_t ry_stride = int64_t(D) * nyz;   // X's r_y stride
+    // and both offsets carried incrementally: no division or multiplication per element and all 256
+    // threads busy per copy (a row-by-row walk left lanes idle at every row end and cost ~40
+    // instructions of address arithmetic per row, half of the kernel's instructions in the profile of
+    // 29f2428). Each element copies its D residue planes r_y; D = 4 (the scanners' crystals of 4
+    // voxels) has its four copies written out (the general loop is kept for other D).
+    const int ry_stride = int(int64_t(D) * nyz);   // X's r_y stride: D x n_y x n_z cells, far below 2^31
     auto stage = [&](const Step& st, const Window& w, int buf) {
         if constexpr (kStaged) {
             const float* src0 = plane_ptr(st) + int64_t(w.i_ref + w.y_ref) * L.n_z + (w.j_ref + w.z_ref);
             float* dst0 = win + buf * P.win_cap;
-            const int n = w.rows * w.cols;
+            const int n = w.rows * w.cols, plane = w.plane;
             const int drow = kThreads / w.cols, dcol = kThreads - drow * w.cols;
-            int row = tid / w.cols, col = tid - row * w.cols;
+            const int s_step = drow * L.n_z + dcol, d_step = drow * w.pitch + dcol;
+            const int s_wrap = L.n_z - w.cols, d_wrap = w.pitch - w.cols;
+            int col = tid % w.cols;
+            int s_off = (tid / w.cols) * L.n_z + col, d_off = (tid / w.cols) * w.pitch + col;
             for (int e = tid; e < n; e += kThreads) {
-                const float* src = src0 + (row * L.n_z + col);
-                float* dst = dst0 + (row * w.pitch + col);
-                for (int ry = 0; ry < D; ++ry, src += ry_stride, dst += w.plane)
+                const float* src = src0 + s_off;
+                float* dst = dst0 + d_off;
+                if (D == 4) {
                     __pipeline_memcpy_async(dst, src, 4);
-                row += drow;
+                    __pipeline_memcpy_async(dst + plane, src + ry_stride, 4);
+                    __pipeline_memcpy_async(dst + 2 * plane, src + 2 * ry_stride, 4);
+                    __pipeline_memcpy_async(dst + 3 * plane, src + 3 * ry_stride, 4);
+                } else {
+                    for (int ry = 0; ry < D; ++ry, src += ry_stride, dst += plane) __pipeline_memcpy_async(dst, src, 4);
+                }
                 col += dcol;
+                s_off += s_step;
+                d_off += d_step;
                 if (col >= w.cols) {
                     col -= w.cols;
-                    ++row;
+                    s_off += s_wrap;
+                    d_off += d_wrap;
                 }
             }
         }

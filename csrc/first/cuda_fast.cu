@@ -53,9 +53,18 @@ matched_back_kernel(const Dims D, const AngleChunk A, const Footprints FP, const
 
 // --- fast ----------------------------------------------------------------------------------------------
 // Lattice buffer of a chunk: L[q][i][z][row'] with row' = rho + j + J in [0, pitch), zero past n + 2J.
-__global__ void resample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pitch,
+// A 32 (row) x 8 (i) block of lattice points, each warp an 8 x 4 tile of them (square_warp_tile): the
+// image voxels a warp's footprints cover then lie in a compact patch, not along a turned line of 32
+// points, whose reads touched a different image row per lane at oblique angles.
+__device__ __forceinline__ int2 square_warp_tile() {
+    const int t = threadIdx.y * 32 + threadIdx.x, w = t >> 5, l = t & 31;
+    return make_int2(8 * (w & 3) + (l & 7), 4 * (w >> 2) + (l >> 3));
+}
+
+__global__ void __launch_bounds__(256) resample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pitch,
                                 const float* __restrict__ image, float* __restrict__ L) {
-    const int rr = blockIdx.x * blockDim.x + threadIdx.x, i = blockIdx.y * blockDim.y + threadIdx.y;
+    const int2 local = square_warp_tile();
+    const int rr = blockIdx.x * 32 + local.x, i = blockIdx.y * 8 + local.y;
     const int q = blockIdx.z;
     if (rr >= pitch || i >= D.n) return;
     float* out = L + (static_cast<int64_t>(q) * D.n + i) * D.nz * pitch + rr;
@@ -89,8 +98,9 @@ __device__ __forceinline__ void load_folded_taps(const float* __restrict__ qp, f
     }
 }
 
+// 3 blocks per SM (<= 85 registers): at 90 registers (the staging's carried offsets) only 2 fit.
 template <int J, int K>
-__global__ void __launch_bounds__(256)
+__global__ void __launch_bounds__(256, 3)
 fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int plane_rows, int n_units,
                     const FastUnit* __restrict__ units, const float* __restrict__ L, const float* __restrict__ Q,
                     const int* __restrict__ base, float* __restrict__ sino) {
@@ -274,11 +284,14 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int pla
 }
 
 // The transposed resampling, gathered per voxel: 8 slices per thread.
+// (ix, iy) in 8 x 4 warp tiles, as in the resampling: the lattice points a warp's voxels gather from
+// then lie in a compact patch of (i, row).
 __global__ void __launch_bounds__(256)
 unresample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pitch, const float* __restrict__ G,
                   float* __restrict__ image, bool accumulate) {
     constexpr int ZB = 8;
-    const int ix = blockIdx.x * blockDim.x + threadIdx.x, iy = blockIdx.y * blockDim.y + threadIdx.y;
+    const int2 local = square_warp_tile();
+    const int ix = blockIdx.x * 32 + local.x, iy = blockIdx.y * 8 + local.y;
     const int z0 = blockIdx.z * ZB;
     if (ix >= D.n || iy >= D.n) return;
     float acc[ZB];
