@@ -463,21 +463,28 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
             const LorWindow w = back_window(B, sbox(st.e, st.s));
             const float* yso = y_of(st);
             float* dst = ywin + buf * P.y_cap;
+            // the global offset (i pos_z + j from the window's first LOR) and the window's are carried
+            // along with (row, col); only the bounds test needs the row and column themselves
+            const float* ywin0 = yso + (int64_t(w.i_org) * c.pos_z + w.j_org);
             const int n = w.rows * w.cols;
             const int drow = kThreads / w.cols, dcol = kThreads - drow * w.cols;
+            const int g_step = drow * c.pos_z + dcol, d_step = drow * w.pitch + dcol;
             int row = tid / w.cols, col = tid - row * w.cols;
+            int g_off = row * c.pos_z + col, d_off = row * w.pitch + col;
             for (int e = tid; e < n; e += kThreads) {
-                const int i = w.i_org + row, j = w.j_org + col;
-                float* to = dst + (row * w.pitch + col);
-                if (unsigned(i) < unsigned(c.pos_y) && unsigned(j) < unsigned(c.pos_z))
-                    __pipeline_memcpy_async(to, yso + (i * c.pos_z + j), 4);
+                if (unsigned(w.i_org + row) < unsigned(c.pos_y) && unsigned(w.j_org + col) < unsigned(c.pos_z))
+                    __pipeline_memcpy_async(dst + d_off, ywin0 + g_off, 4);
                 else
-                    *to = 0.0f;
+                    dst[d_off] = 0.0f;
                 row += drow;
                 col += dcol;
+                g_off += g_step;
+                d_off += d_step;
                 if (col >= w.cols) {
                     col -= w.cols;
                     ++row;
+                    g_off += c.pos_z - w.cols;
+                    d_off += w.pitch - w.cols;
                 }
             }
         }
