@@ -256,22 +256,22 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int pla
                 float v[NJ];
 #pragma unroll
                 for (int jj = 0; jj < NJ; ++jj) v[jj] = y[m * YCOLS - jj];
-                // c[t]: what slice zr + 2m + t holds so far from this column's rows (the carry of the
-                // rows above, then this row's taps; the chains start from the carry, which saves the
-                // separate adds)
+                // this row's taps, independent of the carry (chains that started from the carry
+                // serialised the rows: 2.77 -> 2.87 ms per 32 angles in Nsight Compute, d3513d5)
                 float c[NT];
 #pragma unroll
                 for (int t = 0; t < NT; ++t) {
-                    c[t] = t < NT - 2 ? carry[t < NT - 2 ? t : 0] : 0.0f;
+                    c[t] = 0.0f;
 #pragma unroll
                     for (int jj = 0; jj < NJ; ++jj) c[t] = fmaf(Qr[jj][t], v[jj], c[t]);
                 }
                 // slices zr + 2m and zr + 2m + 1 receive nothing from later rows: add them now;
-                // the others carry over to the next row (whose taps start two slices up)
-                col[(zr + 2 * m) * 256] += c[0];
-                col[(zr + 2 * m + 1) * 256] += c[1];
+                // the taps above them carry over to the next row (whose taps start two slices up)
+                col[(zr + 2 * m) * 256] += carry[0] + c[0];
+                col[(zr + 2 * m + 1) * 256] += carry[1] + c[1];
 #pragma unroll
-                for (int t = 0; t < NT - 2; ++t) carry[t] = c[t + 2];
+                for (int t = 0; t < NT - 2; ++t)   // (no "0 + c" where nothing is carried: an add saved)
+                    carry[t] = t + 2 < NT - 2 ? carry[t + 2 < NT - 2 ? t + 2 : t] + c[t + 2] : c[t + 2];
             }
 #pragma unroll
             for (int t = 0; t < NT - 2; ++t) col[(zr + 2 * M + t) * 256] += carry[t];
