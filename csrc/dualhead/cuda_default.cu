@@ -15,14 +15,15 @@
 //     blocks) whose LORs are all skipped do no work. Plane-group launches (accumulating into y) keep
 //     the image slice that the running blocks read in L2.
 //   back: a gather, no atomics: a block owns one plane and 32 warp tiles of 4 x 8 image cells (4 per
-//     warp), each thread one cell per round with one accumulator per voxel residue of the cell (D x D,
-//     up to 16; larger D loops over residue chunks in the grid: 64 accumulators). The model is used as
-//     per-row lists of distinct cell offsets q with the dense D x D weights of that cell: every tap of
-//     one q brings the same LOR value to the cell, so one shared load feeds up to 16 FMAs. Per step
-//     (class, sign) the block stages the LOR values its cells reach (zero outside the orientation's
-//     positions) and the q list (weights mirrored for the sign). Warp tiles the orientation does not
-//     reach skip the step; on tiles at the edge of its reach each q is skipped unless it brings a
-//     valid LOR to some cell of the tile. The polyphase result is rearranged into the image.
+//     warp, in one tile column: tiles.hpp back_block_tile), each thread one cell per round with one
+//     accumulator per voxel residue of the cell (D x D, up to 16; larger D loops over residue chunks
+//     in the grid: 64 accumulators). The model is used as per-row lists of distinct cell offsets q
+//     with the dense D x D weights of that cell: every tap of one q brings the same LOR value to the
+//     cell, so one shared load feeds up to 16 FMAs. Per step (class, sign) the block stages the LOR
+//     values its cells reach (zero outside the orientation's positions) and the q list (weights
+//     mirrored for the sign). Warp tiles the orientation does not reach skip the step; every q is
+//     applied to the tiles it reaches (the zeros of the window stand for the LORs it does not have).
+//     The polyphase result is rearranged into the image.
 //   Windows too large for shared memory (very wide patches on very large heads) fall back to kernels
 //   that read the polyphase image / the LOR values from global memory with the same offsets.
 //
@@ -358,14 +359,15 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
 // (byte offset in the LOR window, packed signed q), their weights [2][kQCap][kGroups] (voxel residues
 // of the block's chunk, mirrored for the sign), LOR windows [2][y_cap].
 struct BackSmem {
-    size_t cnt, box, qd, qw, win, total;
+    size_t cnt, box, tile, qd, qw, win, total;
 };
 
 __host__ __device__ inline BackSmem back_smem(int n_entries, int y_cap) {
     BackSmem s;
     s.cnt = size_t(8) * n_entries;
     s.box = align16(s.cnt + size_t(4) * n_entries);
-    s.qd = s.box + size_t(8) * n_entries;
+    s.tile = s.box + size_t(8) * n_entries;              // the block's warp tiles, column-major
+    s.qd = align16(s.tile + size_t(4) * kBackWarpTiles);
     s.qw = align16(s.qd + size_t(8) * 2 * kQCap);
     s.win = s.qw + size_t(4) * 2 * kQCap * kGroups;
     s.total = s.win + size_t(4) * 2 * y_cap;
@@ -387,16 +389,21 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
     const int p = blockIdx.y;
     const int g0 = (chunk0 + blockIdx.z) * kGroups, ng = kFull ? kGroups : min(kGroups, D2 - g0);
 
-    // this thread's cells, one per round r: warp tile wt0 + warp + kWarps r (recomputed where needed,
-    // so that only the accumulators stay live through the loops)
+    // this thread's cells, one per round r: the block's warp tile kBackRounds warp + r in column-major
+    // order (back_block_tile; recomputed where needed, so that only the accumulators stay live through
+    // the loops)
+    int64_t* m_q0 = reinterpret_cast<int64_t*>(smem);
+    const BackSmem S = back_smem(P.n_entries, P.y_cap);
+    int* m_tile = reinterpret_cast<int*>(smem + S.tile);
+    if (tid < kBackWarpTiles) m_tile[tid] = back_block_tile(G, B, tid);   // read after the barrier below
     struct Cell {
         int ty, tz, cy, cz;
         bool tile, ok;
     };
     auto cell_of = [&](int r) {
         Cell c;
-        const int wt = B.wt0 + warp + kWarps * r;
-        c.tile = wt < B.wt1;
+        const int wt = m_tile[kBackRounds * warp + r];
+        c.tile = wt >= 0;
         const int wy = c.tile ? wt / G.n_wz : 0, wz = c.tile ? wt - wy * G.n_wz : 0;
         c.ty = kTileY * wy;
         c.tz = kTileZ * wz;
@@ -406,8 +413,6 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
         return c;
     };
 
-    int64_t* m_q0 = reinterpret_cast<int64_t*>(smem);
-    const BackSmem S = back_smem(P.n_entries, P.y_cap);
     int* m_cnt = reinterpret_cast<int*>(smem + S.cnt);
     short4* m_box = reinterpret_cast<short4*>(smem + S.box);
     int2* qdec = reinterpret_cast<int2*>(smem + S.qd);       // [2][kQCap]: (byte offset, (q_y << 16) | q_z)

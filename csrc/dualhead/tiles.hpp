@@ -169,6 +169,25 @@ DP_HD BackBlock back_block(const BackGrid& g, int n_y, int n_z, int b) {
     return B;
 }
 
+// The k-th of a block's warp tiles in column-major order (tile column first, then tile row), or -1
+// past the block's last tile. Warp w takes the tiles k = kBackRounds w .. kBackRounds w + 3, so its
+// rounds share a tile column: an orientation's reach, whose edge in z cuts through the block's
+// columns (a block spans a few tile rows but every column), then takes or leaves a warp's rounds
+// together, instead of leaving half the rounds of most warps idle as the row-major order did.
+DP_HD int back_block_tile(const BackGrid& g, const BackBlock& B, int k) {
+    const int wy_a = B.wt0 / g.n_wz, wz_a = B.wt0 - wy_a * g.n_wz;
+    const int wy_b = (B.wt1 - 1) / g.n_wz, wz_b = (B.wt1 - 1) - wy_b * g.n_wz;
+    for (int c = 0; c < g.n_wz; ++c) {
+        const int first = c >= wz_a ? wy_a : wy_a + 1, last = c <= wz_b ? wy_b : wy_b - 1;
+        const int n = last - first + 1;
+        if (n > 0) {
+            if (k < n) return (first + k) * g.n_wz + c;
+            k -= n;
+        }
+    }
+    return -1;
+}
+
 // The cells a signed orientation's LORs reach at one plane: c = (i, j) + q, i < pos_y, j < pos_z.
 DP_HD bool back_reaches(const Box& sb, int pos_y, int pos_z, int cy_a, int cy_b, int cz_a, int cz_b) {
     return cy_b >= sb.y_lo && cy_a <= pos_y - 1 + sb.y_hi && cz_b >= sb.z_lo && cz_a <= pos_z - 1 + sb.z_hi;
