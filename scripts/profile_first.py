@@ -2,6 +2,9 @@
 durations and limiters of the fast path's stages: resample / stencil / transposed stencil / gather).
 
     ncu --clock-control none --section SpeedOfLight python scripts/profile_first.py [fast faithful ...]
+
+The method name faithful_sens runs only the faithful back projection with the sensitivity image in the
+same pass (SuperLORProjector.back_with_sensitivity).
 """
 
 import sys
@@ -18,6 +21,9 @@ rng = np.random.default_rng(0)
 x = rng.uniform(0.1, 1.0, scanner.grid.shape).astype(np.float32)
 y = rng.uniform(0.1, 1.0, scanner.sinogram_shape).astype(np.float32)
 for m in methods:
+    if m == "faithful_sens":
+        SuperLORProjector(table, "faithful", backend="cuda", check_finite=False).back_with_sensitivity(y)
+        continue
     op = SuperLORProjector(table, m, backend="cuda", check_finite=False)
     op.forward(x)
     op.adjoint(y)

@@ -44,6 +44,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "../common/window_walk.hpp"
 #include "cuda_internal.cuh"
 
 namespace dp::dualhead::gpu::detail {
@@ -227,24 +228,17 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
     };
     // the step's residue planes r_y = 0 .. D-1 at (p, r_z), from X
     auto plane_ptr = [&](const Step& st) { return X + (int64_t(P.p_begin + st.pi) * D * D + st.rz) * nyz; };
-    // The window's cells are walked flattened, element tid + n kThreads of rows x cols, with the row
-    // and both offsets carried incrementally: no division or multiplication per element and all 256
-    // threads busy per copy (a row-by-row walk left lanes idle at every row end and cost ~40
-    // instructions of address arithmetic per row, half of the kernel's instructions in the profile of
-    // 29f2428). Each element copies its D residue planes r_y; D = 4 (the scanners' crystals of 4
-    // voxels) has its four copies written out (the general loop is kept for other D).
+    // The window is copied with the flattened walk of common/window_walk.hpp (all 256 threads busy,
+    // offsets carried incrementally). Each element copies its D residue planes r_y; D = 4 (the
+    // scanners' crystals of 4 voxels) has its four copies written out (the general loop is kept for
+    // other D).
     const int ry_stride = int(int64_t(D) * nyz);   // X's r_y stride: D x n_y x n_z cells, far below 2^31
     auto stage = [&](const Step& st, const Window& w, int buf) {
         if constexpr (kStaged) {
             const float* src0 = plane_ptr(st) + int64_t(w.i_ref + w.y_ref) * L.n_z + (w.j_ref + w.z_ref);
             float* dst0 = win + buf * P.win_cap;
-            const int n = w.rows * w.cols, plane = w.plane;
-            const int drow = kThreads / w.cols, dcol = kThreads - drow * w.cols;
-            const int s_step = drow * L.n_z + dcol, d_step = drow * w.pitch + dcol;
-            const int s_wrap = L.n_z - w.cols, d_wrap = w.pitch - w.cols;
-            int col = tid % w.cols;
-            int s_off = (tid / w.cols) * L.n_z + col, d_off = (tid / w.cols) * w.pitch + col;
-            for (int e = tid; e < n; e += kThreads) {
+            const int plane = w.plane;
+            for_each_window_cell<kThreads>(tid, w.rows, w.cols, L.n_z, w.pitch, [&](int, int, int s_off, int d_off) {
                 const float* src = src0 + s_off;
                 float* dst = dst0 + d_off;
                 if (D == 4) {
@@ -255,15 +249,7 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
                 } else {
                     for (int ry = 0; ry < D; ++ry, src += ry_stride, dst += plane) __pipeline_memcpy_async(dst, src, 4);
                 }
-                col += dcol;
-                s_off += s_step;
-                d_off += d_step;
-                if (col >= w.cols) {
-                    col -= w.cols;
-                    s_off += s_wrap;
-                    d_off += d_wrap;
-                }
-            }
+            });
         }
         __pipeline_commit();
     };
@@ -463,35 +449,18 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
         int s_y, s_z;
         class_sign(c, st.s, s_y, s_z);
         if constexpr (kStaged) {
-            // flattened walk of the window (element tid + n kThreads, the row carried incrementally), as
-            // in the forward: every thread busy, no division per element
+            // the flattened walk of common/window_walk.hpp, as in the forward; the global offset (i pos_z
+            // + j from the window's first LOR) and the window's are carried along with (row, col), which
+            // only the bounds test needs
             const LorWindow w = back_window(B, sbox(st.e, st.s));
-            const float* yso = y_of(st);
+            const float* ywin0 = y_of(st) + (int64_t(w.i_org) * c.pos_z + w.j_org);
             float* dst = ywin + buf * P.y_cap;
-            // the global offset (i pos_z + j from the window's first LOR) and the window's are carried
-            // along with (row, col); only the bounds test needs the row and column themselves
-            const float* ywin0 = yso + (int64_t(w.i_org) * c.pos_z + w.j_org);
-            const int n = w.rows * w.cols;
-            const int drow = kThreads / w.cols, dcol = kThreads - drow * w.cols;
-            const int g_step = drow * c.pos_z + dcol, d_step = drow * w.pitch + dcol;
-            int row = tid / w.cols, col = tid - row * w.cols;
-            int g_off = row * c.pos_z + col, d_off = row * w.pitch + col;
-            for (int e = tid; e < n; e += kThreads) {
+            for_each_window_cell<kThreads>(tid, w.rows, w.cols, c.pos_z, w.pitch, [&](int row, int col, int g_off, int d_off) {
                 if (unsigned(w.i_org + row) < unsigned(c.pos_y) && unsigned(w.j_org + col) < unsigned(c.pos_z))
                     __pipeline_memcpy_async(dst + d_off, ywin0 + g_off, 4);
                 else
                     dst[d_off] = 0.0f;
-                row += drow;
-                col += dcol;
-                g_off += g_step;
-                d_off += d_step;
-                if (col >= w.cols) {
-                    col -= w.cols;
-                    ++row;
-                    g_off += c.pos_z - w.cols;
-                    d_off += w.pitch - w.cols;
-                }
-            }
+            });
         }
         // the weights: a thread always copies the same voxel residue g (kThreads is a multiple of
         // kGroups), whose mirrored model residue gm is worked out once per step

@@ -56,15 +56,18 @@ matched_back_kernel(const Dims D, const AngleChunk A, const Footprints FP, const
 // A 32 (row) x 8 (i) block of lattice points, each warp an 8 x 4 tile of them (square_warp_tile): the
 // image voxels a warp's footprints cover then lie in a compact patch, not along a turned line of 32
 // points, whose reads touched a different image row per lane at oblique angles.
+// The kernels and their launches take the block shape from these two constants.
+constexpr int kTileRows = 32, kTileCols = 8;   // (x: row' or image x) x (y: i or image y)
+static_assert(kTileRows == 32 && kTileCols == 8, "square_warp_tile's 8 x 4 tiling of a 32 x 8 block");
 __device__ __forceinline__ int2 square_warp_tile() {
-    const int t = threadIdx.y * 32 + threadIdx.x, w = t >> 5, l = t & 31;
+    const int t = threadIdx.y * kTileRows + threadIdx.x, w = t >> 5, l = t & 31;
     return make_int2(8 * (w & 3) + (l & 7), 4 * (w >> 2) + (l >> 3));
 }
 
-__global__ void __launch_bounds__(256) resample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pitch,
+__global__ void __launch_bounds__(kTileRows * kTileCols) resample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pitch,
                                 const float* __restrict__ image, float* __restrict__ L) {
     const int2 local = square_warp_tile();
-    const int rr = blockIdx.x * 32 + local.x, i = blockIdx.y * 8 + local.y;
+    const int rr = blockIdx.x * kTileRows + local.x, i = blockIdx.y * kTileCols + local.y;
     const int q = blockIdx.z;
     if (rr >= pitch || i >= D.n) return;
     float* out = L + (static_cast<int64_t>(q) * D.n + i) * D.nz * pitch + rr;
@@ -124,7 +127,10 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
     // every plane i: the (z, column) of each step is carried incrementally, so a copy costs a few adds
     // instead of the division and 64-bit index arithmetic per copy (a quarter of the kernel's
     // instructions in the profile of 29f2428). Columns past the lattice pitch (the last radial block)
-    // are zero-filled once, before the loop: no plane ever writes them.
+    // are zero-filled once, before the loop: no plane ever writes them. (The same walk as
+    // common/window_walk.hpp, which the dual-head kernels use; this one derives both offsets from
+    // (z, c) instead of carrying them, one register fewer: the helper spills at this kernel's
+    // 80-register budget.)
     constexpr int V = COLS / 4;
     constexpr int kDz = 256 / V, kDc = 256 - kDz * V;
     const int v_in = min(V, (pitch - rho0) / 4);               // float4 columns inside the lattice rows
@@ -289,12 +295,13 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int pla
 // The transposed resampling, gathered per voxel: 8 slices per thread.
 // (ix, iy) in 8 x 4 warp tiles, as in the resampling: the lattice points a warp's voxels gather from
 // then lie in a compact patch of (i, row).
-__global__ void __launch_bounds__(256)
+constexpr int kUnresampleSlices = 8;   // slices per thread
+__global__ void __launch_bounds__(kTileRows * kTileCols)
 unresample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pitch, const float* __restrict__ G,
                   float* __restrict__ image, bool accumulate) {
-    constexpr int ZB = 8;
+    constexpr int ZB = kUnresampleSlices;
     const int2 local = square_warp_tile();
-    const int ix = blockIdx.x * 32 + local.x, iy = blockIdx.y * 8 + local.y;
+    const int ix = blockIdx.x * kTileRows + local.x, iy = blockIdx.y * kTileCols + local.y;
     const int z0 = blockIdx.z * ZB;
     if (ix >= D.n || iy >= D.n) return;
     float acc[ZB];
@@ -335,7 +342,7 @@ void allow_fast_kernels_smem(int max_smem) {
 
 void resample(Impl& m, const AngleChunk& ch, const float* image, float* lattice, cudaStream_t s) {
     const Dims& D = m.host.D;
-    resample_kernel<<<dim3(div_up(m.pitch, 32), div_up(D.n, 8), ch.n), dim3(32, 8), 0, s>>>(D, ch, m.footprints(),
+    resample_kernel<<<dim3(div_up(m.pitch, kTileRows), div_up(D.n, kTileCols), ch.n), dim3(kTileRows, kTileCols), 0, s>>>(D, ch, m.footprints(),
                                                                                            m.pitch, image, lattice);
     DP_CUDA_CHECK_LAUNCH("resample_kernel");
 }
@@ -378,7 +385,6 @@ void forward_fast(Impl& m, const AngleList& angles, const float* image, float* s
 
 void back_fast(Impl& m, const AngleList& angles, const float* sino, float* image, cudaStream_t s) {
     const Dims& D = m.host.D;
-    const dim3 vox_block(32, 8);
     auto* kernel = fast_back_kernel<kFastJ, kFastK>;
     const size_t smem = m.fast_back_smem;
     float* G = m.lattice_for(std::min<int>(kChunk, static_cast<int>(angles.index.size())));
@@ -386,7 +392,8 @@ void back_fast(Impl& m, const AngleList& angles, const float* sino, float* image
         kernel<<<dim3(div_up(m.pitch, 32), div_up(D.n, 8), ch.n), 256, smem, s>>>(
             D, ch, m.pitch, m.pz_lo, m.plane_rows, sino, m.Q.as<float>(), m.base.as<int>(), G);
         DP_CUDA_CHECK_LAUNCH("fast_back_kernel");
-        unresample_kernel<<<dim3(div_up(D.n, 32), div_up(D.n, 8), div_up(D.nz, 8)), vox_block, 0, s>>>(
+        unresample_kernel<<<dim3(div_up(D.n, kTileRows), div_up(D.n, kTileCols), div_up(D.nz, kUnresampleSlices)),
+                            dim3(kTileRows, kTileCols), 0, s>>>(
             D, ch, m.footprints(), m.pitch, G, image, ch.first > 0);
         DP_CUDA_CHECK_LAUNCH("unresample_kernel");
     });
