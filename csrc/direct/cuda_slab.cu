@@ -156,19 +156,23 @@ __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan&
             column_fma<R, S>(in, G, ny, nx, x, y, z0, w, acc);
         }
     } else {
+        // two register sets in turn (a copy of the next set into the current one would wait for
+        // its loads): set A holds the even columns from g0, set B the odd ones
         if (g0 >= g1) return;
-        int4 G = groups[g0];
-        float w[S];
-        table_weights<kForward, S>(in, p, G, ny, nx, x, y, own_id, w);
-        for (int g = g0; g < g1; ++g) {
-            // the next column (the last one again on the last iteration: a valid, unused load)
-            const int4 Gn = groups[min(g + 1, g1 - 1)];
-            float wn[S];
-            table_weights<kForward, S>(in, p, Gn, ny, nx, x, y, own_id, wn);
-            column_fma<R, S>(in, G, ny, nx, x, y, z0, w, acc);
-            G = Gn;
-#pragma unroll
-            for (int s = 0; s < S; ++s) w[s] = wn[s];
+        int4 Ga = groups[g0], Gb;
+        float wa[S], wb[S];
+        table_weights<kForward, S>(in, p, Ga, ny, nx, x, y, own_id, wa);
+        for (int g = g0;; g += 2) {
+            const bool b_exists = g + 1 < g1;
+            Gb = groups[b_exists ? g + 1 : g];   // (on the last column, a valid unused load)
+            table_weights<kForward, S>(in, p, Gb, ny, nx, x, y, own_id, wb);
+            column_fma<R, S>(in, Ga, ny, nx, x, y, z0, wa, acc);
+            if (!b_exists) break;
+            const bool a_next = g + 2 < g1;
+            Ga = groups[a_next ? g + 2 : g + 1];
+            table_weights<kForward, S>(in, p, Ga, ny, nx, x, y, own_id, wa);
+            column_fma<R, S>(in, Gb, ny, nx, x, y, z0, wb, acc);
+            if (!a_next) break;
         }
     }
 }
