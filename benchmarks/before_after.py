@@ -4,12 +4,14 @@ same run"), under the build before a change and the build after it. Families (--
 * direct (default): the DIRECT projectors (clinical, stress, variant1 at 2 mm: the default slab kernel and
   the low-rank FFT path) and the block-RAMLA iteration at 4 mm;
 * first: the FIRST `fast` forward and back projection at full size;
+* first_faithful: the FIRST `faithful` forward, back projection, and back projection with the sensitivity
+  image in the same pass, at full size;
 * dualhead: the dual-head `default` forward and back projection, a full iteration (72 subsets) at full
   size, the model built once and shared (--model).
  Each round runs every benchmark under every build; the records keep the median over rounds
 of each (case, method, op) and the ratio before / after.
 
-    python benchmarks/before_after.py --before SPEC --after SPEC [--family direct|first|dualhead]
+    python benchmarks/before_after.py --before SPEC --after SPEC [--family direct|first|first_faithful|dualhead]
         [--rounds 2] [--out FILE] [--model M.npz]
 
 SPEC: a venv's python, or a folder holding an installed build (``pip install --target``); see
@@ -33,6 +35,9 @@ FAMILIES = {
     ),
     "first": (
         ("first_projectors.py", ["--quick", "--methods", "fast", "--skip-cpu", "--skip-osem"]),
+    ),
+    "first_faithful": (
+        ("first_projectors.py", ["--methods", "faithful", "--skip-cpu", "--skip-osem"]),
     ),
     "dualhead": (
         ("dualhead_projectors.py", ["--methods", "default", "--plane-groups", "0", "--skip-narrow",

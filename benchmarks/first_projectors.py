@@ -100,7 +100,7 @@ def main():
 
     rows, records = [], []
     gpu_ms = {}
-    repeats = {"fast": (3, 10), "faithful": (1, 3), "matched": (1, 2)}
+    repeats = {"fast": (3, 10), "faithful": (1, 5), "matched": (1, 2)}
     faithful_sens_ms = None
     for method in methods:
         P = SuperLORProjector(table, method, backend="cuda", check_finite=False)

@@ -318,6 +318,14 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
     for (int g = 0; g < groups.n_groups; ++g) {
         const int S = groups.group_super[g];
         const bool flip = groups.group_flip[g] != 0;
+        // The tube value of (j, k) depends on the group (Super-LOR, mirror) and the voxel's along
+        // position only, not on the ring difference: with the tube known at compile time it is read
+        // once per group, at its first ring difference that the voxel reaches, and kept in registers
+        // (read per ring difference, its two table loads and interpolation cost more instructions
+        // than the sinogram read they weight, and the kernel is issue-bound). Same values, same sums.
+        constexpr bool kHoisted = NJ > 0 && NK > 0;
+        float tube[kHoisted ? NK : 1][kHoisted ? NJ : 1];
+        bool have_tube = false;
         for (int e = groups.group_start[g]; e < groups.group_start[g + 1]; ++e) {
             const int d = groups.delta_order[e];
             const int delta = d - (D.n_rows - 1);
@@ -325,6 +333,19 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
             const float M = static_cast<float>(D.n_rows - ad);
             const float m0 = 0.5f * (static_cast<float>(iz) - (i_f - c) * slope[d] - static_cast<float>(ad));
             if (m0 + half_k <= -1.0f || m0 - half_k >= M) continue;     // no k reaches this ring difference
+            if constexpr (kHoisted) {
+                if (!have_tube) {
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+                    for (int kk = 0; kk < NK; ++kk)
+#ifdef __CUDACC__
+#pragma unroll
+#endif
+                        for (int jj = 0; jj < NJ; ++jj) tube[kk][jj] = read_prob(S, i_f, jj, flip ? NK - 1 - kk : kk);
+                    have_tube = true;
+                }
+            }
 #ifdef __CUDACC__
 #pragma unroll
 #endif
@@ -336,7 +357,9 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
 #pragma unroll
 #endif
                 for (int jj = 0; jj < nj; ++jj) {
-                    const float p = read_prob(S, i_f, jj, kt);
+                    float p;
+                    if constexpr (kHoisted) p = tube[kk][jj];
+                    else p = read_prob(S, i_f, jj, kt);
                     float ratio, factor;
                     read_corr(d, row_f - static_cast<float>(jj - J), m_f, &ratio, &factor);
                     acc_c += p * ratio;
