@@ -104,75 +104,42 @@ struct RadialQueue {
     float h[kPrefetch];
 };
 
-// The S tap weights of column G from the (stride, n_kernels) table, for the column's kernel identifier.
-template <bool kForward, int S, typename Source>
-__device__ __forceinline__ void table_weights(const Source& in, const ColumnPlan& p, const int4& G, int ny, int nx,
-                                              int x, int y, int own_id, float (&w)[S]) {
-    const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id);
-#pragma unroll
-    for (int s = 0; s < S; ++s) w[s] = __ldg(wcol + s * p.n_kernels);
-}
-
-// The multiply-adds of one column: its R + S - 1 source values loaded once, the S taps applied to
-// the R outputs from registers.
-template <int R, int S, typename Source>
-__device__ __forceinline__ void column_fma(const Source& in, const int4& G, int ny, int nx, int x, int y, int z0,
-                                           const float (&w)[S], float (&acc)[R]) {
-    float win[R + S - 1];
-    load_window<R, S>(in, G, ny, nx, x, y, z0, win);
-#pragma unroll
-    for (int s = 0; s < S; ++s) {
-#pragma unroll
-        for (int r = 0; r < R; ++r) acc[r] = fmaf(w[s], win[r + s], acc[r]);
-    }
-}
-
-// All groups [g0, g1) of one span class S. `groups` may point to global or shared memory.
-//   table path:    each tap's weight is gathered from the (stride, n_kernels) table, one column
-//                  ahead: the next column's group and weights are loaded before this column's
-//                  multiply-adds, which hide their latency (an L2 read). Loaded in the same
-//                  iteration, the weights stalled the first multiply-add of every column: a quarter
-//                  of the clinical kernel's stall samples (benchmarks/RESULTS.md section 14d).
+// All groups [g0, g1) of one span class S: load the R + S - 1 source values of the neighbour
+// column once, then apply the S taps to the R outputs from registers. `groups` may point to
+// global or shared memory.
+//   table path:    each tap's weight is gathered from the (stride, n_kernels) table.
 //   factored path: weight = radial(group, id) * tap_factor(tap); the one gathered value per
 //                  column is loaded kPrefetch columns ahead -- across span classes, up to the end
-//                  of the kernel row g_end -- and the tap factors come from shared memory.
+//                  of the kernel row g_end -- so its latency (an L2 read) hides behind the
+//                  multiply-adds of the columns before it; tap factors come from shared memory.
 template <bool kForward, int R, int S, bool kFactored, typename Source>
 __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan& p, const int4* groups,
                                              const float* taps, int g0, int g1, int g_end, int ny, int nx,
                                              int x, int y, int z0, int own_id, RadialQueue& q,
                                              float (&acc)[R]) {
-    if constexpr (kFactored) {
-        for (int g = g0; g < g1; ++g) {
-            const int4 G = groups[g];
+    for (int g = g0; g < g1; ++g) {
+        const int4 G = groups[g];
+        float w[S];
+        if (kFactored) {
             const float h = q.h[0];
 #pragma unroll
             for (int k = 0; k + 1 < kPrefetch; ++k) q.h[k] = q.h[k + 1];
             q.h[kPrefetch - 1] = g + kPrefetch < g_end
                                      ? radial_weight<kForward>(in, p, groups, g + kPrefetch, ny, nx, x, y, own_id)
                                      : 0.0f;
-            float w[S];
 #pragma unroll
             for (int s = 0; s < S; ++s) w[s] = h * taps[G.w + s];
-            column_fma<R, S>(in, G, ny, nx, x, y, z0, w, acc);
+        } else {
+            const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id);
+#pragma unroll
+            for (int s = 0; s < S; ++s) w[s] = __ldg(wcol + s * p.n_kernels);
         }
-    } else {
-        // two register sets in turn (a copy of the next set into the current one would wait for
-        // its loads): set A holds the even columns from g0, set B the odd ones
-        if (g0 >= g1) return;
-        int4 Ga = groups[g0], Gb;
-        float wa[S], wb[S];
-        table_weights<kForward, S>(in, p, Ga, ny, nx, x, y, own_id, wa);
-        for (int g = g0;; g += 2) {
-            const bool b_exists = g + 1 < g1;
-            Gb = groups[b_exists ? g + 1 : g];   // (on the last column, a valid unused load)
-            table_weights<kForward, S>(in, p, Gb, ny, nx, x, y, own_id, wb);
-            column_fma<R, S>(in, Ga, ny, nx, x, y, z0, wa, acc);
-            if (!b_exists) break;
-            const bool a_next = g + 2 < g1;
-            Ga = groups[a_next ? g + 2 : g + 1];
-            table_weights<kForward, S>(in, p, Ga, ny, nx, x, y, own_id, wa);
-            column_fma<R, S>(in, Gb, ny, nx, x, y, z0, wb, acc);
-            if (!a_next) break;
+        float win[R + S - 1];
+        load_window<R, S>(in, G, ny, nx, x, y, z0, win);
+#pragma unroll
+        for (int s = 0; s < S; ++s) {
+#pragma unroll
+            for (int r = 0; r < R; ++r) acc[r] = fmaf(w[s], win[r + s], acc[r]);
         }
     }
 }
