@@ -345,13 +345,14 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
 // (byte offset in the LOR window, packed signed q), their weights [2][kQCap][kGroups] (voxel residues
 // of the block's chunk, mirrored for the sign), LOR windows [2][y_cap].
 struct BackSmem {
-    size_t cnt, box, tile, qd, qw, win, total;
+    size_t cnt, cls, box, tile, qd, qw, win, total;
 };
 
 __host__ __device__ inline BackSmem back_smem(int n_entries, int y_cap) {
     BackSmem s;
     s.cnt = size_t(8) * n_entries;
-    s.box = align16(s.cnt + size_t(4) * n_entries);
+    s.cls = s.cnt + size_t(4) * n_entries;                // per entry: its class as (a_y << 16) | a_z
+    s.box = align16(s.cls + size_t(4) * n_entries);
     s.tile = s.box + size_t(8) * n_entries;              // the block's warp tiles, column-major
     s.qd = align16(s.tile + size_t(4) * kBackWarpTiles);
     s.qw = align16(s.qd + size_t(8) * 2 * kQCap);
@@ -400,6 +401,7 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
     };
 
     int* m_cnt = reinterpret_cast<int*>(smem + S.cnt);
+    int* m_cls = reinterpret_cast<int*>(smem + S.cls);
     short4* m_box = reinterpret_cast<short4*>(smem + S.box);
     int2* qdec = reinterpret_cast<int2*>(smem + S.qd);       // [2][kQCap]: (byte offset, (q_y << 16) | q_z)
     float* qwt = reinterpret_cast<float*>(smem + S.qw);      // [2][kQCap][kGroups]
@@ -408,16 +410,21 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
         const int64_t row = int64_t(P.k[e]) * L.n_planes + p;
         m_q0[e] = q_start[row];
         m_cnt[e] = static_cast<int>(q_start[row + 1] - q_start[row]);
+        const ClassInfo c = class_info(L, P.k[e]);
+        m_cls[e] = (c.a_y << 16) | c.a_z;
         m_box[e] = boxes[row];
     }
     __syncthreads();
+    // the class of entry e from shared memory: its division by n_z done once per block, above, not at
+    // every one of the step loop's several uses
+    auto class_of = [&](int e) { return class_info_of(L, m_cls[e] >> 16, m_cls[e] & 0xffff); };
 
     // steps: (class e, sign s, cell offsets [t, t + nt) of the row), the block's cells reached only
     struct Step {
         int e, s, t, nt;
     };
     auto sbox = [&](int e, int s) {
-        const ClassInfo c = class_info(L, P.k[e]);
+        const ClassInfo c = class_of(e);
         int s_y, s_z;
         class_sign(c, s, s_y, s_z);
         const short4 bx = m_box[e];
@@ -427,7 +434,7 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
         int e = st.e, s = st.s, t = st.t + st.nt;
         if (e < 0) e = s = t = 0;
         while (e < P.n_entries) {
-            const ClassInfo c = class_info(L, P.k[e]);
+            const ClassInfo c = class_of(e);
             if (t < m_cnt[e] && back_reaches(sbox(e, s), c.pos_y, c.pos_z, B.cy_a, B.cy_b, B.cz_a, B.cz_b))
                 return Step{e, s, t, min(kQCap, m_cnt[e] - t)};
             t = 0;
@@ -439,13 +446,13 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
         return Step{P.n_entries, 0, 0, 0};
     };
     auto y_of = [&](const Step& st) {
-        const ClassInfo c = class_info(L, P.k[st.e]);
+        const ClassInfo c = class_of(st.e);
         return y + P.in[st.e] + int64_t(st.s) * c.pos_y * c.pos_z;
     };
     // LOR window (zero outside the orientation's positions) and the q weights of the chunk's voxel
     // residues, mirrored for the sign (voxel residue (r_y, r_z) <- model residue of the mirrored cell)
     auto stage = [&](const Step& st, int buf) {
-        const ClassInfo c = class_info(L, P.k[st.e]);
+        const ClassInfo c = class_of(st.e);
         int s_y, s_z;
         class_sign(c, st.s, s_y, s_z);
         if constexpr (kStaged) {
@@ -481,7 +488,7 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
     };
     auto decode = [&](const Step& st, int buf) {
         if (tid < st.nt) {
-            const ClassInfo c = class_info(L, P.k[st.e]);
+            const ClassInfo c = class_of(st.e);
             int s_y, s_z;
             class_sign(c, st.s, s_y, s_z);
             const int qy = s_y > 0 ? (qpre >> 16) : c.a_y - (qpre >> 16);
@@ -513,7 +520,7 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
                 stage(nxt, buf ^ 1);
                 prefetch(nxt);
             }
-            const ClassInfo c = class_info(L, P.k[cur.e]);
+            const ClassInfo c = class_of(cur.e);
             const Box sb = sbox(cur.e, cur.s);
             const LorWindow w = back_window(B, sb);
             // per round (warp-uniform): the tile reached at all (act), reached by every q from every cell

@@ -34,15 +34,18 @@ struct ClassInfo {
     DP_HD int64_t n_lors() const { return int64_t(n_signs) * pos_y * pos_z; }
 };
 
-DP_HD ClassInfo class_info(const Layout& L, int k) {
+// The class of offsets (a_y, a_z): no division (kernels that look classes up often keep (a_y, a_z)).
+DP_HD ClassInfo class_info_of(const Layout& L, int a_y, int a_z) {
     ClassInfo c;
-    c.a_y = k / L.n_z;
-    c.a_z = k % L.n_z;
-    c.n_signs = (c.a_y > 0 ? 2 : 1) * (c.a_z > 0 ? 2 : 1);
-    c.pos_y = L.n_y - c.a_y;
-    c.pos_z = L.n_z - c.a_z;
+    c.a_y = a_y;
+    c.a_z = a_z;
+    c.n_signs = (a_y > 0 ? 2 : 1) * (a_z > 0 ? 2 : 1);
+    c.pos_y = L.n_y - a_y;
+    c.pos_z = L.n_z - a_z;
     return c;
 }
+
+DP_HD ClassInfo class_info(const Layout& L, int k) { return class_info_of(L, k / L.n_z, k % L.n_z); }
 
 // Signs (s_y, s_z) of sign slot s of a class (s in [0, n_signs)).
 DP_HD void class_sign(const ClassInfo& c, int s, int& s_y, int& s_z) {
