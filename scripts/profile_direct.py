@@ -20,10 +20,13 @@ parser.add_argument("--ops", default="fp,bp")
 parser.add_argument("methods", nargs="*", default=["default", "columns"])
 args = parser.parse_args()
 ops = args.ops.split(",")
+kernels = args.kernels.split(",")
+if not set(ops) <= {"fp", "bp"} or not set(kernels) <= {"stress", "clinical"}:
+    parser.error("--ops takes fp and / or bp, --kernels stress and / or clinical")
 grid = dp.ImageGrid((48, 144, 144), 4.0)
 view = View.from_degrees(31.5, 6.67)
 x = np.random.default_rng(0).random(grid.shape, dtype=np.float32)
-for name in args.kernels.split(","):
+for name in kernels:
     kernel = {"stress": SRKernel.stress, "clinical": SRKernel.clinical}[name]()
     base = HistoImageProjector(grid, [view], kernel, backend="cpu")
     for m in args.methods:

@@ -9,11 +9,22 @@ import pathlib
 import subprocess
 import sys
 
+import importlib.util
+
 import pytest
 
-pytest.importorskip("sphinx", reason="sphinx not installed (pip install directpet[docs])")
-pytest.importorskip("numpydoc", reason="numpydoc not installed (pip install directpet[docs])")
-pytest.importorskip("sphinx_gallery", reason="sphinx-gallery not installed (pip install directpet[docs])")
+
+def _installed(name: str) -> bool:
+    """A real package, found without importing it: a bare directory of that name on sys.path is a
+    namespace package, and importing it would leave a 'sphinx' without 'sphinx.ext' in sys.modules,
+    which SciPy's docstring code (scipy.stats) later trips over in other test modules."""
+    spec = importlib.util.find_spec(name)
+    return spec is not None and spec.origin not in (None, "namespace")
+
+
+for _name in ("sphinx", "numpydoc", "sphinx_gallery"):
+    if not _installed(_name):
+        pytest.skip(f"{_name} not installed (pip install directpet[docs])", allow_module_level=True)
 
 import directpet  # noqa: E402
 

@@ -341,7 +341,8 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
 // weights of all D^2 voxel residues of that cell (zero where the patch has no tap). Every tap of one q
 // brings the same LOR value to the cell, so one shared load of it feeds up to 16 FMAs.
 //
-// Shared memory: per class the row's first q / q count / box at this plane, decoded q's [2][kQCap]
+// Shared memory: per class the row's first q / q count / class (a_y << 16 | a_z) / box at this plane, the
+// block's warp tiles, decoded q's [2][kQCap]
 // (byte offset in the LOR window, packed signed q), their weights [2][kQCap][kGroups] (voxel residues
 // of the block's chunk, mirrored for the sign), LOR windows [2][y_cap].
 struct BackSmem {
@@ -727,6 +728,9 @@ void forward_default(Impl& m, const ClassList& C, const float* image, const floa
 void back_default(Impl& m, const ClassList& C, const float* y, float* image, cudaStream_t s) {
     const Layout& L = m.L;
     if (L.n_planes > 65535) throw ValueError("n_planes: the CUDA back projector handles at most 65535 planes");
+    // classes (a_y, a_z), boxes and q's are packed as 16-bit fields in shared memory
+    if (L.n_y > 32767 || L.n_z > 32767)
+        throw ValueError("n_y, n_z: the CUDA back projector handles at most 32767 crystal cells per axis");
     float* Xb = m.workspace(m.back_work);
     const BackGrid G = back_grid(L.n_y, L.n_z);
     const int chunks = div_up(int64_t(L.D) * L.D, kGroups);

@@ -130,8 +130,10 @@ constexpr int kFaithfulBackThreads = 256;   // 32 x 8 voxels; 3 blocks (and tabl
 
 // kSmemTable: the tube values are read from a shared-memory copy of the Super-LOR tables (linear in
 // i, exact float) rather than through the texture unit, which the sinogram reads keep busy: a voxel
-// makes one table read per (group, j, k) and one sinogram read per (ring difference, j, k). Tables
-// larger than half the shared memory fall back to the table texture.
+// makes one sinogram read per (ring difference, j, k) and, for the paper's 5 x 3 tube (known at compile
+// time, values kept in registers: tube.hpp voxel_back_faithful), one table read per (group, j, k);
+// other tubes read the table per (ring difference, j, k). Tables larger than half the shared memory fall
+// back to the table texture.
 template <bool kSens, bool kSmemTable, int NJ, int NK>
 __global__ void __launch_bounds__(kFaithfulBackThreads, 3)
 faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr, cudaTextureObject_t table_tex,
