@@ -4,12 +4,11 @@ their tiny sizes (a broken example fails). The same command as the README's, int
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pathlib
 import subprocess
 import sys
-
-import importlib.util
 
 import pytest
 

@@ -52,7 +52,7 @@ from typing import Callable, List, Optional, Sequence
 import numpy as np
 
 from .._checks import array_module, flag, integer, real_number, require_memory
-from .._checks import synchronize as _sync  # the name penalised.py imports from here
+from .._checks import synchronize as _sync
 from ._fused import ramla_update, subset_residual
 from .problem import SubsetProblem
 

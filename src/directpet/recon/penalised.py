@@ -52,11 +52,12 @@ from typing import Callable, List, NamedTuple, Optional, Sequence
 import numpy as np
 
 from .._checks import integer, real_number, require_memory, to_numpy
+from .._checks import synchronize as _sync
 from ._fused import ramla_update
 from .algorithms import (_EPS_S_REL, ReconResult, _backproject_residual, _check_first_update, _check_floor,
                          _check_image, _check_order, _check_relaxation, _check_run, _check_sensitivity, _check_x0, _checked, _floor_value,
                          _loglik, _model, _progress, _Recorder, _run_passes, _safe_inverse, _schedule, _sensitivity, _start,
-                         _sync, _Work)
+                         _Work)
 from .priors import PairwisePrior, QuadraticPrior, RelativeDifferencePrior
 from .problem import SubsetProblem
 
