@@ -184,7 +184,7 @@ void forward_faithful(Impl& m, const AngleList& angles, const float* image, floa
     const dim3 lor_block(32, 8);
     if (!m.faithful_forward_unsupported.empty()) throw ValueError("method: " + m.faithful_forward_unsupported);
     const int chunk = std::min<int>(m.faithful_forward_chunk, static_cast<int>(angles.index.size()));
-    float* L = m.lattice_for(chunk);
+    float* L = m.lattice_for(chunk, D.nz);
     if (!m.lattice_tex.ready())
         m.lattice_tex.create(m.pitch, D.nz, m.faithful_forward_chunk * D.n, false, false);
     for_each_chunk(angles, m.faithful_forward_chunk, [&](const AngleChunk& ch) {
