@@ -238,7 +238,7 @@ __device__ __forceinline__ void back_window_rows(const float* __restrict__ y, in
         const float* yk = y + k * row_step;
         float v[NJ];
 #pragma unroll
-        for (int jj = 0; jj < NJ; ++jj) v[jj] = !kEdge || inside[jj] ? __ldg(yk - jj) : 0.0f;
+        for (int jj = 0; jj < NJ; ++jj) v[jj] = !kEdge || inside[jj] ? yk[-jj] : 0.0f;   // (no __ldg: its asm cannot be predicated)
         const int p = P0 + 2 * k;   // a constant once unrolled
 #pragma unroll
         for (int t = 0; t < NT; ++t) {
