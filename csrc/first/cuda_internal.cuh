@@ -143,7 +143,7 @@ struct DeviceModel::Impl {
     int pitch = 0, pz_lo = 0, plane_rows = 0, faithful_chunk = 0, faithful_forward_chunk = 0;
     std::string faithful_forward_unsupported;   // "" when the faithful forward's texture fits
     int max_smem = 0;                // shared memory a block may opt into (bytes), read once
-    size_t fast_forward_smem = 0;   // the fast forward's shared memory (bytes)
+    size_t fast_forward_smem = 0, fast_back_smem = 0;   // the fast kernels' shared memory (bytes)
 
     // Uploads the model, reads the device's limits, sizes the kernels' shared memory and opts the
     // kernels into it, once (cuda_model.cu).
@@ -173,6 +173,7 @@ void back_matched(Impl& m, const AngleList& angles, const float* sino, float* im
 void forward_fast(Impl& m, const AngleList& angles, const float* image, float* sino, cudaStream_t s);
 void back_fast(Impl& m, const AngleList& angles, const float* sino, float* image, cudaStream_t s);
 size_t fast_forward_smem(const Impl& m);
+size_t fast_back_smem(const Impl& m);
 void allow_fast_kernels_smem(int max_smem);
 
 // cuda_faithful.cu: the paper's texture design (its back projection is the public back_faithful)

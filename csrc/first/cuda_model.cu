@@ -67,6 +67,7 @@ DeviceModel::Impl::Impl(const HostModel& h) : host(h) {
                                        std::to_string(max_w) + " x " + std::to_string(max_h) + " x " +
                                        std::to_string(max_depth) + "); use method='matched' or 'fast'";
     fast_forward_smem = detail::fast_forward_smem(*this);
+    fast_back_smem = detail::fast_back_smem(*this);
     // the kernels' shared memory, opted into once per upload (up to the device's limit; each launch asks
     // for what it needs)
     detail::allow_fast_kernels_smem(max_smem);
@@ -90,9 +91,9 @@ std::string DeviceModel::fast_unsupported_reason() const {
     const Impl& m = *impl_;
     if (m.host.D.J != kFastJ || m.host.D.K != kFastK)
         return "the fast CUDA kernels are compiled for the paper's 5 x 3 tube (J = 2, K = 1)";
-    const size_t need = m.fast_forward_smem;
+    const size_t need = std::max(m.fast_forward_smem, m.fast_back_smem);
     if (need > static_cast<size_t>(m.max_smem))
-        return "n_rows: the fast forward's slice planes (" + std::to_string(m.plane_rows) + " slices) need " +
+        return "n_rows: the fast kernels' slice planes (" + std::to_string(m.plane_rows) + " slices) need " +
                std::to_string(need >> 10) + " KiB of shared memory, the GPU has " + std::to_string(m.max_smem >> 10);
     return "";
 }
