@@ -64,6 +64,7 @@ struct SlabLaunch {
     int row_split = 0;             // > 0: each tile's kernel rows split over two blocks at this row
     int halo = 0;                  // staged x halo (the kernel's, rounded up to 4 with vec)
     bool vec = false;              // rows staged as float4 (when the source is 16-byte aligned)
+    bool factored = false;         // the kernel gathers the factored weights (radial), not the per-tap table
 };
 
 // One view's LUTs resident on the device, plus the column plan of the fast methods:
@@ -91,6 +92,7 @@ public:
     bool factored(bool forward) const { return forward ? factored_fwd_ : factored_back_; }
     const float* radial(bool forward) const { return forward ? h_fwd_.as<float>() : h_back_.as<float>(); }
     const float* tap_factor(bool forward) const { return forward ? t_fwd_.as<float>() : t_back_.as<float>(); }
+    size_t radial_bytes(bool forward) const { return forward ? h_fwd_.bytes() : h_back_.bytes(); }
     int max_row_taps() const { return max_row_taps_; }
     size_t table_bytes() const { return w_back_.bytes(); }  // one direction's per-tap weight table
     int balanced_row_split() const { return row_split_; }   // kernel row splitting the taps in half

@@ -31,6 +31,8 @@ struct ColumnPlan {
     const float* tap_factor;  // factored weights: (stride,), or null
     const int* lormap;
     int n_kernels, n_rows;
+    const char* gathered;        // the table the columns gather from (weights or radial) ...
+    long long gathered_bytes;    // ... and its size, prefetched into L2 at the start of a slab launch
 };
 
 // Where a column's source values come from: global memory through the caches (columns), or a
@@ -283,6 +285,15 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
         }
     };
 
+    // The gathered weight table is read once per projection, and an iteration projects every view once,
+    // so it usually comes from DRAM, one dependent gather at a time. Ask L2 for all of it now, each
+    // thread of the grid for one 128-byte line (or a few), so that the gathers of the kernel rows hit L2.
+    {
+        const long long threads = static_cast<long long>(gridDim.x) * gridDim.y * gridDim.z * kThreads;
+        const long long block = (static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+        for (long long line = block * kThreads + tid; line * 128 < p.gathered_bytes; line += threads)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(p.gathered + line * 128));
+    }
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
@@ -344,18 +355,22 @@ size_t slab_bytes(bool forward, const DeviceLut& lut, int tx, int slots, int slo
 // The staged halo: the kernel's, rounded up to a multiple of 4 when rows can be staged as float4.
 int staged_halo(const DeviceLut& lut, bool vec) { return vec ? (lut.halo_x() + 3) / 4 * 4 : lut.halo_x(); }
 
-ColumnPlan column_plan(bool forward, const DeviceLut& lut) {
+// factored: whether the launch gathers the factored weights (the radial table) or the per-tap table.
+ColumnPlan column_plan(bool forward, const DeviceLut& lut, bool factored) {
     const bool f = lut.factored(forward);
+    const float* gathered = factored ? lut.radial(forward) : lut.weights(forward);
+    const long long gathered_bytes = static_cast<long long>(factored ? lut.radial_bytes(forward) : lut.table_bytes());
     return {reinterpret_cast<const int4*>(lut.groups()), lut.rows(), lut.weights(forward),
             f ? lut.radial(forward) : nullptr, f ? lut.tap_factor(forward) : nullptr,
-            lut.device_ref().lormap, lut.device_ref().n_kernels, lut.n_rows()};
+            lut.device_ref().lormap, lut.device_ref().n_kernels, lut.n_rows(),
+            reinterpret_cast<const char*>(gathered), gathered_bytes};
 }
 
 template <bool kForward, int R>
 void launch_columns(const float* src, float* dst, const DeviceLut& lut, cudaStream_t stream) {
     const Dims d = lut.dims();
     const dim3 grid((d.ny * d.nx + kColumnsBlock - 1) / kColumnsBlock, (d.nz + R - 1) / R);
-    columns_kernel<kForward, R><<<grid, kColumnsBlock, 0, stream>>>(src, dst, d, column_plan(kForward, lut));
+    columns_kernel<kForward, R><<<grid, kColumnsBlock, 0, stream>>>(src, dst, d, column_plan(kForward, lut, false));
     DP_CUDA_CHECK_LAUNCH("direct columns_kernel");
 }
 
@@ -395,6 +410,7 @@ void configure_slab(const DeviceLut& lut, int halo, bool vec, size_t bytes, int 
     c.bytes = bytes;
     c.halo = halo;
     c.vec = vec;
+    c.factored = kFactored;
 }
 
 template <bool kForward, int TX, int TY, int SLOTS>
@@ -463,7 +479,7 @@ void launch_slab(const float* src, float* dst, const DeviceLut& lut, SlabVariant
     const bool vec = c.vec && reinterpret_cast<uintptr_t>(src) % 16 == 0;
     const auto kernel = reinterpret_cast<SlabKernel>(const_cast<void*>(c.kernel));
     kernel<<<dim3(c.grid[0], c.grid[1], c.grid[2]), dim3(c.block[0], c.block[1], c.block[2]), c.bytes, stream>>>(
-        src, dst, d, column_plan(kForward, lut), c.halo, lut.z_lo(), lut.z_span() + kSlabRun - 1,
+        src, dst, d, column_plan(kForward, lut, c.factored), c.halo, lut.z_lo(), lut.z_span() + kSlabRun - 1,
         lut.max_row_groups(), lut.max_row_taps(), c.row_split, vec);
     DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
 }
