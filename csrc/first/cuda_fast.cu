@@ -216,11 +216,8 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
 // owns one lattice column (i, row'), its slices in shared memory; per ring difference the block stages the
 // LOR rows its 32 lattice rows read and adds them, two slices per LOR row (the taps above them carried in
 // registers to the next row).
-// Block: 32 lattice rows x kBackWarps along samples, one warp each. (4 warps: the columns of a block take
-// 34 KB of shared memory for 67 slices, and 5 blocks (20 warps) fit on an SM; with 8 warps, 2 blocks.)
-constexpr int kBackWarps = 4, kBackThreads = 32 * kBackWarps;
 template <int J, int K>
-__global__ void __launch_bounds__(kBackThreads)
+__global__ void __launch_bounds__(256)
 fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int plane_rows, int g_slices,
                  const float* __restrict__ sino, const float* __restrict__ Q, const int* __restrict__ base,
                  float* __restrict__ G) {
@@ -228,11 +225,11 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int pla
     static_assert(K >= 1, "the carry of two slices per LOR row needs K >= 1");
     extern __shared__ __align__(16) float smem[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int l0 = blockIdx.x * 32, i = blockIdx.y * kBackWarps + warp, q = blockIdx.z;
-    float* col = smem + tid;                          // this thread's column: col[z * kBackThreads]
-    float* ytile = smem + plane_rows * kBackThreads;  // 2 x (n_rows x YCOLS)
+    const int l0 = blockIdx.x * 32, i = blockIdx.y * 8 + warp, q = blockIdx.z;
+    float* col = smem + tid;                                   // this thread's column: col[z * 256]
+    float* ytile = smem + plane_rows * 256;                    // 2 x (n_rows x YCOLS)
     const int tile_size = D.n_rows * YCOLS;
-    for (int z = 0; z < plane_rows; ++z) col[z * kBackThreads] = 0.0f;
+    for (int z = 0; z < plane_rows; ++z) col[z * 256] = 0.0f;
     // Ring difference d's LOR rows m = 0 .. M - 1, radial bins l0 - 2J .. l0 + 31, in the flattened walk
     // (common/window_walk.hpp): LOR row m + 1 lies (n_rows + 1) rows of n bins after row m (r1 and r2
     // both + 1), so the rows are a strided window of the sinogram. (A division and a 64-bit sinogram
@@ -244,7 +241,7 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int pla
         const int M = R - (delta < 0 ? -delta : delta);
         float* dst = ytile + buf * tile_size;
         const float* src = sino_q + (delta >= 0 ? delta : -delta * R) * D.n;   // row m = 0 (r1, r2)
-        for_each_window_cell<kBackThreads>(tid, M, YCOLS, row_step, YCOLS, [&](int, int cc, int s_off, int d_off) {
+        for_each_window_cell<256>(tid, M, YCOLS, row_step, YCOLS, [&](int, int cc, int s_off, int d_off) {
             const int rho = l0 - 2 * J + cc;
             if (rho >= 0 && rho < D.n) __pipeline_memcpy_async(dst + d_off, src + s_off, 4);
             else dst[d_off] = 0.0f;
@@ -282,14 +279,14 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int pla
                 }
                 // slices zr + 2m and zr + 2m + 1 receive nothing from later rows: add them now;
                 // the taps above them carry over to the next row (whose taps start two slices up)
-                col[(zr + 2 * m) * kBackThreads] += carry[0] + c[0];
-                col[(zr + 2 * m + 1) * kBackThreads] += carry[1] + c[1];
+                col[(zr + 2 * m) * 256] += carry[0] + c[0];
+                col[(zr + 2 * m + 1) * 256] += carry[1] + c[1];
 #pragma unroll
                 for (int t = 0; t < NT - 2; ++t)   // (no "0 + c" where nothing is carried: an add saved)
                     carry[t] = t + 2 < NT - 2 ? carry[t + 2 < NT - 2 ? t + 2 : t] + c[t + 2] : c[t + 2];
             }
 #pragma unroll
-            for (int t = 0; t < NT - 2; ++t) col[(zr + 2 * M + t) * kBackThreads] += carry[t];
+            for (int t = 0; t < NT - 2; ++t) col[(zr + 2 * M + t) * 256] += carry[t];
         }
         __pipeline_wait_prior(0);
         __syncthreads();
@@ -300,7 +297,7 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int pla
     if (i >= D.n || rr >= pitch) return;
     float4* out = reinterpret_cast<float4*>(G + ((static_cast<int64_t>(q) * D.n + i) * pitch + rr) * g_slices);
     const bool in_lattice = rr < D.n_rows_ext();
-    auto slice = [&](int z) { return in_lattice && z < D.nz ? col[(z + pz_lo) * kBackThreads] : 0.0f; };
+    auto slice = [&](int z) { return in_lattice && z < D.nz ? col[(z + pz_lo) * 256] : 0.0f; };
     for (int z = 0; z < g_slices; z += 4) out[z / 4] = make_float4(slice(z), slice(z + 1), slice(z + 2), slice(z + 3));
 }
 
@@ -350,7 +347,7 @@ unresample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pit
 
 size_t fast_forward_smem(const Impl& m) { return 2 * sizeof(float) * m.plane_rows * (64 + 2 * kFastJ); }
 size_t fast_back_smem(const Impl& m) {
-    return sizeof(float) * (static_cast<size_t>(m.plane_rows) * kBackThreads + 2 * m.host.D.n_rows * (32 + 2 * kFastJ));
+    return sizeof(float) * (static_cast<size_t>(m.plane_rows) * 256 + 2 * m.host.D.n_rows * (32 + 2 * kFastJ));
 }
 
 void allow_fast_kernels_smem(int max_smem) {
@@ -409,7 +406,7 @@ void back_fast(Impl& m, const AngleList& angles, const float* sino, float* image
     const int n_blocks_z = div_up(D.nz, kUnresampleSlices), g_slices = n_blocks_z * kUnresampleSlices;
     float* G = m.lattice_for(std::min<int>(kChunk, static_cast<int>(angles.index.size())), g_slices);
     for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
-        kernel<<<dim3(div_up(m.pitch, 32), div_up(D.n, kBackWarps), ch.n), kBackThreads, smem, s>>>(
+        kernel<<<dim3(div_up(m.pitch, 32), div_up(D.n, 8), ch.n), 256, smem, s>>>(
             D, ch, m.pitch, m.pz_lo, m.plane_rows, g_slices, sino, m.Q.as<float>(), m.base.as<int>(), G);
         DP_CUDA_CHECK_LAUNCH("fast_back_kernel");
         unresample_kernel<<<dim3(div_up(D.n, kTileRows), div_up(D.n, kTileCols), n_blocks_z), dim3(kTileRows, kTileCols),
