@@ -216,9 +216,13 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
 // owns one lattice column (i, row'), its slices in shared memory; per ring difference the block stages the
 // LOR rows its 32 lattice rows read and adds them, two slices per LOR row (the taps above them carried in
 // registers to the next row).
+// A column holds the nz image slices and one discard slot at each end, which every LOR row's taps that fall
+// outside [0, nz) are added to (slot = clamp(z, -1, nz) + 1): two compares per slice written, against
+// padding the column to the taps' whole reach (85 slices for nz = 59), whose shared memory left 2 blocks
+// (16 warps) per SM; with nz + 2 slices 3 blocks fit.
 template <int J, int K>
 __global__ void __launch_bounds__(256)
-fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int plane_rows, int g_slices,
+fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int g_slices,
                  const float* __restrict__ sino, const float* __restrict__ Q, const int* __restrict__ base,
                  float* __restrict__ G) {
     constexpr int NJ = 2 * J + 1, NT = 2 * K + 2, YCOLS = 32 + 2 * J;
@@ -226,10 +230,12 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int pla
     extern __shared__ __align__(16) float smem[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int l0 = blockIdx.x * 32, i = blockIdx.y * 8 + warp, q = blockIdx.z;
-    float* col = smem + tid;                                   // this thread's column: col[z * 256]
-    float* ytile = smem + plane_rows * 256;                    // 2 x (n_rows x YCOLS)
+    const int column_slots = D.nz + 2;
+    float* col = smem + tid;                                   // this thread's column: col[slot * 256]
+    float* ytile = smem + column_slots * 256;                  // 2 x (n_rows x YCOLS)
     const int tile_size = D.n_rows * YCOLS;
-    for (int z = 0; z < plane_rows; ++z) col[z * 256] = 0.0f;
+    for (int z = 0; z < column_slots; ++z) col[z * 256] = 0.0f;
+    auto slot = [&](int z) { return (min(max(z, -1), D.nz) + 1) * 256; };   // discard slots 0 and nz + 1
     // Ring difference d's LOR rows m = 0 .. M - 1, radial bins l0 - 2J .. l0 + 31, in the flattened walk
     // (common/window_walk.hpp): LOR row m + 1 lies (n_rows + 1) rows of n bins after row m (r1 and r2
     // both + 1), so the rows are a strided window of the sinogram. (A division and a 64-bit sinogram
@@ -259,7 +265,7 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int pla
             const int M = D.n_rows - ad;
             float Qr[NJ][NT];
             load_folded_taps<NJ, NT>(Q + q_index(D, d, i, 0, 0), Qr);
-            const int zr = pz_lo + ad + base[static_cast<int64_t>(d) * D.n + i] - K;
+            const int zr = ad + base[static_cast<int64_t>(d) * D.n + i] - K;   // row m's first slice: zr + 2m
             const float* y = ytile + buf * tile_size + lane + 2 * J;
             float carry[NT - 2];
 #pragma unroll
@@ -279,14 +285,14 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int pla
                 }
                 // slices zr + 2m and zr + 2m + 1 receive nothing from later rows: add them now;
                 // the taps above them carry over to the next row (whose taps start two slices up)
-                col[(zr + 2 * m) * 256] += carry[0] + c[0];
-                col[(zr + 2 * m + 1) * 256] += carry[1] + c[1];
+                col[slot(zr + 2 * m)] += carry[0] + c[0];
+                col[slot(zr + 2 * m + 1)] += carry[1] + c[1];
 #pragma unroll
                 for (int t = 0; t < NT - 2; ++t)   // (no "0 + c" where nothing is carried: an add saved)
                     carry[t] = t + 2 < NT - 2 ? carry[t + 2 < NT - 2 ? t + 2 : t] + c[t + 2] : c[t + 2];
             }
 #pragma unroll
-            for (int t = 0; t < NT - 2; ++t) col[(zr + 2 * M + t) * 256] += carry[t];
+            for (int t = 0; t < NT - 2; ++t) col[slot(zr + 2 * M + t)] += carry[t];
         }
         __pipeline_wait_prior(0);
         __syncthreads();
@@ -297,7 +303,7 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int pla
     if (i >= D.n || rr >= pitch) return;
     float4* out = reinterpret_cast<float4*>(G + ((static_cast<int64_t>(q) * D.n + i) * pitch + rr) * g_slices);
     const bool in_lattice = rr < D.n_rows_ext();
-    auto slice = [&](int z) { return in_lattice && z < D.nz ? col[(z + pz_lo) * 256] : 0.0f; };
+    auto slice = [&](int z) { return in_lattice && z < D.nz ? col[(z + 1) * 256] : 0.0f; };
     for (int z = 0; z < g_slices; z += 4) out[z / 4] = make_float4(slice(z), slice(z + 1), slice(z + 2), slice(z + 3));
 }
 
@@ -347,7 +353,7 @@ unresample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pit
 
 size_t fast_forward_smem(const Impl& m) { return 2 * sizeof(float) * m.plane_rows * (64 + 2 * kFastJ); }
 size_t fast_back_smem(const Impl& m) {
-    return sizeof(float) * (static_cast<size_t>(m.plane_rows) * 256 + 2 * m.host.D.n_rows * (32 + 2 * kFastJ));
+    return sizeof(float) * (static_cast<size_t>(m.host.D.nz + 2) * 256 + 2 * m.host.D.n_rows * (32 + 2 * kFastJ));
 }
 
 void allow_fast_kernels_smem(int max_smem) {
@@ -407,7 +413,7 @@ void back_fast(Impl& m, const AngleList& angles, const float* sino, float* image
     float* G = m.lattice_for(std::min<int>(kChunk, static_cast<int>(angles.index.size())), g_slices);
     for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
         kernel<<<dim3(div_up(m.pitch, 32), div_up(D.n, 8), ch.n), 256, smem, s>>>(
-            D, ch, m.pitch, m.pz_lo, m.plane_rows, g_slices, sino, m.Q.as<float>(), m.base.as<int>(), G);
+            D, ch, m.pitch, g_slices, sino, m.Q.as<float>(), m.base.as<int>(), G);
         DP_CUDA_CHECK_LAUNCH("fast_back_kernel");
         unresample_kernel<<<dim3(div_up(D.n, kTileRows), div_up(D.n, kTileCols), n_blocks_z), dim3(kTileRows, kTileCols),
                             0, s>>>(D, ch, m.footprints(), m.pitch, g_slices, G, image, ch.first > 0);
