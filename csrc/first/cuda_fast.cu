@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "../common/window_walk.hpp"
 #include "cuda_internal.cuh"
@@ -217,9 +218,9 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
 // LOR rows its 32 lattice rows read and adds them, two slices per LOR row (the taps above them carried in
 // registers to the next row).
 // A column holds the nz image slices and one discard slot at each end, which every LOR row's taps that fall
-// outside [0, nz) are added to (slot = clamp(z, -1, nz) + 1): two compares per slice written, against
-// padding the column to the taps' whole reach (85 slices for nz = 59), whose shared memory left 2 blocks
-// (16 warps) per SM; with nz + 2 slices 3 blocks fit.
+// outside [0, nz) are added to (slot = clamp(z, -1, nz) + 1; only the rows at the ends of a ring
+// difference's range need the clamp), against padding the column to the taps' whole reach (85 slices for
+// nz = 59), whose shared memory left 2 blocks (16 warps) per SM; with nz + 2 slices 3 blocks fit.
 template <int J, int K>
 __global__ void __launch_bounds__(256)
 fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int g_slices,
@@ -270,7 +271,9 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int g_slices,
             float carry[NT - 2];
 #pragma unroll
             for (int t = 0; t < NT - 2; ++t) carry[t] = 0.0f;
-            for (int m = 0; m < M; ++m) {
+            // one LOR row; kClamp: one of its two finished slices may lie outside [0, nz)
+            auto add_row = [&](int m, auto clamp) {
+                constexpr bool kClamp = decltype(clamp)::value;
                 float v[NJ];
 #pragma unroll
                 for (int jj = 0; jj < NJ; ++jj) v[jj] = y[m * YCOLS - jj];
@@ -285,12 +288,19 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int g_slices,
                 }
                 // slices zr + 2m and zr + 2m + 1 receive nothing from later rows: add them now;
                 // the taps above them carry over to the next row (whose taps start two slices up)
-                col[slot(zr + 2 * m)] += carry[0] + c[0];
-                col[slot(zr + 2 * m + 1)] += carry[1] + c[1];
+                const int z = zr + 2 * m;
+                col[kClamp ? slot(z) : (z + 1) * 256] += carry[0] + c[0];
+                col[kClamp ? slot(z + 1) : (z + 2) * 256] += carry[1] + c[1];
 #pragma unroll
                 for (int t = 0; t < NT - 2; ++t)   // (no "0 + c" where nothing is carried: an add saved)
                     carry[t] = t + 2 < NT - 2 ? carry[t + 2 < NT - 2 ? t + 2 : t] + c[t + 2] : c[t + 2];
-            }
+            };
+            // rows [m_in, m_out) finish two slices inside [0, nz): no clamp there
+            const int m_in = min(M, zr < 0 ? (1 - zr) / 2 : 0);
+            const int m_out = max(m_in, min(M, D.nz - 2 - zr >= 0 ? (D.nz - 2 - zr) / 2 + 1 : 0));
+            for (int m = 0; m < m_in; ++m) add_row(m, std::true_type{});
+            for (int m = m_in; m < m_out; ++m) add_row(m, std::false_type{});
+            for (int m = m_out; m < M; ++m) add_row(m, std::true_type{});
 #pragma unroll
             for (int t = 0; t < NT - 2; ++t) col[slot(zr + 2 * M + t)] += carry[t];
         }
