@@ -335,35 +335,19 @@ unresample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pit
     float acc[ZB];
 #pragma unroll
     for (int zz = 0; zz < ZB; ++zz) acc[zz] = 0.0f;
-    // Per angle the (at most) 3 x 3 candidate lattice points are visited without branches: their nine
-    // origin and weight reads, then their G reads, go out together (a candidate that does not overlap the
-    // voxel gets weight 0 and no read), where the loop of for_each_overlapping_lattice_point waited for
-    // each candidate's dependent reads in turn.
-    constexpr int kSide = 3;   // overlapping_candidates' bound per axis
     for (int q = 0; q < A.n; ++q) {
         const float* Gq = G + static_cast<int64_t>(q) * D.n * pitch * g_slices + z0;
-        const LatticeCandidates k = overlapping_candidates(D, ix, iy, A.c[q], A.s[q]);
-        float w[kSide * kSide];
-        int off[kSide * kSide];   // within one angle's G: n * pitch * g_slices floats, far below 2^31
-#pragma unroll
-        for (int c = 0; c < kSide * kSide; ++c) {
-            const int i = k.i_lo + c / kSide, row = k.r_lo + c % kSide;
-            const bool candidate = i <= k.i_hi && row <= k.r_hi;
-            w[c] = candidate ? overlap_weight(D, FP, A.a[q], ix, iy, i, row) : 0.0f;
-            off[c] = candidate ? (i * pitch + row + D.J) * g_slices : 0;
-        }
-#pragma unroll
-        for (int c = 0; c < kSide * kSide; ++c) {
-            const float4* g = reinterpret_cast<const float4*>(Gq + off[c]);
+        for_each_overlapping_lattice_point(D, FP, A.a[q], ix, iy, A.c[q], A.s[q], [&](int i, int row, float w) {
+            const float4* g = reinterpret_cast<const float4*>(Gq + (static_cast<int64_t>(i) * pitch + row + D.J) * g_slices);
 #pragma unroll
             for (int v = 0; v < ZB / 4; ++v) {
-                const float4 x = w[c] != 0.0f ? __ldg(g + v) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                acc[4 * v] = fmaf(w[c], x.x, acc[4 * v]);
-                acc[4 * v + 1] = fmaf(w[c], x.y, acc[4 * v + 1]);
-                acc[4 * v + 2] = fmaf(w[c], x.z, acc[4 * v + 2]);
-                acc[4 * v + 3] = fmaf(w[c], x.w, acc[4 * v + 3]);
+                const float4 x = __ldg(g + v);
+                acc[4 * v] = fmaf(w, x.x, acc[4 * v]);
+                acc[4 * v + 1] = fmaf(w, x.y, acc[4 * v + 1]);
+                acc[4 * v + 2] = fmaf(w, x.z, acc[4 * v + 2]);
+                acc[4 * v + 3] = fmaf(w, x.w, acc[4 * v + 3]);
             }
-        }
+        });
     }
     const int64_t plane = static_cast<int64_t>(D.n) * D.n;
     float* out = image + static_cast<int64_t>(iy) * D.n + ix;

@@ -147,49 +147,33 @@ DP_HD float footprint_read(const float* plane, const FootprintRead& r) {
     return acc;
 }
 
-// The transpose. A voxel's candidate lattice points lie within reach of its lattice coordinates (0.01 of
-// margin for their float rounding): at most 3 x 3 of them, since the reach is at most 1/2 + sqrt(2)/2.
-struct LatticeCandidates {
-    int i_lo, i_hi, r_lo, r_hi;   // inclusive ranges of i in [0, n) and row in [-J, n + J)
-};
-
-DP_HD LatticeCandidates overlapping_candidates(const Dims& D, int ix, int iy, float cphi, float sphi) {
-    const float c = D.centre();
-    float i_f, row_f;
-    voxel_lattice_coords(ix, iy, c, cphi, sphi, &i_f, &row_f);
-    const float reach = footprint_reach(cphi, sphi) + 0.01f;
-    LatticeCandidates k{static_cast<int>(ceilf(i_f - reach)), static_cast<int>(floorf(i_f + reach)),
-                        static_cast<int>(ceilf(row_f - reach)), static_cast<int>(floorf(row_f + reach))};
-    k.i_lo = k.i_lo > 0 ? k.i_lo : 0;
-    k.i_hi = k.i_hi < D.n - 1 ? k.i_hi : D.n - 1;
-    k.r_lo = k.r_lo > -D.J ? k.r_lo : -D.J;
-    k.r_hi = k.r_hi < D.n - 1 + D.J ? k.r_hi : D.n - 1 + D.J;
-    return k;
-}
-
-// The footprint weight of candidate (i, row) on voxel (ix, iy): the table's weight where the voxel is one
-// of the cell's 3 x 3 slots (the slot test against the stored origin decides, so the pairs and weights are
-// exactly those of the forward reads), else 0.
-DP_HD float overlap_weight(const Dims& D, const Footprints& FP, int a, int ix, int iy, int i, int row) {
-    const int64_t cell = FP.cell(D, a, i, row + D.J);
-    const FootprintOrigin o = FP.origin[cell];
-    const int ox = ix - o.ix0, oy = iy - o.iy0;
-    if (ox < 0 || ox >= kFootprintSide || oy < 0 || oy >= kFootprintSide) return 0.0f;
-    return FP.weight[cell * kFootprintSlots + oy * kFootprintSide + ox];
-}
-
-// Calls f(i, row, w) for every lattice point (i in [0, n), row in [-J, n + J)) whose cell overlaps voxel
-// (ix, iy), w > 0 being the table's weight.
+// The transpose: calls f(i, row, w) for every lattice point (i in [0, n), row in [-J, n + J)) whose
+// cell overlaps voxel (ix, iy), w > 0 being the table's weight. Candidates lie within reach of the
+// voxel's lattice coordinates (0.01 of margin for their float rounding; the slot test against the
+// stored origin decides, so the pairs and weights are exactly those of the forward reads).
 #ifdef __CUDACC__
 #pragma nv_exec_check_disable
 #endif
 template <typename F>
 DP_HD void for_each_overlapping_lattice_point(const Dims& D, const Footprints& FP, int a, int ix, int iy, float cphi,
                                               float sphi, F&& f) {
-    const LatticeCandidates k = overlapping_candidates(D, ix, iy, cphi, sphi);
-    for (int i = k.i_lo; i <= k.i_hi; ++i)
-        for (int row = k.r_lo; row <= k.r_hi; ++row) {
-            const float w = overlap_weight(D, FP, a, ix, iy, i, row);
+    const float c = D.centre();
+    float i_f, row_f;
+    voxel_lattice_coords(ix, iy, c, cphi, sphi, &i_f, &row_f);
+    const float reach = footprint_reach(cphi, sphi) + 0.01f;
+    int i_lo = static_cast<int>(ceilf(i_f - reach)), i_hi = static_cast<int>(floorf(i_f + reach));
+    int r_lo = static_cast<int>(ceilf(row_f - reach)), r_hi = static_cast<int>(floorf(row_f + reach));
+    i_lo = i_lo > 0 ? i_lo : 0;
+    i_hi = i_hi < D.n - 1 ? i_hi : D.n - 1;
+    r_lo = r_lo > -D.J ? r_lo : -D.J;
+    r_hi = r_hi < D.n - 1 + D.J ? r_hi : D.n - 1 + D.J;
+    for (int i = i_lo; i <= i_hi; ++i)
+        for (int row = r_lo; row <= r_hi; ++row) {
+            const int64_t cell = FP.cell(D, a, i, row + D.J);
+            const FootprintOrigin o = FP.origin[cell];
+            const int ox = ix - o.ix0, oy = iy - o.iy0;
+            if (ox < 0 || ox >= kFootprintSide || oy < 0 || oy >= kFootprintSide) continue;
+            const float w = FP.weight[cell * kFootprintSlots + oy * kFootprintSide + ox];
             if (w != 0.0f) f(i, row, w);
         }
 }
