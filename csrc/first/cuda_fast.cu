@@ -307,8 +307,8 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int g_slices,
         __pipeline_wait_prior(0);
         __syncthreads();
     }
-    // G[q][i][row'][z], g_slices (a multiple of 4) per lattice point, zero past nz: the transposed
-    // resampling reads a voxel's slices as 16-byte loads.
+    // G[q][i][row'][z], g_slices (a multiple of the transposed resampling's 16 slices per thread) per
+    // lattice point, zero past nz: that kernel reads a voxel's slices as 16-byte loads.
     const int rr = l0 + lane;
     if (i >= D.n || rr >= pitch) return;
     float4* out = reinterpret_cast<float4*>(G + ((static_cast<int64_t>(q) * D.n + i) * pitch + rr) * g_slices);
@@ -321,7 +321,7 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int g_slices,
 // G[q][i][row'][z] as 16-byte loads (the layout the back kernel writes). (ix, iy) in 8 x 4 warp tiles, as
 // in the resampling: the lattice points a warp's voxels gather from then lie in a compact patch of
 // (i, row). The candidate search of each (voxel, angle) is paid once per 16 slices (8 before, each
-// slice a 4-byte load of its own G[q][i][z][row'] row: 1.02 -> 0.46 ms per 32 angles in Nsight Compute).
+// slice a 4-byte load of its own G[q][i][z][row'] row: 1.02 -> 0.49 ms per 32 angles in Nsight Compute).
 constexpr int kUnresampleSlices = 16;
 static_assert(kUnresampleSlices % 4 == 0, "float4 reads");
 __global__ void __launch_bounds__(kTileRows * kTileCols)

@@ -93,7 +93,8 @@ std::string DeviceModel::fast_unsupported_reason() const {
         return "the fast CUDA kernels are compiled for the paper's 5 x 3 tube (J = 2, K = 1)";
     const size_t need = std::max(m.fast_forward_smem, m.fast_back_smem);
     if (need > static_cast<size_t>(m.max_smem))
-        return "n_rows: the fast kernels' slice planes (" + std::to_string(m.plane_rows) + " slices) need " +
+        return "n_rows: the fast kernels' slice planes (" + std::to_string(m.host.D.nz) + " slices, " +
+               std::to_string(m.plane_rows) + " with the taps' reach) need " +
                std::to_string(need >> 10) + " KiB of shared memory, the GPU has " + std::to_string(m.max_smem >> 10);
     return "";
 }
