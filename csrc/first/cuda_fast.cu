@@ -130,9 +130,9 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
     // instead of the division and 64-bit index arithmetic per copy (a quarter of the kernel's
     // instructions in the profile of 29f2428). Columns past the lattice pitch (the last radial block)
     // are zero-filled once, before the loop: no plane ever writes them. (The same walk as
-    // common/window_walk.hpp, which the dual-head kernels use; this one derives both offsets from
-    // (z, c) instead of carrying them, one register fewer: the helper spills at this kernel's
-    // 80-register budget.)
+    // common/window_walk.hpp, which the dual-head kernels and the back projection use; this one
+    // derives both offsets from (z, c) instead of carrying them, one register fewer: the helper spills
+    // at this kernel's 80-register budget.)
     constexpr int V = COLS / 4;
     constexpr int kDz = 256 / V, kDc = 256 - kDz * V;
     const int v_in = min(V, (pitch - rho0) / 4);               // float4 columns inside the lattice rows
@@ -236,7 +236,8 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int g_slices,
     float* ytile = smem + column_slots * 256;                  // 2 x (n_rows x YCOLS)
     const int tile_size = D.n_rows * YCOLS;
     for (int z = 0; z < column_slots; ++z) col[z * 256] = 0.0f;
-    auto slot = [&](int z) { return (min(max(z, -1), D.nz) + 1) * 256; };   // discard slots 0 and nz + 1
+    // the shared-memory offset of slice z; with clamp, z outside [0, nz) goes to discard slot 0 or nz + 1
+    auto slot = [&](int z, bool clamp) { return ((clamp ? min(max(z, -1), D.nz) : z) + 1) * 256; };
     // Ring difference d's LOR rows m = 0 .. M - 1, radial bins l0 - 2J .. l0 + 31, in the flattened walk
     // (common/window_walk.hpp): LOR row m + 1 lies (n_rows + 1) rows of n bins after row m (r1 and r2
     // both + 1), so the rows are a strided window of the sinogram. (A division and a 64-bit sinogram
@@ -289,8 +290,8 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int g_slices,
                 // slices zr + 2m and zr + 2m + 1 receive nothing from later rows: add them now;
                 // the taps above them carry over to the next row (whose taps start two slices up)
                 const int z = zr + 2 * m;
-                col[kClamp ? slot(z) : (z + 1) * 256] += carry[0] + c[0];
-                col[kClamp ? slot(z + 1) : (z + 2) * 256] += carry[1] + c[1];
+                col[slot(z, kClamp)] += carry[0] + c[0];
+                col[slot(z + 1, kClamp)] += carry[1] + c[1];
 #pragma unroll
                 for (int t = 0; t < NT - 2; ++t)   // (no "0 + c" where nothing is carried: an add saved)
                     carry[t] = t + 2 < NT - 2 ? carry[t + 2 < NT - 2 ? t + 2 : t] + c[t + 2] : c[t + 2];
@@ -302,7 +303,7 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int g_slices,
             for (int m = m_in; m < m_out; ++m) add_row(m, std::false_type{});
             for (int m = m_out; m < M; ++m) add_row(m, std::true_type{});
 #pragma unroll
-            for (int t = 0; t < NT - 2; ++t) col[slot(zr + 2 * M + t)] += carry[t];
+            for (int t = 0; t < NT - 2; ++t) col[slot(zr + 2 * M + t, true)] += carry[t];
         }
         __pipeline_wait_prior(0);
         __syncthreads();
@@ -313,7 +314,7 @@ fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int g_slices,
     if (i >= D.n || rr >= pitch) return;
     float4* out = reinterpret_cast<float4*>(G + ((static_cast<int64_t>(q) * D.n + i) * pitch + rr) * g_slices);
     const bool in_lattice = rr < D.n_rows_ext();
-    auto slice = [&](int z) { return in_lattice && z < D.nz ? col[(z + 1) * 256] : 0.0f; };
+    auto slice = [&](int z) { return in_lattice && z < D.nz ? col[slot(z, false)] : 0.0f; };
     for (int z = 0; z < g_slices; z += 4) out[z / 4] = make_float4(slice(z), slice(z + 1), slice(z + 2), slice(z + 3));
 }
 

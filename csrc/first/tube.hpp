@@ -324,6 +324,7 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
         // (read per ring difference, its two table loads and interpolation cost more instructions
         // than the sinogram read they weight, and the kernel is issue-bound). Same values, same sums.
         constexpr bool kHoisted = NJ > 0 && NK > 0;
+        auto table_k = [&](int kk) { return flip ? nk - 1 - kk : kk; };   // the group's mirror in k
         float tube[kHoisted ? NK : 1][kHoisted ? NJ : 1];
         bool have_tube = false;
         for (int e = groups.group_start[g]; e < groups.group_start[g + 1]; ++e) {
@@ -342,7 +343,7 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
 #ifdef __CUDACC__
 #pragma unroll
 #endif
-                        for (int jj = 0; jj < NJ; ++jj) tube[kk][jj] = read_prob(S, i_f, jj, flip ? NK - 1 - kk : kk);
+                        for (int jj = 0; jj < NJ; ++jj) tube[kk][jj] = read_prob(S, i_f, jj, table_k(kk));
                     have_tube = true;
                 }
             }
@@ -352,14 +353,13 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
             for (int kk = 0; kk < nk; ++kk) {
                 const float m_f = m0 - 0.5f * static_cast<float>(kk - K);
                 if (m_f <= -1.0f || m_f >= M) continue;
-                const int kt = flip ? nk - 1 - kk : kk;
 #ifdef __CUDACC__
 #pragma unroll
 #endif
                 for (int jj = 0; jj < nj; ++jj) {
                     float p;
                     if constexpr (kHoisted) p = tube[kk][jj];
-                    else p = read_prob(S, i_f, jj, kt);
+                    else p = read_prob(S, i_f, jj, table_k(kk));
                     float ratio, factor;
                     read_corr(d, row_f - static_cast<float>(jj - J), m_f, &ratio, &factor);
                     acc_c += p * ratio;
