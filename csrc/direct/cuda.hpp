@@ -40,6 +40,18 @@ Method parse_method(const std::string& name);
 // Spans (taps per column) the column kernels are compiled for; longer columns are split.
 constexpr int kSpanClasses[] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16};
 constexpr int kNumSpanClasses = sizeof(kSpanClasses) / sizeof(int);
+// Floats per (column, kernel) in the per-tap weight table: the class span padded to a whole float2 or
+// float4 vectors, so that a column's weights for one kernel load as vectors.
+constexpr int padded_span(int span) { return span <= 2 ? span : (span + 3) / 4 * 4; }
+struct SpanTable {
+    int v[kNumSpanClasses];
+};
+constexpr SpanTable padded_spans() {
+    SpanTable t{};
+    for (int c = 0; c < kNumSpanClasses; ++c) t.v[c] = padded_span(kSpanClasses[c]);
+    return t;
+}
+constexpr SpanTable kPaddedSpans = padded_spans();
 
 // Per transaxial row dy of the kernel support: the z range its columns read (relative to the
 // output z), where each span class starts in the group list, and its range of tap columns.
@@ -68,8 +80,10 @@ struct SlabLaunch {
 };
 
 // One view's LUTs resident on the device, plus the column plan of the fast methods:
-// groups (dy, dx, dz_min, weight tap column), sorted by (dy, span class, dx), and one RowInfo
-// per dy.
+// groups (dy, dx, dz_min, weight tap column w0), sorted by (dy, span class, dx), and one RowInfo
+// per dy. The per-tap weight table holds group g's weight for kernel a and tap s at
+// w0 * n_kernels + a * padded_span + s (w0 aligned so that each (group, kernel) run is a whole
+// vector); the factored tap factors at w0 + s.
 class DeviceLut {
 public:
     DeviceLut(const LutRef& host, const Dims& dims);

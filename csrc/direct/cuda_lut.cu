@@ -8,6 +8,7 @@
 #include <cmath>
 #include <type_traits>
 #include <utility>
+#include <string>
 #include <vector>
 
 #include "../common/cuda_check.cuh"
@@ -38,14 +39,13 @@ cuda::DeviceBuffer upload(const T* host, size_t count) {
     return b;
 }
 
-// Factor each group's tap weights W[(w0 + k) * nk + a] = h[g * nk + a] * t[w0 + k]. The reference
-// tap is the group's largest; the result is accepted when it reproduces every weight to 2e-6 of
-// the table's largest value (float rounding of the product is ~1e-7 relative).
-bool factor_columns(const std::vector<float>& W, const std::vector<int>& groups,
-                    const std::vector<int>& taps_per_group, int nk, std::vector<float>& h,
-                    std::vector<float>& t) {
+// Factor each group's tap weights W(g, a, k) = h[g * nk + a] * t[w0 + k], W in the table layout of
+// DeviceLut (W[w0 * nk + a * padded[g] + k]). The reference tap is the group's largest; the result is
+// accepted when it reproduces every weight to 2e-6 of the table's largest value (float rounding of the
+// product is ~1e-7 relative).
+bool factor_columns(const std::vector<float>& W, const std::vector<int>& groups, const std::vector<int>& taps_per_group,
+                    const std::vector<int>& padded, int nk, size_t stride, std::vector<float>& h, std::vector<float>& t) {
     const size_t n_groups = taps_per_group.size();
-    const size_t stride = W.size() / nk;
     h.assign(n_groups * nk, 0.0f);
     t.assign(stride, 0.0f);
     float wmax = 0.0f;
@@ -54,18 +54,18 @@ bool factor_columns(const std::vector<float>& W, const std::vector<int>& groups,
     for (size_t g = 0; g < n_groups; ++g) {
         const size_t w0 = groups[4 * g + 3];
         const int n = taps_per_group[g];
+        auto weight = [&](int a, int k) { return W[w0 * nk + static_cast<size_t>(a) * padded[g] + k]; };
         int k_ref = 0, a_ref = 0;
         double best = -1.0;
         for (int k = 0; k < n; ++k)
             for (int a = 0; a < nk; ++a)
-                if (W[(w0 + k) * nk + a] > best) best = W[(w0 + k) * nk + a], k_ref = k, a_ref = a;
+                if (weight(a, k) > best) best = weight(a, k), k_ref = k, a_ref = a;
         if (best <= 0.0) continue;  // an all-zero column: h = t = 0 reproduces it
-        for (int a = 0; a < nk; ++a) h[g * nk + a] = W[(w0 + k_ref) * nk + a];
-        for (int k = 0; k < n; ++k) t[w0 + k] = static_cast<float>(W[(w0 + k) * nk + a_ref] / best);
+        for (int a = 0; a < nk; ++a) h[g * nk + a] = weight(a, k_ref);
+        for (int k = 0; k < n; ++k) t[w0 + k] = static_cast<float>(weight(a_ref, k) / best);
         for (int k = 0; k < n; ++k)
             for (int a = 0; a < nk; ++a)
-                if (std::fabs(static_cast<double>(h[g * nk + a]) * t[w0 + k] - W[(w0 + k) * nk + a]) > tol)
-                    return false;
+                if (std::fabs(static_cast<double>(h[g * nk + a]) * t[w0 + k] - weight(a, k)) > tol) return false;
     }
     return true;
 }
@@ -111,8 +111,18 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
     std::stable_sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
         return a.dy != b.dy ? a.dy < b.dy : a.cls != b.cls ? a.cls < b.cls : a.dx < b.dx;
     });
-    std::vector<int> groups, rows;
+    // Each group's first tap column w0: its (group, kernel) runs of padded_span floats start on a
+    // multiple of their vector width (w0 a multiple of 2 or 4, whatever n_kernels).
+    std::vector<int> w0s(pieces.size()), padded(pieces.size());
     int wstride = 0;
+    for (size_t g = 0; g < pieces.size(); ++g) {
+        padded[g] = kPaddedSpans.v[pieces[g].cls];
+        const int align = std::min(padded[g], 4);
+        wstride = (wstride + align - 1) / align * align;
+        w0s[g] = wstride;
+        wstride += padded[g];
+    }
+    std::vector<int> groups, rows;
     for (size_t g = 0; g < pieces.size(); ++g) {
         const Piece& p = pieces[g];
         if (g == 0 || p.dy != pieces[g - 1].dy) {  // new row
@@ -129,15 +139,13 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
                 while (k < e && pieces[k].cls < c) ++k;
                 r.class_begin[c] = static_cast<int>(k);
             }
-            int taps = 0;
-            for (size_t k = g; k < e; ++k) taps += kSpanClasses[pieces[k].cls];
+            const int tap_end = w0s[e - 1] + padded[e - 1];
             rows.insert(rows.end(), {r.dy, r.z_lo, r.z_extent});
             rows.insert(rows.end(), r.class_begin, r.class_begin + kNumSpanClasses + 1);
-            rows.insert(rows.end(), {wstride, wstride + taps});
-            max_row_taps_ = std::max(max_row_taps_, taps);
+            rows.insert(rows.end(), {w0s[g], tap_end});
+            max_row_taps_ = std::max(max_row_taps_, tap_end - w0s[g]);
         }
-        groups.insert(groups.end(), {p.dy, p.dx, p.dz_min, wstride});
-        wstride += kSpanClasses[p.cls];
+        groups.insert(groups.end(), {p.dy, p.dx, p.dz_min, w0s[g]});
     }
     n_rows_ = static_cast<int>(rows.size() / kRowInts);
     for (int r = 0; r < n_rows_; ++r)
@@ -163,16 +171,20 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
             }
         }
     }
-    // Weights are stored tap-major, (stride, n_kernels): the lanes of a warp hold neighbouring
-    // pixels whose identifiers are consecutive, so one weight load of the warp touches one or two
-    // cache lines instead of one line per lane.
+    // The kernels index the table with 32-bit unsigned arithmetic.
+    if (static_cast<unsigned long long>(n_kernels_) * static_cast<unsigned long long>(wstride) >= (1ull << 32))
+        throw ValueError("lut: the per-tap weight table (" + std::to_string(n_kernels_) + " kernels x " +
+                         std::to_string(wstride) + " taps) exceeds the 2^32 floats the CUDA kernels index");
+    // A group's weights are stored kernel by kernel, each kernel's taps one padded vector: a column
+    // loads its weights with one (or a few) vector loads. The lanes of a warp hold neighbouring pixels
+    // whose identifiers are close, so the warp's load touches a few cache lines of the group's block.
     std::vector<float> wf(static_cast<size_t>(n_kernels_) * wstride, 0.0f), wb(wf.size(), 0.0f);
     for (size_t g = 0; g < pieces.size(); ++g) {
-        const int w0 = groups[4 * g + 3];
+        const size_t w0 = w0s[g];
         for (size_t k = 0; k < pieces[g].taps.size(); ++k) {
             const int i = pieces[g].taps[k];
             for (int a = 0; a < n_kernels_; ++a) {
-                const size_t at = (static_cast<size_t>(w0) + k) * n_kernels_ + a;
+                const size_t at = w0 * n_kernels_ + static_cast<size_t>(a) * padded[g] + k;
                 wb[at] = h.values[back_weight_index(a, i, n_offsets_)];
                 wf[at] = h.values[forward_weight_index(a, h.flip[i], n_offsets_)];
             }
@@ -184,11 +196,11 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
     w_back_ = upload(wb.data(), wb.size());
     std::vector<float> radial, taps;
     const std::vector<int> n_taps = pieces_taps(pieces);
-    if ((factored_fwd_ = factor_columns(wf, groups, n_taps, n_kernels_, radial, taps))) {
+    if ((factored_fwd_ = factor_columns(wf, groups, n_taps, padded, n_kernels_, wstride, radial, taps))) {
         h_fwd_ = upload(radial.data(), radial.size());
         t_fwd_ = upload(taps.data(), taps.size());
     }
-    if ((factored_back_ = factor_columns(wb, groups, n_taps, n_kernels_, radial, taps))) {
+    if ((factored_back_ = factor_columns(wb, groups, n_taps, padded, n_kernels_, wstride, radial, taps))) {
         h_back_ = upload(radial.data(), radial.size());
         t_back_ = upload(taps.data(), taps.size());
     }

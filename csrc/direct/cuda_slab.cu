@@ -109,12 +109,35 @@ struct RadialQueue {
 // All groups [g0, g1) of one span class S: load the R + S - 1 source values of the neighbour
 // column once, then apply the S taps to the R outputs from registers. `groups` may point to
 // global or shared memory.
-//   table path:    each tap's weight is gathered from the (stride, n_kernels) table.
+//   table path:    the column's weights for its kernel are gathered as one padded vector.
 //   factored path: weight = radial(group, id) * tap_factor(tap); the one gathered value per
 //                  column is loaded kPrefetch columns ahead -- across span classes, up to the end
 //                  of the kernel row g_end -- so its latency (an L2 read) hides behind the
 //                  multiply-adds of the columns before it; tap factors come from shared memory.
-template <bool kForward, int R, int S, bool kFactored, typename Source>
+// w[0 .. S) from the P floats at `from` (P: S padded to a whole float2 or float4 vectors, `from`
+// aligned to them).
+template <int S, int P>
+__device__ __forceinline__ void load_padded(const float* from, float (&w)[S]) {
+    static_assert(P >= S && (P <= 2 || P % 4 == 0), "padded span");
+    if constexpr (P == 1) {
+        w[0] = __ldg(from);
+    } else if constexpr (P == 2) {
+        const float2 v = __ldg(reinterpret_cast<const float2*>(from));
+        w[0] = v.x;
+        if constexpr (S > 1) w[1] = v.y;
+    } else {
+#pragma unroll
+        for (int q = 0; q < P / 4; ++q) {
+            const float4 v = __ldg(reinterpret_cast<const float4*>(from) + q);
+            const float c[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                if (4 * q + k < S) w[4 * q + k] = c[k];
+        }
+    }
+}
+
+template <bool kForward, int R, int S, int P, bool kFactored, typename Source>
 __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan& p, const int4* groups,
                                              const float* taps, int g0, int g1, int g_end, int ny, int nx,
                                              int x, int y, int z0, int own_id, RadialQueue& q,
@@ -132,9 +155,12 @@ __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan&
 #pragma unroll
             for (int s = 0; s < S; ++s) w[s] = h * taps[G.w + s];
         } else {
-            const float* wcol = p.weights + static_cast<long long>(G.w) * p.n_kernels + kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id);
-#pragma unroll
-            for (int s = 0; s < S; ++s) w[s] = __ldg(wcol + s * p.n_kernels);
+            // The column's P weights for its kernel are one padded vector (DeviceLut's table layout), read
+            // as float / float2 / float4 loads; the index is 32-bit (DeviceLut keeps the table under 2^32
+            // floats): 64-bit arithmetic and a load per tap cost about 12 instructions a column before.
+            const unsigned col = static_cast<unsigned>(G.w) * p.n_kernels +
+                                 static_cast<unsigned>(kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id)) * P;
+            load_padded<S, P>(p.weights + col, w);
         }
         float win[R + S - 1];
         load_window<R, S>(in, G, ny, nx, x, y, z0, win);
@@ -150,15 +176,15 @@ template <bool kForward, int R, bool kFactored, typename Source, int... C>
 __device__ __forceinline__ void row_classes(const Source& in, const ColumnPlan& p, const int4* groups,
                                             const float* taps, const int* row, const Dims& d, int x, int y,
                                             int z0, int own_id, float (&acc)[R], std::integer_sequence<int, C...>) {
-    const int g_begin = __ldg(row + kRowClassBegin), g_end = __ldg(row + kRowClassBegin + kNumSpanClasses);
+    const int g_begin = row[kRowClassBegin], g_end = row[kRowClassBegin + kNumSpanClasses];
     RadialQueue q;
 #pragma unroll
     for (int k = 0; k < kPrefetch; ++k)
         q.h[k] = kFactored && g_begin + k < g_end
                      ? radial_weight<kForward>(in, p, groups, g_begin + k, d.ny, d.nx, x, y, own_id) : 0.0f;
-    (column_class<kForward, R, kSpanClasses[C], kFactored>(in, p, groups, taps, __ldg(row + kRowClassBegin + C),
-                                                            __ldg(row + kRowClassBegin + 1 + C), g_end, d.ny,
-                                                            d.nx, x, y, z0, own_id, q, acc), ...);
+    (column_class<kForward, R, kSpanClasses[C], kPaddedSpans.v[C], kFactored>(in, p, groups, taps, row[kRowClassBegin + C],
+                                                            row[kRowClassBegin + 1 + C], g_end, d.ny, d.nx, x, y,
+                                                            z0, own_id, q, acc), ...);
 }
 
 template <int R>
@@ -211,14 +237,16 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     static_assert(SLOTS == TY + 1 || SLOTS == TY + 2, "ring depth");
     constexpr int kSlots = SLOTS, kPlanBuffers = SLOTS == TY + 2 ? 3 : 2;
     // Shared memory: source [z_ext][kSlots][PITCH]; identifiers [kSlots][PITCH] (forward);
-    // row groups [kPlanBuffers][max_row_groups]; tap factors [kPlanBuffers][max_row_taps].
+    // row groups [kPlanBuffers][max_row_groups]; row infos [kPlanBuffers][kRowInts]; tap factors
+    // [kPlanBuffers][max_row_taps].
     extern __shared__ __align__(16) float smem[];
     constexpr int R = kSlabRun;
     constexpr int kZStride = kSlots * PITCH;
     float* slab = smem;
     int* ring_ids = reinterpret_cast<int*>(slab + z_ext * kZStride);
     int4* group_buf = reinterpret_cast<int4*>(ring_ids + (kForward ? kSlots * PITCH : 0));
-    float* tap_buf = reinterpret_cast<float*>(group_buf + kPlanBuffers * max_row_groups);
+    int* row_buf = reinterpret_cast<int*>(group_buf + kPlanBuffers * max_row_groups);
+    float* tap_buf = reinterpret_cast<float*>(row_buf + kPlanBuffers * kRowInts);
 
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * TX + tx;
     constexpr int kThreads = TX * TY;
@@ -235,35 +263,55 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     const int width = TX + 2 * halo;
     const long long plane = static_cast<long long>(d.ny) * d.nx;
 
+    // Each thread's share of a staged source row, the same for every row (worked out once: an integer
+    // division per copy was most of the staging's instructions). A slab row is z_ext lines of `units`
+    // copies of `vec` floats (4: every float4 lies wholly inside or outside the volume, as nx and
+    // x0 - halo are multiples of 4). With units <= kThreads, thread tid copies unit tid % units of the
+    // lines tid / units, + zstep, + 2 zstep, ... (zstep = kThreads / units; the threads past zstep * units
+    // copy nothing); wider rows: every line, units tid, tid + kThreads, ...
+    const int vec = vec_stage ? 4 : 1, units = width / vec;
+    const bool narrow_row = units <= kThreads;
+    const int zstep = narrow_row ? kThreads / units : 1, ustep = kThreads;
+    const int stage_z0 = narrow_row ? (tid < zstep * units ? tid / units : z_ext) : 0;
+    const int stage_u0 = narrow_row ? tid % units : tid;
     // Asynchronous copy of source row gy (and its identifiers) into its ring slot; elements outside
     // the volume are zero-filled by the copy itself (source size 0).
     auto stage_row = [&](int gy) {
         const int slot = ((gy % kSlots) + kSlots) % kSlots;
         const bool row_in = gy >= 0 && gy < d.ny;
-        // (sz, sx) walk the z_ext x width slab row by row in units of `vec` floats (4: every float4
-        // lies wholly inside or outside the volume, as nx and x0 - halo are multiples of 4);
-        // stepping them incrementally avoids an integer division per copy.
-        const int vec = vec_stage ? 4 : 1, units = width / vec;
-        int sz = tid / units, sx = tid - sz * units;
-        const int step_z = kThreads / units, step_x = kThreads - step_z * units;
-        const float* row_src = src + static_cast<long long>(row_in ? gy : 0) * d.nx;
-        float* slot_row = slab + slot * PITCH;
-        for (; sz < z_ext;) {
-            const int gx = x0 - halo + sx * vec, gz = z0 + z_lo + sz;
-            const bool in = row_in && gx >= 0 && gx < d.nx && gz >= 0 && gz < d.nz;
-            const float* from = in ? row_src + gz * plane + gx : src;
-            float* to = slot_row + sz * kZStride + sx * vec;
-            if (vec_stage)
-                __pipeline_memcpy_async(to, from, 4 * sizeof(float), in ? 0 : 4 * sizeof(float));
-            else
-                __pipeline_memcpy_async(to, from, sizeof(float), in ? 0 : sizeof(float));
-            sx += step_x;
-            sz += step_z;
-            if (sx >= units) {
-                sx -= units;
-                ++sz;
+        const long long row_offset = static_cast<long long>(row_in ? gy : 0) * d.nx;
+        auto copy_lines = [&](auto bytes) {
+            constexpr int kBytes = decltype(bytes)::value;
+            if (narrow_row) {  // one unit per thread: only the line changes from copy to copy
+                const int gx = x0 - halo + stage_u0 * vec;
+                const bool x_in = row_in && gx >= 0 && gx < d.nx;
+                float* to = slab + slot * PITCH + stage_z0 * kZStride + stage_u0 * vec;
+                long long from = static_cast<long long>(z0 + z_lo + stage_z0) * plane + row_offset + gx;
+#pragma unroll 1
+                for (int gz = z0 + z_lo + stage_z0; gz < z0 + z_lo + z_ext; gz += zstep) {
+                    const bool in = x_in && gz >= 0 && gz < d.nz;
+                    __pipeline_memcpy_async(to, in ? src + from : src, kBytes, in ? 0 : kBytes);
+                    to += zstep * kZStride;
+                    from += zstep * plane;
+                }
+                return;
             }
-        }
+#pragma unroll 1
+            for (int sz = 0; sz < z_ext; ++sz) {
+                const int gz = z0 + z_lo + sz;
+                const bool line_in = row_in && gz >= 0 && gz < d.nz;
+                for (int u = stage_u0; u < units; u += ustep) {
+                    const int gx = x0 - halo + u * vec;
+                    const bool in = line_in && gx >= 0 && gx < d.nx;
+                    __pipeline_memcpy_async(slab + slot * PITCH + sz * kZStride + u * vec,
+                                            in ? src + (gz * plane + row_offset + gx) : src, kBytes, in ? 0 : kBytes);
+                }
+            }
+        };
+        if (vec_stage)
+            copy_lines(std::integral_constant<int, 4 * sizeof(float)>{});
+        else
+            copy_lines(std::integral_constant<int, sizeof(float)>{});
         if (kForward)
             for (int k = tid; k < width; k += kThreads) {
                 const int gx = x0 - halo + k;
@@ -276,6 +324,9 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     auto stage_plan = [&](int row) {
         const int* info = p.rows + row * kRowInts;
         const int g0 = __ldg(info + kRowClassBegin), g1 = __ldg(info + kRowClassBegin + kNumSpanClasses);
+        // the row's info too: the class loops read their bounds from shared memory
+        for (int k = tid; k < kRowInts; k += kThreads)
+            __pipeline_memcpy_async(row_buf + (row % kPlanBuffers) * kRowInts + k, info + k, sizeof(int));
         for (int g = g0 + tid; g < g1; g += kThreads)
             __pipeline_memcpy_async(group_buf + (row % kPlanBuffers) * max_row_groups + g - g0, p.groups + g, sizeof(int4));
         if (kFactored) {
@@ -297,15 +348,15 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
-    const int dy0 = __ldg(p.rows + row_begin * kRowInts);
-    for (int k = 0; k < TY; ++k) stage_row(y0 + dy0 + k);  // the first ring position
+    int dy = __ldg(p.rows + row_begin * kRowInts);
+    for (int k = 0; k < TY; ++k) stage_row(y0 + dy + k);  // the first ring position
     stage_plan(row_begin);
     __pipeline_commit();
     for (int row = row_begin; row < row_end; ++row) {
-        const int* info = p.rows + row * kRowInts;
-        const int dy = __ldg(info);
+        const int prev_dy = dy;
+        dy = __ldg(p.rows + row * kRowInts);
         // A gap in dy (not produced by ellipsoidal supports) needs the whole ring restaged.
-        if (row > row_begin && dy != __ldg(info - kRowInts) + 1) {
+        if (row > row_begin && dy != prev_dy + 1) {
             __pipeline_wait_prior(0);
             __syncthreads();
             for (int k = 0; k < TY; ++k) stage_row(y0 + dy + k);
@@ -324,8 +375,9 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
             const int slot = (((y + dy) % kSlots) + kSlots) % kSlots;
             const RingSlab<PITCH, SLOTS> in{slab + slot * PITCH + tx + halo - z_lo * kZStride,
                                      ring_ids + slot * PITCH + tx + halo};
-            const int g_begin = __ldg(info + kRowClassBegin), t_begin = __ldg(info + kRowTapBegin);
             const int buf = row % kPlanBuffers;
+            const int* info = row_buf + buf * kRowInts;
+            const int g_begin = info[kRowClassBegin], t_begin = info[kRowTapBegin];
             row_classes<kForward, R, kFactored>(in, p, group_buf + buf * max_row_groups - g_begin,
                                                 tap_buf + buf * max_row_taps - t_begin, info, d, x, y, z0,
                                                 own_id, acc, std::make_integer_sequence<int, kNumSpanClasses>{});
@@ -349,7 +401,7 @@ size_t slab_bytes(bool forward, const DeviceLut& lut, int tx, int slots, int slo
     const size_t pitch = slab_pitch(tx, halo);
     const size_t buffers = slots == slots_deep ? 3 : 2;
     return sizeof(float) * slots * pitch * (lut.z_span() + kSlabRun - 1) + (forward ? sizeof(int) * slots * pitch : 0) +
-           buffers * (sizeof(int4) * lut.max_row_groups() + sizeof(float) * lut.max_row_taps());
+           buffers * (sizeof(int4) * lut.max_row_groups() + sizeof(int) * kRowInts + sizeof(float) * lut.max_row_taps());
 }
 
 // The staged halo: the kernel's, rounded up to a multiple of 4 when rows can be staged as float4.
