@@ -99,6 +99,7 @@ public:
     int z_lo() const { return z_lo_; }      // smallest dz read by any column
     int z_span() const { return z_span_; }  // dz range read by all columns together
     int max_row_groups() const { return max_row_groups_; }
+    int max_span_class() const { return max_span_class_; }  // the largest span class of any group
     const float* weights(bool forward) const { return forward ? w_fwd_.as<float>() : w_back_.as<float>(); }
     // Column factorisation weight(a, group, tap) = radial(group, a) * tap_factor(tap), exact (to
     // float rounding) for every kernel whose identifier dependence is radial only, which includes
@@ -120,7 +121,7 @@ private:
     cuda::DeviceBuffer groups_, rows_, w_fwd_, w_back_, h_fwd_, h_back_, t_fwd_, t_back_;
     bool factored_fwd_ = false, factored_back_ = false;
     int max_row_taps_ = 0, row_split_ = 1;
-    int n_rows_ = 0, halo_x_ = 0, z_lo_ = 0, z_span_ = 1, max_row_groups_ = 0;
+    int n_rows_ = 0, halo_x_ = 0, z_lo_ = 0, z_span_ = 1, max_row_groups_ = 0, max_span_class_ = 0;
     mutable SlabLaunch slab_launch_[2][3];
 };
 

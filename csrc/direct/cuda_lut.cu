@@ -117,6 +117,7 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
     int wstride = 0;
     for (size_t g = 0; g < pieces.size(); ++g) {
         padded[g] = kPaddedSpans.v[pieces[g].cls];
+        max_span_class_ = std::max(max_span_class_, pieces[g].cls);
         const int align = std::min(padded[g], 4);
         wstride = (wstride + align - 1) / align * align;
         w0s[g] = wstride;

@@ -106,14 +106,6 @@ struct RadialQueue {
     float h[kPrefetch];
 };
 
-// All groups [g0, g1) of one span class S: load the R + S - 1 source values of the neighbour
-// column once, then apply the S taps to the R outputs from registers. `groups` may point to
-// global or shared memory.
-//   table path:    the column's weights for its kernel are gathered as one padded vector.
-//   factored path: weight = radial(group, id) * tap_factor(tap); the one gathered value per
-//                  column is loaded kPrefetch columns ahead -- across span classes, up to the end
-//                  of the kernel row g_end -- so its latency (an L2 read) hides behind the
-//                  multiply-adds of the columns before it; tap factors come from shared memory.
 // w[0 .. S) from the P floats at `from` (P: S padded to a whole float2 or float4 vectors, `from`
 // aligned to them).
 template <int S, int P>
@@ -137,11 +129,61 @@ __device__ __forceinline__ void load_padded(const float* from, float (&w)[S]) {
     }
 }
 
+// The column's weights from the per-tap table: its P weights for its kernel are one padded vector
+// (DeviceLut's table layout), read as float / float2 / float4 loads with a 32-bit index (DeviceLut
+// keeps the table under 2^32 floats; 64-bit arithmetic and a load per tap cost about 12 instructions
+// a column).
+template <bool kForward, int S, int P, typename Source>
+__device__ __forceinline__ void table_weights(const Source& in, const ColumnPlan& p, const int4& G, int ny, int nx,
+                                              int x, int y, int own_id, float (&w)[S]) {
+    const unsigned col = static_cast<unsigned>(G.w) * p.n_kernels +
+                         static_cast<unsigned>(kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id)) * P;
+    load_padded<S, P>(p.weights + col, w);
+}
+
+template <int R, int S>
+__device__ __forceinline__ void multiply_add(const float (&w)[S], const float (&win)[R + S - 1], float (&acc)[R]) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[r] = fmaf(w[s], win[r + s], acc[r]);
+    }
+}
+
+// All groups [g0, g1) of one span class S: load the R + S - 1 source values of the neighbour
+// column once, then apply the S taps to the R outputs from registers. `groups` may point to
+// global or shared memory.
+//   table path:    the column's weights for its kernel are gathered as one padded vector.
+//   factored path: weight = radial(group, id) * tap_factor(tap); the one gathered value per
+//                  column is loaded kPrefetch columns ahead -- across span classes, up to the end
+//                  of the kernel row g_end -- so its latency (an L2 read) hides behind the
+//                  multiply-adds of the columns before it; tap factors come from shared memory.
+//   Table path with short columns (P <= 4): software-pipelined, the next column's group, identifier
+//   and weights are loaded before this column's multiply-adds, so that the chain of dependent loads
+//   (group, identifier, weights: the stall at each column's first multiply-add) overlaps them.
 template <bool kForward, int R, int S, int P, bool kFactored, typename Source>
 __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan& p, const int4* groups,
                                              const float* taps, int g0, int g1, int g_end, int ny, int nx,
                                              int x, int y, int z0, int own_id, RadialQueue& q,
                                              float (&acc)[R]) {
+    if constexpr (!kFactored && P <= 4) {
+        if (g0 >= g1) return;
+        int4 G = groups[g0];
+        float w[S];
+        table_weights<kForward, S, P>(in, p, G, ny, nx, x, y, own_id, w);
+        for (int g = g0; g < g1; ++g) {
+            float win[R + S - 1];
+            load_window<R, S>(in, G, ny, nx, x, y, z0, win);
+            const int4 G_next = groups[g + 1 < g1 ? g + 1 : g];  // the last column reloads itself
+            float w_next[S];
+            table_weights<kForward, S, P>(in, p, G_next, ny, nx, x, y, own_id, w_next);
+            multiply_add<R, S>(w, win, acc);
+            G = G_next;
+#pragma unroll
+            for (int s = 0; s < S; ++s) w[s] = w_next[s];
+        }
+        return;
+    }
     for (int g = g0; g < g1; ++g) {
         const int4 G = groups[g];
         float w[S];
@@ -155,20 +197,11 @@ __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan&
 #pragma unroll
             for (int s = 0; s < S; ++s) w[s] = h * taps[G.w + s];
         } else {
-            // The column's P weights for its kernel are one padded vector (DeviceLut's table layout), read
-            // as float / float2 / float4 loads; the index is 32-bit (DeviceLut keeps the table under 2^32
-            // floats): 64-bit arithmetic and a load per tap cost about 12 instructions a column before.
-            const unsigned col = static_cast<unsigned>(G.w) * p.n_kernels +
-                                 static_cast<unsigned>(kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id)) * P;
-            load_padded<S, P>(p.weights + col, w);
+            table_weights<kForward, S, P>(in, p, G, ny, nx, x, y, own_id, w);
         }
         float win[R + S - 1];
         load_window<R, S>(in, G, ny, nx, x, y, z0, win);
-#pragma unroll
-        for (int s = 0; s < S; ++s) {
-#pragma unroll
-            for (int r = 0; r < R; ++r) acc[r] = fmaf(w[s], win[r + s], acc[r]);
-        }
+        multiply_add<R, S>(w, win, acc);
     }
 }
 
@@ -230,7 +263,11 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
 // halo is the staged x halo (at least the kernel's); with vec_stage (nx, halo and src 16-byte
 // aligned: checked at launch) rows are staged as float4, 4x fewer copies: with element copies the
 // staging was about a third of the clinical kernel's instructions.
-template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS>
+constexpr int kShortClasses = 4;  // spans 1 to 4
+// kClasses: the span classes compiled into the row loop (the first kClasses; kShortClasses for LUTs
+// whose columns are all that short, such as the clinical kernel at 4 mm: a smaller loop that does not
+// test the seven empty classes per kernel row).
+template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS, int kClasses>
 __global__ void __launch_bounds__(TX * TY, 4)
 slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo,
             int z_lo, int z_ext, int max_row_groups, int max_row_taps, int row_split, bool vec_stage) {
@@ -380,7 +417,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
             const int g_begin = info[kRowClassBegin], t_begin = info[kRowTapBegin];
             row_classes<kForward, R, kFactored>(in, p, group_buf + buf * max_row_groups - g_begin,
                                                 tap_buf + buf * max_row_taps - t_begin, info, d, x, y, z0,
-                                                own_id, acc, std::make_integer_sequence<int, kNumSpanClasses>{});
+                                                own_id, acc, std::make_integer_sequence<int, kClasses>{});
         }
     }
     if (!active) return;
@@ -440,10 +477,10 @@ using SlabKernel = void (*)(const float*, float*, Dims, ColumnPlan, int, int, in
 // blocks (twice the blocks, half the work each, a fuller last wave; only for a clear gain, since the
 // split restages rows). The kernel is allowed the device's whole opt-in shared memory once, so that
 // LUTs of any size can share it.
-template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS>
+template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS, int kClasses>
 void configure_slab(const DeviceLut& lut, int halo, bool vec, size_t bytes, int max_block, SlabLaunch& c) {
     const Dims d = lut.dims();
-    SlabKernel kernel = slab_kernel<kForward, TX, TY, PITCH, kFactored, SLOTS>;
+    SlabKernel kernel = slab_kernel<kForward, TX, TY, PITCH, kFactored, SLOTS, kClasses>;
     DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_block));
     dim3 grid((d.nx + TX - 1) / TX, (d.ny + TY - 1) / TY, (d.nz + kSlabRun - 1) / kSlabRun);
     int device = 0, n_sm = 0, per_sm = 0;
@@ -472,8 +509,14 @@ void configure_slab_pitch(const DeviceLut& lut, bool factored, int halo, bool ve
     constexpr int P[4] = {TX == 32 ? 64 : 48, TX == 32 ? 128 : 80, TX == 32 ? 256 : 144, TX == 32 ? 256 : 272};
     auto go = [&](auto pitch_c) {
         constexpr int PC = decltype(pitch_c)::value;
-        if (factored) return configure_slab<kForward, TX, TY, PC, true, SLOTS>(lut, halo, vec, bytes, max_block, c);
-        return configure_slab<kForward, TX, TY, PC, false, SLOTS>(lut, halo, vec, bytes, max_block, c);
+        const bool short_columns = lut.max_span_class() < kShortClasses;
+        if (factored && short_columns)
+            return configure_slab<kForward, TX, TY, PC, true, SLOTS, kShortClasses>(lut, halo, vec, bytes, max_block, c);
+        if (factored)
+            return configure_slab<kForward, TX, TY, PC, true, SLOTS, kNumSpanClasses>(lut, halo, vec, bytes, max_block, c);
+        if (short_columns)
+            return configure_slab<kForward, TX, TY, PC, false, SLOTS, kShortClasses>(lut, halo, vec, bytes, max_block, c);
+        return configure_slab<kForward, TX, TY, PC, false, SLOTS, kNumSpanClasses>(lut, halo, vec, bytes, max_block, c);
     };
     if (pitch == P[0]) return go(std::integral_constant<int, P[0]>{});
     if (pitch == P[1]) return go(std::integral_constant<int, P[1]>{});
