@@ -167,22 +167,29 @@ __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan&
                                              int x, int y, int z0, int own_id, RadialQueue& q,
                                              float (&acc)[R]) {
     if constexpr (!kFactored && P <= 4) {
+        // Two register sets in turn (a and b), unrolled by two so that no weights are copied between them.
         if (g0 >= g1) return;
-        int4 G = groups[g0];
-        float w[S];
-        table_weights<kForward, S, P>(in, p, G, ny, nx, x, y, own_id, w);
-        for (int g = g0; g < g1; ++g) {
-            float win[R + S - 1];
-            load_window<R, S>(in, G, ny, nx, x, y, z0, win);
-            const int4 G_next = groups[g + 1 < g1 ? g + 1 : g];  // the last column reloads itself
-            float w_next[S];
-            table_weights<kForward, S, P>(in, p, G_next, ny, nx, x, y, own_id, w_next);
-            multiply_add<R, S>(w, win, acc);
-            G = G_next;
-#pragma unroll
-            for (int s = 0; s < S; ++s) w[s] = w_next[s];
+        int4 Ga = groups[g0], Gb;
+        float wa[S], wb[S];
+        table_weights<kForward, S, P>(in, p, Ga, ny, nx, x, y, own_id, wa);
+        for (int g = g0;;) {
+            {
+                float win[R + S - 1];
+                load_window<R, S>(in, Ga, ny, nx, x, y, z0, win);
+                Gb = groups[g + 1 < g1 ? g + 1 : g];  // the last column reloads itself
+                table_weights<kForward, S, P>(in, p, Gb, ny, nx, x, y, own_id, wb);
+                multiply_add<R, S>(wa, win, acc);
+            }
+            if (++g >= g1) return;
+            {
+                float win[R + S - 1];
+                load_window<R, S>(in, Gb, ny, nx, x, y, z0, win);
+                Ga = groups[g + 1 < g1 ? g + 1 : g];
+                table_weights<kForward, S, P>(in, p, Ga, ny, nx, x, y, own_id, wa);
+                multiply_add<R, S>(wb, win, acc);
+            }
+            if (++g >= g1) return;
         }
-        return;
     }
     for (int g = g0; g < g1; ++g) {
         const int4 G = groups[g];
@@ -313,8 +320,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     const int stage_u0 = narrow_row ? tid % units : tid;
     // Asynchronous copy of source row gy (and its identifiers) into its ring slot; elements outside
     // the volume are zero-filled by the copy itself (source size 0).
-    auto stage_row = [&](int gy) {
-        const int slot = ((gy % kSlots) + kSlots) % kSlots;
+    auto stage_row = [&](int gy, int slot) {
         const bool row_in = gy >= 0 && gy < d.ny;
         const long long row_offset = static_cast<long long>(row_in ? gy : 0) * d.nx;
         auto copy_lines = [&](auto bytes) {
@@ -357,19 +363,19 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
                                         sizeof(int), in ? 0 : sizeof(int));
             }
     };
-    // Asynchronous copy of kernel row `row`'s groups and tap factors into buffer row % kPlanBuffers.
-    auto stage_plan = [&](int row) {
+    // Asynchronous copy of kernel row `row`'s groups and tap factors into plan buffer `buf`.
+    auto stage_plan = [&](int row, int buf) {
         const int* info = p.rows + row * kRowInts;
         const int g0 = __ldg(info + kRowClassBegin), g1 = __ldg(info + kRowClassBegin + kNumSpanClasses);
         // the row's info too: the class loops read their bounds from shared memory
         for (int k = tid; k < kRowInts; k += kThreads)
-            __pipeline_memcpy_async(row_buf + (row % kPlanBuffers) * kRowInts + k, info + k, sizeof(int));
+            __pipeline_memcpy_async(row_buf + buf * kRowInts + k, info + k, sizeof(int));
         for (int g = g0 + tid; g < g1; g += kThreads)
-            __pipeline_memcpy_async(group_buf + (row % kPlanBuffers) * max_row_groups + g - g0, p.groups + g, sizeof(int4));
+            __pipeline_memcpy_async(group_buf + buf * max_row_groups + g - g0, p.groups + g, sizeof(int4));
         if (kFactored) {
             const int t0 = __ldg(info + kRowTapBegin), t1 = __ldg(info + kRowTapBegin + 1);
             for (int t = t0 + tid; t < t1; t += kThreads)
-                __pipeline_memcpy_async(tap_buf + (row % kPlanBuffers) * max_row_taps + t - t0, p.tap_factor + t, sizeof(float));
+                __pipeline_memcpy_async(tap_buf + buf * max_row_taps + t - t0, p.tap_factor + t, sizeof(float));
         }
     };
 
@@ -385,34 +391,43 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     float acc[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+    // Ring slots and plan buffers advance by one per kernel row: tracked rather than taken modulo.
+    auto ring_slot = [](int gy) { return ((gy % kSlots) + kSlots) % kSlots; };
+    auto advance = [](int slot, int k, int n) { return slot + k >= n ? slot + k - n : slot + k; };  // k < n
     int dy = __ldg(p.rows + row_begin * kRowInts);
-    for (int k = 0; k < TY; ++k) stage_row(y0 + dy + k);  // the first ring position
-    stage_plan(row_begin);
+    int top = ring_slot(y0 + dy);  // the slot of source row y0 + dy
+    int buf = row_begin % kPlanBuffers;
+    for (int k = 0; k < TY; ++k) stage_row(y0 + dy + k, advance(top, k, kSlots));  // the first ring position
+    stage_plan(row_begin, buf);
     __pipeline_commit();
     for (int row = row_begin; row < row_end; ++row) {
-        const int prev_dy = dy;
-        dy = __ldg(p.rows + row * kRowInts);
-        // A gap in dy (not produced by ellipsoidal supports) needs the whole ring restaged.
-        if (row > row_begin && dy != prev_dy + 1) {
-            __pipeline_wait_prior(0);
-            __syncthreads();
-            for (int k = 0; k < TY; ++k) stage_row(y0 + dy + k);
-            __pipeline_commit();
+        if (row > row_begin) {
+            const int prev_dy = dy;
+            dy = __ldg(p.rows + row * kRowInts);
+            buf = advance(buf, 1, kPlanBuffers);
+            top = advance(top, 1, kSlots);
+            // A gap in dy (not produced by ellipsoidal supports) needs the whole ring restaged.
+            if (dy != prev_dy + 1) {
+                top = ring_slot(y0 + dy);
+                __pipeline_wait_prior(0);
+                __syncthreads();
+                for (int k = 0; k < TY; ++k) stage_row(y0 + dy + k, advance(top, k, kSlots));
+                __pipeline_commit();
+            }
         }
         // Prefetch for the next kernel row, then wait for everything but that prefetch.
         if (kSlots == TY + 1 && row > row_begin) __syncthreads();  // the refilled slot is free
         if (row + 1 < row_end) {
-            stage_row(y0 + dy + TY);
-            stage_plan(row + 1);
+            stage_row(y0 + dy + TY, advance(top, TY, kSlots));
+            stage_plan(row + 1, advance(buf, 1, kPlanBuffers));
         }
         __pipeline_commit();
         __pipeline_wait_prior(1);
         __syncthreads();
         if (active) {
-            const int slot = (((y + dy) % kSlots) + kSlots) % kSlots;
+            const int slot = advance(top, ty, kSlots);
             const RingSlab<PITCH, SLOTS> in{slab + slot * PITCH + tx + halo - z_lo * kZStride,
                                      ring_ids + slot * PITCH + tx + halo};
-            const int buf = row % kPlanBuffers;
             const int* info = row_buf + buf * kRowInts;
             const int g_begin = info[kRowClassBegin], t_begin = info[kRowTapBegin];
             row_classes<kForward, R, kFactored>(in, p, group_buf + buf * max_row_groups - g_begin,
