@@ -26,7 +26,7 @@ namespace {
 struct ColumnPlan {
     const int4* groups;    // (dy, dx, dz_min, weight tap column), sorted by (dy, class, dx)
     const int* rows;       // n_rows x kRowInts (RowInfo)
-    const float* weights;  // (stride, n_kernels) tap-major; flipped taps for the forward projection
+    const float* weights;  // per (group, kernel) a padded vector of taps (DeviceLut); flipped taps for the forward projection
     const float* radial;   // factored weights: (n_groups, n_kernels), or null
     const float* tap_factor;  // factored weights: (stride,), or null
     const int* lormap;
