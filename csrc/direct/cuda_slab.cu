@@ -96,8 +96,9 @@ __device__ __forceinline__ void load_window(const Source& in, const int4& G, int
 template <bool kForward, typename Source>
 __device__ __forceinline__ float radial_weight(const Source& in, const ColumnPlan& p, const int4* groups, int g,
                                                int ny, int nx, int x, int y, int own_id) {
-    return __ldg(p.radial + static_cast<long long>(g) * p.n_kernels +
-                 kernel_id<kForward>(in, p, groups[g], ny, nx, x, y, own_id));
+    // 32-bit index: DeviceLut keeps its tables under 2^32 floats
+    return __ldg(p.radial + (static_cast<unsigned>(g) * p.n_kernels +
+                             static_cast<unsigned>(kernel_id<kForward>(in, p, groups[g], ny, nx, x, y, own_id))));
 }
 
 // Radial weights of the next kPrefetch columns, in flight while the current column is computed.
@@ -107,20 +108,24 @@ struct RadialQueue {
 };
 
 // w[0 .. S) from the P floats at `from` (P: S padded to a whole float2 or float4 vectors, `from`
-// aligned to them).
-template <int S, int P>
-__device__ __forceinline__ void load_padded(const float* from, float (&w)[S]) {
+// aligned to them), through the read-only cache (kGlobal) or from shared memory.
+template <int S, int P, bool kGlobal>
+__device__ __forceinline__ void load_vectors(const float* from, float (&w)[S]) {
     static_assert(P >= S && (P <= 2 || P % 4 == 0), "padded span");
+    auto load = [](const auto* at) {
+        if constexpr (kGlobal) return __ldg(at);
+        else return *at;
+    };
     if constexpr (P == 1) {
-        w[0] = __ldg(from);
+        w[0] = load(from);
     } else if constexpr (P == 2) {
-        const float2 v = __ldg(reinterpret_cast<const float2*>(from));
+        const float2 v = load(reinterpret_cast<const float2*>(from));
         w[0] = v.x;
         if constexpr (S > 1) w[1] = v.y;
     } else {
 #pragma unroll
         for (int q = 0; q < P / 4; ++q) {
-            const float4 v = __ldg(reinterpret_cast<const float4*>(from) + q);
+            const float4 v = load(reinterpret_cast<const float4*>(from) + q);
             const float c[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
             for (int k = 0; k < 4; ++k)
@@ -138,7 +143,7 @@ __device__ __forceinline__ void table_weights(const Source& in, const ColumnPlan
                                               int x, int y, int own_id, float (&w)[S]) {
     const unsigned col = static_cast<unsigned>(G.w) * p.n_kernels +
                          static_cast<unsigned>(kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id)) * P;
-    load_padded<S, P>(p.weights + col, w);
+    load_vectors<S, P, true>(p.weights + col, w);
 }
 
 template <int R, int S>
@@ -157,7 +162,8 @@ __device__ __forceinline__ void multiply_add(const float (&w)[S], const float (&
 //   factored path: weight = radial(group, id) * tap_factor(tap); the one gathered value per
 //                  column is loaded kPrefetch columns ahead -- across span classes, up to the end
 //                  of the kernel row g_end -- so its latency (an L2 read) hides behind the
-//                  multiply-adds of the columns before it; tap factors come from shared memory.
+//                  multiply-adds of the columns before it; tap factors come from shared memory,
+//                  as padded vectors like the table's.
 //   Table path with short columns (P <= 4): software-pipelined, the group, identifier and weights of
 //   the column two ahead are loaded before this column's multiply-adds, so that the chain of dependent
 //   loads (group, identifier, weights: the stall at each column's first multiply-add, one column ahead
@@ -199,11 +205,11 @@ __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan&
             const float h = q.h[0];
 #pragma unroll
             for (int k = 0; k + 1 < kPrefetch; ++k) q.h[k] = q.h[k + 1];
-            q.h[kPrefetch - 1] = g + kPrefetch < g_end
-                                     ? radial_weight<kForward>(in, p, groups, g + kPrefetch, ny, nx, x, y, own_id)
-                                     : 0.0f;
+            // past the row's end the last column is loaded again (never used): no branch per column
+            q.h[kPrefetch - 1] = radial_weight<kForward>(in, p, groups, min(g + kPrefetch, g_end - 1), ny, nx, x, y, own_id);
+            load_vectors<S, P, false>(taps + G.w, w);
 #pragma unroll
-            for (int s = 0; s < S; ++s) w[s] = h * taps[G.w + s];
+            for (int s = 0; s < S; ++s) w[s] *= h;
         } else {
             table_weights<kForward, S, P>(in, p, G, ny, nx, x, y, own_id, w);
         }
@@ -221,8 +227,9 @@ __device__ __forceinline__ void row_classes(const Source& in, const ColumnPlan& 
     RadialQueue q;
 #pragma unroll
     for (int k = 0; k < kPrefetch; ++k)
-        q.h[k] = kFactored && g_begin + k < g_end
-                     ? radial_weight<kForward>(in, p, groups, g_begin + k, d.ny, d.nx, x, y, own_id) : 0.0f;
+        q.h[k] = kFactored && g_begin < g_end
+                     ? radial_weight<kForward>(in, p, groups, min(g_begin + k, g_end - 1), d.ny, d.nx, x, y, own_id)
+                     : 0.0f;
     (column_class<kForward, R, kSpanClasses[C], kPaddedSpans.v[C], kFactored>(in, p, groups, taps, row[kRowClassBegin + C],
                                                             row[kRowClassBegin + 1 + C], g_end, d.ny, d.nx, x, y,
                                                             z0, own_id, q, acc), ...);
@@ -271,6 +278,11 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
 // halo is the staged x halo (at least the kernel's); with vec_stage (nx, halo and src 16-byte
 // aligned: checked at launch) rows are staged as float4, 4x fewer copies: with element copies the
 // staging was about a third of the clinical kernel's instructions.
+// Floats per plan buffer of staged tap factors: the row's tap range started at the multiple of 4 at or
+// below its first tap, so that the groups' padded vectors (w0 aligned to them) stay 16-byte aligned in
+// shared memory, and the buffer a whole number of float4.
+__host__ __device__ inline int staged_tap_stride(int max_row_taps) { return (max_row_taps + 3 + 3) / 4 * 4; }
+
 constexpr int kShortClasses = 4;  // spans 1 to 4
 // kClasses: the span classes compiled into the row loop (the first kClasses; kShortClasses for LUTs
 // whose columns are all that short, such as the clinical kernel at 4 mm: a smaller loop that does not
@@ -282,16 +294,17 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     static_assert(SLOTS == TY + 1 || SLOTS == TY + 2, "ring depth");
     constexpr int kSlots = SLOTS, kPlanBuffers = SLOTS == TY + 2 ? 3 : 2;
     // Shared memory: source [z_ext][kSlots][PITCH]; identifiers [kSlots][PITCH] (forward);
-    // row groups [kPlanBuffers][max_row_groups]; row infos [kPlanBuffers][kRowInts]; tap factors
-    // [kPlanBuffers][max_row_taps].
+    // row groups [kPlanBuffers][max_row_groups]; tap factors [kPlanBuffers][staged_tap_stride];
+    // row infos [kPlanBuffers][kRowInts].
     extern __shared__ __align__(16) float smem[];
     constexpr int R = kSlabRun;
     constexpr int kZStride = kSlots * PITCH;
     float* slab = smem;
     int* ring_ids = reinterpret_cast<int*>(slab + z_ext * kZStride);
     int4* group_buf = reinterpret_cast<int4*>(ring_ids + (kForward ? kSlots * PITCH : 0));
-    int* row_buf = reinterpret_cast<int*>(group_buf + kPlanBuffers * max_row_groups);
-    float* tap_buf = reinterpret_cast<float*>(row_buf + kPlanBuffers * kRowInts);
+    const int tap_stride = staged_tap_stride(max_row_taps);
+    float* tap_buf = reinterpret_cast<float*>(group_buf + kPlanBuffers * max_row_groups);
+    int* row_buf = reinterpret_cast<int*>(tap_buf + kPlanBuffers * tap_stride);
 
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * TX + tx;
     constexpr int kThreads = TX * TY;
@@ -374,9 +387,9 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
         for (int g = g0 + tid; g < g1; g += kThreads)
             __pipeline_memcpy_async(group_buf + buf * max_row_groups + g - g0, p.groups + g, sizeof(int4));
         if (kFactored) {
-            const int t0 = __ldg(info + kRowTapBegin), t1 = __ldg(info + kRowTapBegin + 1);
+            const int t0 = __ldg(info + kRowTapBegin) & ~3, t1 = __ldg(info + kRowTapBegin + 1);  // see staged_tap_stride
             for (int t = t0 + tid; t < t1; t += kThreads)
-                __pipeline_memcpy_async(tap_buf + buf * max_row_taps + t - t0, p.tap_factor + t, sizeof(float));
+                __pipeline_memcpy_async(tap_buf + buf * tap_stride + t - t0, p.tap_factor + t, sizeof(float));
         }
     };
 
@@ -432,7 +445,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
             const int* info = row_buf + buf * kRowInts;
             const int g_begin = info[kRowClassBegin], t_begin = info[kRowTapBegin];
             row_classes<kForward, R, kFactored>(in, p, group_buf + buf * max_row_groups - g_begin,
-                                                tap_buf + buf * max_row_taps - t_begin, info, d, x, y, z0,
+                                                tap_buf + buf * tap_stride - (t_begin & ~3), info, d, x, y, z0,
                                                 own_id, acc, std::make_integer_sequence<int, kClasses>{});
         }
     }
@@ -454,7 +467,8 @@ size_t slab_bytes(bool forward, const DeviceLut& lut, int tx, int slots, int slo
     const size_t pitch = slab_pitch(tx, halo);
     const size_t buffers = slots == slots_deep ? 3 : 2;
     return sizeof(float) * slots * pitch * (lut.z_span() + kSlabRun - 1) + (forward ? sizeof(int) * slots * pitch : 0) +
-           buffers * (sizeof(int4) * lut.max_row_groups() + sizeof(int) * kRowInts + sizeof(float) * lut.max_row_taps());
+           buffers * (sizeof(int4) * lut.max_row_groups() + sizeof(float) * staged_tap_stride(lut.max_row_taps()) +
+                      sizeof(int) * kRowInts);
 }
 
 // The staged halo: the kernel's, rounded up to a multiple of 4 when rows can be staged as float4.
