@@ -23,6 +23,7 @@
 #include <string>
 
 #include "../common/cuda_memory.hpp"
+#include "../common/hd.hpp"
 #include "worker.hpp"
 
 namespace dp::direct::gpu {
@@ -40,18 +41,15 @@ Method parse_method(const std::string& name);
 // Spans (taps per column) the column kernels are compiled for; longer columns are split.
 constexpr int kSpanClasses[] = {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16};
 constexpr int kNumSpanClasses = sizeof(kSpanClasses) / sizeof(int);
-// Floats per (column, kernel) in the per-tap weight table: the class span padded to a whole float2 or
-// float4 vectors, so that a column's weights for one kernel load as vectors.
-constexpr int padded_span(int span) { return span <= 2 ? span : (span + 3) / 4 * 4; }
-struct SpanTable {
-    int v[kNumSpanClasses];
-};
-constexpr SpanTable padded_spans() {
-    SpanTable t{};
-    for (int c = 0; c < kNumSpanClasses; ++c) t.v[c] = padded_span(kSpanClasses[c]);
-    return t;
+// The per-tap weight table (DeviceLut): group g's weights for kernel a are one vector of padded_span
+// floats, the class span padded to 1, 2 or a multiple of 4 so that they load as float / float2 /
+// float4 vectors, starting at table_index(w0, n_kernels, a, padded) (w0, the group's first tap column,
+// a multiple of padded_alignment).
+DP_HD constexpr int padded_span(int span) { return span <= 2 ? span : (span + 3) / 4 * 4; }
+DP_HD constexpr int padded_alignment(int padded) { return padded < 4 ? padded : 4; }
+DP_HD constexpr unsigned table_index(int w0, int n_kernels, int kernel, int padded) {
+    return static_cast<unsigned>(w0) * static_cast<unsigned>(n_kernels) + static_cast<unsigned>(kernel) * padded;
 }
-constexpr SpanTable kPaddedSpans = padded_spans();
 
 // Per transaxial row dy of the kernel support: the z range its columns read (relative to the
 // output z), where each span class starts in the group list, and its range of tap columns.

@@ -54,7 +54,7 @@ bool factor_columns(const std::vector<float>& W, const std::vector<int>& groups,
     for (size_t g = 0; g < n_groups; ++g) {
         const size_t w0 = groups[4 * g + 3];
         const int n = taps_per_group[g];
-        auto weight = [&](int a, int k) { return W[w0 * nk + static_cast<size_t>(a) * padded[g] + k]; };
+        auto weight = [&](int a, int k) { return W[table_index(static_cast<int>(w0), nk, a, padded[g]) + k]; };
         int k_ref = 0, a_ref = 0;
         double best = -1.0;
         for (int k = 0; k < n; ++k)
@@ -86,7 +86,7 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
     values_ = upload(h.values, static_cast<size_t>(h.n_offsets) * h.n_kernels);
 
     // Column plan: split columns longer than the largest span class, bucket them by span class
-    // (each group padded with zero weights to its class span), order by (dy, class, dx).
+    // (each group padded with zero weights to padded_span of its class span), order by (dy, class, dx).
     int halo[3];
     const std::vector<KernelColumn> cols = kernel_columns(h, d, halo);
     halo_x_ = halo[2];
@@ -116,9 +116,9 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
     std::vector<int> w0s(pieces.size()), padded(pieces.size());
     int wstride = 0;
     for (size_t g = 0; g < pieces.size(); ++g) {
-        padded[g] = kPaddedSpans.v[pieces[g].cls];
+        padded[g] = padded_span(kSpanClasses[pieces[g].cls]);
         max_span_class_ = std::max(max_span_class_, pieces[g].cls);
-        const int align = std::min(padded[g], 4);
+        const int align = padded_alignment(padded[g]);
         wstride = (wstride + align - 1) / align * align;
         w0s[g] = wstride;
         wstride += padded[g];
@@ -172,7 +172,8 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
             }
         }
     }
-    // The kernels index the table with 32-bit unsigned arithmetic.
+    // The kernels index the table with 32-bit unsigned arithmetic (table_index); so do the host loops
+    // below. (A table this size, 16 GiB, would not fit a device anyway.)
     if (static_cast<unsigned long long>(n_kernels_) * static_cast<unsigned long long>(wstride) >= (1ull << 32))
         throw ValueError("lut: the per-tap weight table (" + std::to_string(n_kernels_) + " kernels x " +
                          std::to_string(wstride) + " taps) exceeds the 2^32 floats the CUDA kernels index");
@@ -185,7 +186,7 @@ DeviceLut::DeviceLut(const LutRef& h, const Dims& d)
         for (size_t k = 0; k < pieces[g].taps.size(); ++k) {
             const int i = pieces[g].taps[k];
             for (int a = 0; a < n_kernels_; ++a) {
-                const size_t at = w0 * n_kernels_ + static_cast<size_t>(a) * padded[g] + k;
+                const size_t at = table_index(static_cast<int>(w0), n_kernels_, a, padded[g]) + k;
                 wb[at] = h.values[back_weight_index(a, i, n_offsets_)];
                 wf[at] = h.values[forward_weight_index(a, h.flip[i], n_offsets_)];
             }

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -135,15 +137,13 @@ __device__ __forceinline__ void load_vectors(const float* from, float (&w)[S]) {
 }
 
 // The column's weights from the per-tap table: its P weights for its kernel are one padded vector
-// (DeviceLut's table layout), read as float / float2 / float4 loads with a 32-bit index (DeviceLut
-// keeps the table under 2^32 floats; 64-bit arithmetic and a load per tap cost about 12 instructions
-// a column).
+// (DeviceLut's table layout), read as one float / float2 or P / 4 float4 loads with a 32-bit index
+// (DeviceLut keeps the table under 2^32 floats; 64-bit arithmetic and a load per tap cost about 12
+// instructions a column).
 template <bool kForward, int S, int P, typename Source>
 __device__ __forceinline__ void table_weights(const Source& in, const ColumnPlan& p, const int4& G, int ny, int nx,
                                               int x, int y, int own_id, float (&w)[S]) {
-    const unsigned col = static_cast<unsigned>(G.w) * p.n_kernels +
-                         static_cast<unsigned>(kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id)) * P;
-    load_vectors<S, P, true>(p.weights + col, w);
+    load_vectors<S, P, true>(p.weights + table_index(G.w, p.n_kernels, kernel_id<kForward>(in, p, G, ny, nx, x, y, own_id), P), w);
 }
 
 template <int R, int S>
@@ -158,7 +158,7 @@ __device__ __forceinline__ void multiply_add(const float (&w)[S], const float (&
 // All groups [g0, g1) of one span class S: load the R + S - 1 source values of the neighbour
 // column once, then apply the S taps to the R outputs from registers. `groups` may point to
 // global or shared memory.
-//   table path:    the column's weights for its kernel are gathered as one padded vector.
+//   table path:    the column's weights for its kernel are gathered as one padded vector (table_weights).
 //   factored path: weight = radial(group, id) * tap_factor(tap); the one gathered value per
 //                  column is loaded kPrefetch columns ahead -- across span classes, up to the end
 //                  of the kernel row g_end -- so its latency (an L2 read) hides behind the
@@ -230,7 +230,7 @@ __device__ __forceinline__ void row_classes(const Source& in, const ColumnPlan& 
         q.h[k] = kFactored && g_begin < g_end
                      ? radial_weight<kForward>(in, p, groups, min(g_begin + k, g_end - 1), d.ny, d.nx, x, y, own_id)
                      : 0.0f;
-    (column_class<kForward, R, kSpanClasses[C], kPaddedSpans.v[C], kFactored>(in, p, groups, taps, row[kRowClassBegin + C],
+    (column_class<kForward, R, kSpanClasses[C], padded_span(kSpanClasses[C]), kFactored>(in, p, groups, taps, row[kRowClassBegin + C],
                                                             row[kRowClassBegin + 1 + C], g_end, d.ny, d.nx, x, y,
                                                             z0, own_id, q, acc), ...);
 }
@@ -263,12 +263,20 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
     store_run<R>(dst, d, pixel, z0, acc);
 }
 
+// The factored weights' tap factors of a kernel row are staged from staged_tap_begin(the row's first tap),
+// the multiple of 4 at or below it, so that the groups' padded vectors (w0 aligned to them) stay 16-byte
+// aligned in shared memory; a plan buffer holds staged_tap_stride floats (a whole number of float4).
+DP_HD int staged_tap_begin(int tap_begin) { return tap_begin & ~3; }
+DP_HD int staged_tap_stride(int max_row_taps) { return (max_row_taps + 3 + 3) / 4 * 4; }
+
+constexpr int kShortClasses = 4;  // spans 1 to 4: the kernels compiled for LUTs whose columns are all that short
+
 // Slab: a block computes a TX x TY pixel tile (32 x 4 or 16 x 8) for a z-run of R and walks the
 // kernel's rows dy in increasing order. Shared memory holds the source rows y0 + dy .. y0 + dy +
 // TY - 1 (x from x0 - halo, z from z0 + z_lo over the support's whole z range + R - 1) in a ring of
 // row slots, with, for the forward projection, the same rows of LORmap. While the block computes
 // row dy, asynchronous copies (cp.async, zero-filled outside the volume) bring in source row
-// y0 + dy + TY and the next kernel row's groups and tap factors, so the copies' latency hides
+// y0 + dy + TY and the next kernel row's groups, info and tap factors, so the copies' latency hides
 // behind the multiply-adds. Windows are read at immediate offsets.
 // Ring depth SLOTS: with TY + 2 slots (TY rows in use, 1 being filled, 1 still read by threads
 // finishing the previous row) one barrier per kernel row suffices; with TY + 1 slots (used when
@@ -278,12 +286,6 @@ columns_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, C
 // halo is the staged x halo (at least the kernel's); with vec_stage (nx, halo and src 16-byte
 // aligned: checked at launch) rows are staged as float4, 4x fewer copies: with element copies the
 // staging was about a third of the clinical kernel's instructions.
-// Floats per plan buffer of staged tap factors: the row's tap range started at the multiple of 4 at or
-// below its first tap, so that the groups' padded vectors (w0 aligned to them) stay 16-byte aligned in
-// shared memory, and the buffer a whole number of float4.
-__host__ __device__ inline int staged_tap_stride(int max_row_taps) { return (max_row_taps + 3 + 3) / 4 * 4; }
-
-constexpr int kShortClasses = 4;  // spans 1 to 4
 // kClasses: the span classes compiled into the row loop (the first kClasses; kShortClasses for LUTs
 // whose columns are all that short, such as the clinical kernel at 4 mm: a smaller loop that does not
 // test the seven empty classes per kernel row).
@@ -294,7 +296,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     static_assert(SLOTS == TY + 1 || SLOTS == TY + 2, "ring depth");
     constexpr int kSlots = SLOTS, kPlanBuffers = SLOTS == TY + 2 ? 3 : 2;
     // Shared memory: source [z_ext][kSlots][PITCH]; identifiers [kSlots][PITCH] (forward);
-    // row groups [kPlanBuffers][max_row_groups]; tap factors [kPlanBuffers][staged_tap_stride];
+    // row groups [kPlanBuffers][max_row_groups]; tap factors [kPlanBuffers][staged_tap_stride] (factored);
     // row infos [kPlanBuffers][kRowInts].
     extern __shared__ __align__(16) float smem[];
     constexpr int R = kSlabRun;
@@ -302,7 +304,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     float* slab = smem;
     int* ring_ids = reinterpret_cast<int*>(slab + z_ext * kZStride);
     int4* group_buf = reinterpret_cast<int4*>(ring_ids + (kForward ? kSlots * PITCH : 0));
-    const int tap_stride = staged_tap_stride(max_row_taps);
+    const int tap_stride = kFactored ? staged_tap_stride(max_row_taps) : 0;  // the table path stages no tap factors
     float* tap_buf = reinterpret_cast<float*>(group_buf + kPlanBuffers * max_row_groups);
     int* row_buf = reinterpret_cast<int*>(tap_buf + kPlanBuffers * tap_stride);
 
@@ -387,7 +389,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
         for (int g = g0 + tid; g < g1; g += kThreads)
             __pipeline_memcpy_async(group_buf + buf * max_row_groups + g - g0, p.groups + g, sizeof(int4));
         if (kFactored) {
-            const int t0 = __ldg(info + kRowTapBegin) & ~3, t1 = __ldg(info + kRowTapBegin + 1);  // see staged_tap_stride
+            const int t0 = staged_tap_begin(__ldg(info + kRowTapBegin)), t1 = __ldg(info + kRowTapBegin + 1);
             for (int t = t0 + tid; t < t1; t += kThreads)
                 __pipeline_memcpy_async(tap_buf + buf * tap_stride + t - t0, p.tap_factor + t, sizeof(float));
         }
@@ -411,7 +413,11 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     int dy = __ldg(p.rows + row_begin * kRowInts);
     int top = ring_slot(y0 + dy);  // the slot of source row y0 + dy
     int buf = row_begin % kPlanBuffers;
-    for (int k = 0; k < TY; ++k) stage_row(y0 + dy + k, advance(top, k, kSlots));  // the first ring position
+    // the TY source rows kernel row dy reads, from slot top on
+    auto stage_ring = [&]() {
+        for (int k = 0; k < TY; ++k) stage_row(y0 + dy + k, advance(top, k, kSlots));
+    };
+    stage_ring();
     stage_plan(row_begin, buf);
     __pipeline_commit();
     for (int row = row_begin; row < row_end; ++row) {
@@ -425,7 +431,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
                 top = ring_slot(y0 + dy);
                 __pipeline_wait_prior(0);
                 __syncthreads();
-                for (int k = 0; k < TY; ++k) stage_row(y0 + dy + k, advance(top, k, kSlots));
+                stage_ring();
                 __pipeline_commit();
             }
         }
@@ -445,7 +451,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
             const int* info = row_buf + buf * kRowInts;
             const int g_begin = info[kRowClassBegin], t_begin = info[kRowTapBegin];
             row_classes<kForward, R, kFactored>(in, p, group_buf + buf * max_row_groups - g_begin,
-                                                tap_buf + buf * tap_stride - (t_begin & ~3), info, d, x, y, z0,
+                                                tap_buf + buf * tap_stride - staged_tap_begin(t_begin), info, d, x, y, z0,
                                                 own_id, acc, std::make_integer_sequence<int, kClasses>{});
         }
     }
@@ -463,12 +469,12 @@ int slab_pitch(int tx, int halo) {
     return width <= 48 ? 48 : width <= 80 ? 80 : width <= 144 ? 144 : width <= 272 ? 272 : 0;
 }
 
-size_t slab_bytes(bool forward, const DeviceLut& lut, int tx, int slots, int slots_deep, int halo) {
+size_t slab_bytes(bool forward, bool factored, const DeviceLut& lut, int tx, int slots, int slots_deep, int halo) {
     const size_t pitch = slab_pitch(tx, halo);
     const size_t buffers = slots == slots_deep ? 3 : 2;
+    const size_t taps = factored ? staged_tap_stride(lut.max_row_taps()) : 0;
     return sizeof(float) * slots * pitch * (lut.z_span() + kSlabRun - 1) + (forward ? sizeof(int) * slots * pitch : 0) +
-           buffers * (sizeof(int4) * lut.max_row_groups() + sizeof(float) * staged_tap_stride(lut.max_row_taps()) +
-                      sizeof(int) * kRowInts);
+           buffers * (sizeof(int4) * lut.max_row_groups() + sizeof(float) * taps + sizeof(int) * kRowInts);
 }
 
 // The staged halo: the kernel's, rounded up to a multiple of 4 when rows can be staged as float4.
@@ -510,6 +516,10 @@ using SlabKernel = void (*)(const float*, float*, Dims, ColumnPlan, int, int, in
 template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS, int kClasses>
 void configure_slab(const DeviceLut& lut, int halo, bool vec, size_t bytes, int max_block, SlabLaunch& c) {
     const Dims d = lut.dims();
+    // the kernel's row loop visits only its kClasses span classes: a longer column would be skipped
+    if (lut.max_span_class() >= kClasses)
+        throw std::logic_error("direct slab: a kernel of " + std::to_string(kClasses) + " span classes chosen for a LUT with class " +
+                               std::to_string(lut.max_span_class()));
     SlabKernel kernel = slab_kernel<kForward, TX, TY, PITCH, kFactored, SLOTS, kClasses>;
     DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_block));
     dim3 grid((d.nx + TX - 1) / TX, (d.ny + TY - 1) / TY, (d.nz + kSlabRun - 1) / kSlabRun);
@@ -576,10 +586,11 @@ void configure_slab_launch(const DeviceLut& lut, SlabVariant variant, SlabLaunch
     const int halo = staged_halo(lut, vec);
     auto fits4 = [&](size_t bytes) { return 4 * (bytes + 1024) <= static_cast<size_t>(max_sm); };
     c.columns = false;
-    const size_t narrow = slab_bytes(kForward, lut, 16, 10, 10, halo);
+    const size_t narrow = slab_bytes(kForward, factored, lut, 16, 10, 10, halo);
     if (slab_pitch(16, halo) != 0 && fits4(narrow))
         return configure_slab_pitch<kForward, 16, 8, 10>(lut, factored, halo, vec, narrow, max_block, c);
-    const size_t deep = slab_bytes(kForward, lut, 32, 6, 6, halo), shallow = slab_bytes(kForward, lut, 32, 5, 6, halo);
+    const size_t deep = slab_bytes(kForward, factored, lut, 32, 6, 6, halo);
+    const size_t shallow = slab_bytes(kForward, factored, lut, 32, 5, 6, halo);
     if (slab_pitch(32, halo) != 0) {
         if (fits4(deep)) return configure_slab_pitch<kForward, 32, 4, 6>(lut, factored, halo, vec, deep, max_block, c);
         if (shallow <= static_cast<size_t>(max_block))
