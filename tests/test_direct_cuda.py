@@ -134,6 +134,32 @@ def test_gpu_slab_staging_variants_agree(rng):
 
 
 @pytest.mark.parametrize("method", ["default", "slab_table", "columns"])
+def test_gpu_support_with_a_gap_in_dy(method, rng):
+    """A support whose kernel rows skip dy = +-1 (not an ellipsoid: a hand-made LUT): the slab kernel
+    restages its whole ring of source rows at the gap instead of advancing it by one row."""
+    from dataclasses import replace
+
+    grid = dp.ImageGrid((14, 26, 24), 4.0)
+    base = HistoImageProjector(grid, VIEWS[:2], KERNELS["variant1"], backend="cpu")
+    luts = {}
+    for v in range(2):
+        lut = base.lut(v)
+        keep = np.flatnonzero(np.abs(lut.offsets[:, 1]) != 1)
+        offsets = np.ascontiguousarray(lut.offsets[keep])
+        where = {tuple(o): i for i, o in enumerate(offsets)}
+        flip = np.array([where[tuple(-o)] for o in offsets], dtype=np.int32)
+        luts[v] = replace(lut, offsets=offsets, flip=flip, values=np.ascontiguousarray(lut.values[:, keep]))
+        rows = np.unique(offsets[:, 1])
+        assert 0 in rows and 2 in rows and 1 not in rows and -1 not in rows  # the gap is there
+    cpu = HistoImageProjector(grid, VIEWS[:2], backend="cpu", luts=luts)
+    gpu = HistoImageProjector(grid, VIEWS[:2], backend="cuda", method=method, luts=luts)
+    x = rng.random(grid.shape, dtype=np.float32) + 0.05
+    for v in range(2):
+        assert rel(gpu.forward(x, v), cpu.forward(x, v)) < 1e-5
+        assert rel(gpu.adjoint(x[None], v), cpu.adjoint(x[None], v)) < 1e-5
+
+
+@pytest.mark.parametrize("method", ["default", "slab_table", "columns"])
 def test_gpu_arbitrary_kernel_values(method, rng):
     """Random per-identifier kernel values (no column factorisation): the table path is used and
     still equals the CPU backend."""
