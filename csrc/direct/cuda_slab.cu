@@ -95,9 +95,12 @@ __device__ __forceinline__ void load_window(const Source& in, const int4& G, int
     }
 }
 
+// The radial weight of column g, or of the row's last column g_last past it (loaded, never used: the
+// prefetch runs ahead without a branch per column).
 template <bool kForward, typename Source>
 __device__ __forceinline__ float radial_weight(const Source& in, const ColumnPlan& p, const int4* groups, int g,
-                                               int ny, int nx, int x, int y, int own_id) {
+                                               int g_last, int ny, int nx, int x, int y, int own_id) {
+    g = min(g, g_last);
     // 32-bit index: DeviceLut keeps its tables under 2^32 floats
     return __ldg(p.radial + (static_cast<unsigned>(g) * p.n_kernels +
                              static_cast<unsigned>(kernel_id<kForward>(in, p, groups[g], ny, nx, x, y, own_id))));
@@ -205,8 +208,7 @@ __device__ __forceinline__ void column_class(const Source& in, const ColumnPlan&
             const float h = q.h[0];
 #pragma unroll
             for (int k = 0; k + 1 < kPrefetch; ++k) q.h[k] = q.h[k + 1];
-            // past the row's end the last column is loaded again (never used): no branch per column
-            q.h[kPrefetch - 1] = radial_weight<kForward>(in, p, groups, min(g + kPrefetch, g_end - 1), ny, nx, x, y, own_id);
+            q.h[kPrefetch - 1] = radial_weight<kForward>(in, p, groups, g + kPrefetch, g_end - 1, ny, nx, x, y, own_id);
             load_vectors<S, P, false>(taps + G.w, w);
 #pragma unroll
             for (int s = 0; s < S; ++s) w[s] *= h;
@@ -228,7 +230,7 @@ __device__ __forceinline__ void row_classes(const Source& in, const ColumnPlan& 
 #pragma unroll
     for (int k = 0; k < kPrefetch; ++k)
         q.h[k] = kFactored && g_begin < g_end
-                     ? radial_weight<kForward>(in, p, groups, min(g_begin + k, g_end - 1), d.ny, d.nx, x, y, own_id)
+                     ? radial_weight<kForward>(in, p, groups, g_begin + k, g_end - 1, d.ny, d.nx, x, y, own_id)
                      : 0.0f;
     (column_class<kForward, R, kSpanClasses[C], padded_span(kSpanClasses[C]), kFactored>(in, p, groups, taps, row[kRowClassBegin + C],
                                                             row[kRowClassBegin + 1 + C], g_end, d.ny, d.nx, x, y,
@@ -331,7 +333,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     // copy nothing); wider rows: every line, units tid, tid + kThreads, ...
     const int vec = vec_stage ? 4 : 1, units = width / vec;
     const bool narrow_row = units <= kThreads;
-    const int zstep = narrow_row ? kThreads / units : 1, ustep = kThreads;
+    const int zstep = narrow_row ? kThreads / units : 1;
     const int stage_z0 = narrow_row ? (tid < zstep * units ? tid / units : z_ext) : 0;
     const int stage_u0 = narrow_row ? tid % units : tid;
     // Asynchronous copy of source row gy (and its identifiers) into its ring slot; elements outside
@@ -359,7 +361,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
             for (int sz = 0; sz < z_ext; ++sz) {
                 const int gz = z0 + z_lo + sz;
                 const bool line_in = row_in && gz >= 0 && gz < d.nz;
-                for (int u = stage_u0; u < units; u += ustep) {
+                for (int u = stage_u0; u < units; u += kThreads) {
                     const int gx = x0 - halo + u * vec;
                     const bool in = line_in && gx >= 0 && gx < d.nx;
                     __pipeline_memcpy_async(slab + slot * PITCH + sz * kZStride + u * vec,
@@ -549,14 +551,14 @@ void configure_slab_pitch(const DeviceLut& lut, bool factored, int halo, bool ve
     constexpr int P[4] = {TX == 32 ? 64 : 48, TX == 32 ? 128 : 80, TX == 32 ? 256 : 144, TX == 32 ? 256 : 272};
     auto go = [&](auto pitch_c) {
         constexpr int PC = decltype(pitch_c)::value;
-        const bool short_columns = lut.max_span_class() < kShortClasses;
-        if (factored && short_columns)
-            return configure_slab<kForward, TX, TY, PC, true, SLOTS, kShortClasses>(lut, halo, vec, bytes, max_block, c);
-        if (factored)
-            return configure_slab<kForward, TX, TY, PC, true, SLOTS, kNumSpanClasses>(lut, halo, vec, bytes, max_block, c);
-        if (short_columns)
-            return configure_slab<kForward, TX, TY, PC, false, SLOTS, kShortClasses>(lut, halo, vec, bytes, max_block, c);
-        return configure_slab<kForward, TX, TY, PC, false, SLOTS, kNumSpanClasses>(lut, halo, vec, bytes, max_block, c);
+        auto with_weights = [&](auto factored_c) {
+            constexpr bool F = decltype(factored_c)::value;
+            if (lut.max_span_class() < kShortClasses)
+                return configure_slab<kForward, TX, TY, PC, F, SLOTS, kShortClasses>(lut, halo, vec, bytes, max_block, c);
+            return configure_slab<kForward, TX, TY, PC, F, SLOTS, kNumSpanClasses>(lut, halo, vec, bytes, max_block, c);
+        };
+        if (factored) return with_weights(std::true_type{});
+        return with_weights(std::false_type{});
     };
     if (pitch == P[0]) return go(std::integral_constant<int, P[0]>{});
     if (pitch == P[1]) return go(std::integral_constant<int, P[1]>{});
