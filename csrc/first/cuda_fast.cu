@@ -5,9 +5,9 @@
 //           interpolation in z; back: one thread per voxel gathering the exact transpose (tube.hpp).
 // fast      forward: (1) resample the image once per angle on the LOR lattice R[i][z][row]
 //           (the footprint weights); (2) per angle, a block stages one along-plane R[i][*][*] at a time in
-//           shared memory (cp.async, double buffered) and each warp accumulates up to 16 LORs of
-//           one ring difference for 64 radial bins (2 per lane) in registers, sliding a window
-//           of slices down the plane: 40 FMAs per 6 shared loads, the folded taps warp-uniform.
+//           shared memory (cp.async, double buffered) and each half-warp accumulates up to 8 LOR rows
+//           of one ring difference for 64 radial bins (4 per lane) in registers, walking the
+//           slices down the plane in pairs: 80 FMAs per 4 16-byte shared loads.
 //           back: (1) per (angle, along sample i, 32 lattice rows) each thread owns one lattice
 //           column G[i][*][row] in shared memory and adds every ring difference's LORs to it
 //           (the sinogram rows staged per ring difference); (2) the transposed resampling
@@ -104,19 +104,24 @@ __device__ __forceinline__ void load_folded_taps(const float* __restrict__ qp, f
 }
 
 // 3 blocks per SM (<= 85 registers): at 90 registers (the staging's carried offsets) only 2 fit.
+// Each half-warp owns one work unit (ring difference, up to kFastRows LOR rows) and 64 radial bins, 4 per
+// lane: a lane's 8-float window of a slice (two 16-byte loads) serves 4 bins x 5 taps, so a pair of
+// slices costs 4 loads for 80 FMAs (2 bins per lane of a whole warp: 6 float2 loads for 40 FMAs; the
+// kernel was bound by shared-memory wavefronts, benchmarks/RESULTS.md section 14g).
 template <int J, int K>
 __global__ void __launch_bounds__(256, 3)
 fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int plane_rows, int n_units,
                     const FastUnit* __restrict__ units, const float* __restrict__ L, const float* __restrict__ Q,
                     const int* __restrict__ base, float* __restrict__ sino) {
-    constexpr int NJ = 2 * J + 1, NT = 2 * K + 2, W = NJ + 1;   // W values per lane per slice (2 radial bins)
+    constexpr int NJ = 2 * J + 1, NT = 2 * K + 2;
+    constexpr int kBins = 4, W = NJ + kBins - 1;                // bins per lane, window floats per slice
     constexpr int COLS = 64 + 2 * J;                            // 64 radial bins + the tube's halo
-    static_assert(W % 2 == 0 && COLS % 4 == 0, "float2 / float4 staging");
+    static_assert(W == 8 && COLS % 4 == 0, "two float4 per slice window; float4 staging");
     extern __shared__ __align__(16) float smem[];
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, half_lane = lane & 15;
     const int rho0 = blockIdx.x * 64, q = blockIdx.z;
     const int plane_size = plane_rows * COLS;
-    const int unit_id = blockIdx.y * 8 + warp;
+    const int unit_id = (blockIdx.y * 8 + warp) * 2 + (lane >> 4);
     const bool active = unit_id < n_units;
     FastUnit U{0, 0, 0, 0};
     if (active) U = units[unit_id];
@@ -151,9 +156,12 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
         }
         __pipeline_commit();
     };
-    float acc0[kFastRows], acc1[kFastRows];
+    // acc[m][b]: LOR row m0 + m, radial bin rho0 + 4 half_lane + b, summed over the planes
+    float acc[kFastRows][kBins];
 #pragma unroll
-    for (int m = 0; m < kFastRows; ++m) acc0[m] = acc1[m] = 0.0f;
+    for (int m = 0; m < kFastRows; ++m)
+#pragma unroll
+        for (int b = 0; b < kBins; ++b) acc[m][b] = 0.0f;
 
     stage(0, 0);
     __pipeline_wait_prior(0);
@@ -164,52 +172,66 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
         if (active) {
             float Qr[NJ][NT];
             load_folded_taps<NJ, NT>(Q + q_index(D, U.d, i, 0, 0), Qr);
+            // row m reads slices zr + 2m + t, t = 0 .. NT - 1: slice pair p (slices zr + 2p, zr + 2p + 1)
+            // gives row p - k its taps t = 2k, 2k + 1 (k = 0 .. K). part[k] holds row p - k's sum so far,
+            // in the order t = 0 .. NT - 1, jj = 0 .. NJ - 1 (a row's additions in the same order as a
+            // whole window would give).
             const int zr = pz_lo + ad + 2 * U.m0 + base[static_cast<int64_t>(U.d) * D.n + i] - K;
-            const float* P = smem + buf * plane_size + 2 * lane;
-            float win[NT][W];
-            auto load_row = [&](float* v, int r) {
+            const float* P = smem + buf * plane_size + zr * COLS + kBins * half_lane;
+            float part[K + 1][kBins];
 #pragma unroll
-                for (int h = 0; h < W; h += 2) {
-                    const float2 x = *reinterpret_cast<const float2*>(P + r * COLS + h);
-                    v[h] = x.x;
-                    v[h + 1] = x.y;
-                }
-            };
+            for (int k = 0; k <= K; ++k)
 #pragma unroll
-            for (int t = 0; t < NT - 2; ++t) load_row(win[t], zr + t);
+                for (int b = 0; b < kBins; ++b) part[k][b] = 0.0f;
 #pragma unroll
-            for (int m = 0; m < kFastRows; ++m) {
-                if (m >= U.count) break;
+            for (int pair = 0; pair < kFastRows + K; ++pair) {
+                if (pair >= U.count + K) break;
+                float v[2][W];
 #pragma unroll
-                for (int t = NT - 2; t < NT; ++t) load_row(win[t], zr + 2 * m + t);
-                float a0 = 0.0f, a1 = 0.0f;
+                for (int h = 0; h < 2; ++h)
 #pragma unroll
-                for (int t = 0; t < NT; ++t)
-#pragma unroll
-                    for (int jj = 0; jj < NJ; ++jj) {
-                        a0 = fmaf(Qr[jj][t], win[t][jj], a0);
-                        a1 = fmaf(Qr[jj][t], win[t][jj + 1], a1);
+                    for (int c = 0; c < W; c += 4) {
+                        const float4 x = *reinterpret_cast<const float4*>(P + (2 * pair + h) * COLS + c);
+                        v[h][c] = x.x, v[h][c + 1] = x.y, v[h][c + 2] = x.z, v[h][c + 3] = x.w;
                     }
-                acc0[m] += a0;
-                acc1[m] += a1;
+                // part[k] (row pair - k) takes taps 2k, 2k + 1; rows before the first (pair < k) take none
 #pragma unroll
-                for (int t = 0; t < NT - 2; ++t)
+                for (int k = K; k >= 0; --k) {
+                    if (pair < k) continue;
 #pragma unroll
-                    for (int h = 0; h < W; ++h) win[t][h] = win[t + 2][h];
+                    for (int h = 0; h < 2; ++h)
+#pragma unroll
+                        for (int jj = 0; jj < NJ; ++jj)
+#pragma unroll
+                            for (int b = 0; b < kBins; ++b)
+                                part[k][b] = fmaf(Qr[jj][2 * k + h], v[h][jj + b], part[k][b]);
+                }
+                // row pair - K is complete; the others move up one
+                if (pair >= K) {
+#pragma unroll
+                    for (int b = 0; b < kBins; ++b) acc[pair - K][b] += part[K][b];
+                }
+#pragma unroll
+                for (int k = K; k > 0; --k)
+#pragma unroll
+                    for (int b = 0; b < kBins; ++b) part[k][b] = part[k - 1][b];
+#pragma unroll
+                for (int b = 0; b < kBins; ++b) part[0][b] = 0.0f;
             }
         }
         __pipeline_wait_prior(0);
         __syncthreads();
     }
     if (!active) return;
-    const int rho = rho0 + 2 * lane;
+    const int rho = rho0 + kBins * half_lane;
 #pragma unroll
     for (int m = 0; m < kFastRows; ++m) {
         if (m >= U.count) break;
         const RowPair rp = row_pair(delta, U.m0 + m);
         float* out = sino + sino_index(D, A.first + q, rp.r1, rp.r2, 0);
-        if (rho < D.n) out[rho] = acc0[m];
-        if (rho + 1 < D.n) out[rho + 1] = acc1[m];
+#pragma unroll
+        for (int b = 0; b < kBins; ++b)
+            if (rho + b < D.n) out[rho + b] = acc[m][b];
     }
 }
 
@@ -409,7 +431,7 @@ void forward_fast(Impl& m, const AngleList& angles, const float* image, float* s
     float* L = m.lattice_for(std::min<int>(kChunk, static_cast<int>(angles.index.size())), D.nz);
     for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
         resample(m, ch, image, L, s);
-        const dim3 grid(div_up(D.n, 64), div_up(m.n_units, 8), ch.n);
+        const dim3 grid(div_up(D.n, 64), div_up(m.n_units, 16), ch.n);   // 8 warps, 2 units each
         kernel<<<grid, 256, smem, s>>>(D, ch, m.pitch, m.pz_lo, m.plane_rows, m.n_units, m.units.as<FastUnit>(), L,
                                        m.Q.as<float>(), m.base.as<int>(), sino);
         DP_CUDA_CHECK_LAUNCH("fast_forward_kernel");

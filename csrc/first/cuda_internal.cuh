@@ -24,7 +24,7 @@ namespace dp::first::gpu {
 namespace detail {
 
 constexpr int kChunk = 32;          // angles per launch (kernel parameter block)
-constexpr int kFastRows = 16;       // LOR rows (m) per warp in the fast forward
+constexpr int kFastRows = 8;        // LOR rows (m) per half-warp work unit in the fast forward
 constexpr int kFastJ = 2, kFastK = 1;
 
 struct AngleChunk {
@@ -118,7 +118,7 @@ inline cuda::DeviceBuffer upload(const std::vector<T>& v) {
     return b;
 }
 
-// One warp's work in the fast forward: ring difference d, LOR rows m0 .. m0 + count - 1.
+// One half-warp's work in the fast forward: ring difference d, LOR rows m0 .. m0 + count - 1.
 struct FastUnit {
     int d, m0, count, pad;
 };
