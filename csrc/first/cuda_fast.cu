@@ -173,16 +173,11 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
             float Qr[NJ][NT];
             load_folded_taps<NJ, NT>(Q + q_index(D, U.d, i, 0, 0), Qr);
             // row m reads slices zr + 2m + t, t = 0 .. NT - 1: slice pair p (slices zr + 2p, zr + 2p + 1)
-            // gives row p - k its taps t = 2k, 2k + 1 (k = 0 .. K). part[k] holds row p - k's sum so far,
-            // in the order t = 0 .. NT - 1, jj = 0 .. NJ - 1 (a row's additions in the same order as a
-            // whole window would give).
+            // gives row p - k its taps t = 2k, 2k + 1 (k = 0 .. K), multiply-added onto the row's sum over
+            // the planes so far (no partial sum per plane to add: an FADD and a zeroing per row and bin
+            // fewer). Rows past the unit's count take their taps too and are never stored.
             const int zr = pz_lo + ad + 2 * U.m0 + base[static_cast<int64_t>(U.d) * D.n + i] - K;
             const float* P = smem + buf * plane_size + zr * COLS + kBins * half_lane;
-            float part[K + 1][kBins];
-#pragma unroll
-            for (int k = 0; k <= K; ++k)
-#pragma unroll
-                for (int b = 0; b < kBins; ++b) part[k][b] = 0.0f;
 #pragma unroll
             for (int pair = 0; pair < kFastRows + K; ++pair) {
                 if (pair >= U.count + K) break;
@@ -194,29 +189,18 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
                         const float4 x = *reinterpret_cast<const float4*>(P + (2 * pair + h) * COLS + c);
                         v[h][c] = x.x, v[h][c + 1] = x.y, v[h][c + 2] = x.z, v[h][c + 3] = x.w;
                     }
-                // part[k] (row pair - k) takes taps 2k, 2k + 1; rows before the first (pair < k) take none
 #pragma unroll
                 for (int k = K; k >= 0; --k) {
-                    if (pair < k) continue;
+                    const int m = pair - k;   // rows before the first and past the last take nothing
+                    if (m < 0 || m >= kFastRows) continue;
 #pragma unroll
                     for (int h = 0; h < 2; ++h)
 #pragma unroll
                         for (int jj = 0; jj < NJ; ++jj)
 #pragma unroll
                             for (int b = 0; b < kBins; ++b)
-                                part[k][b] = fmaf(Qr[jj][2 * k + h], v[h][jj + b], part[k][b]);
+                                acc[m][b] = fmaf(Qr[jj][2 * k + h], v[h][jj + b], acc[m][b]);
                 }
-                // row pair - K is complete; the others move up one
-                if (pair >= K) {
-#pragma unroll
-                    for (int b = 0; b < kBins; ++b) acc[pair - K][b] += part[K][b];
-                }
-#pragma unroll
-                for (int k = K; k > 0; --k)
-#pragma unroll
-                    for (int b = 0; b < kBins; ++b) part[k][b] = part[k - 1][b];
-#pragma unroll
-                for (int b = 0; b < kBins; ++b) part[0][b] = 0.0f;
             }
         }
         __pipeline_wait_prior(0);
