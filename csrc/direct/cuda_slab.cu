@@ -16,6 +16,7 @@
 
 #include "../common/cuda_check.cuh"
 #include "../common/errors.hpp"
+#include "../common/waves.hpp"
 #include "columns.hpp"
 #include "cuda.hpp"
 #include "cuda_internal.cuh"
@@ -501,12 +502,6 @@ void launch_columns(const float* src, float* dst, const DeviceLut& lut, cudaStre
     DP_CUDA_CHECK_LAUNCH("direct columns_kernel");
 }
 
-// Fraction of the resident block slots a grid of `blocks` keeps busy over its waves.
-double wave_efficiency(long long blocks, long long slots) {
-    const long long waves = (blocks + slots - 1) / slots;
-    return static_cast<double>(blocks) / static_cast<double>(waves * slots);
-}
-
 // Every slab_kernel instantiation has this signature.
 using SlabKernel = void (*)(const float*, float*, Dims, ColumnPlan, int, int, int, int, int, int, bool);
 
@@ -531,7 +526,7 @@ void configure_slab(const DeviceLut& lut, int halo, bool vec, size_t bytes, int 
     DP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, TX * TY, bytes));
     const long long tiles = static_cast<long long>(grid.x) * grid.y * grid.z, slots = std::max(1, per_sm) * n_sm;
     c.row_split = 0;
-    if (lut.n_rows() >= 8 && wave_efficiency(2 * tiles, slots) > 1.15 * wave_efficiency(tiles, slots)) {
+    if (lut.n_rows() >= 8 && waves::efficiency(2 * tiles, slots) > 1.15 * waves::efficiency(tiles, slots)) {
         c.row_split = lut.balanced_row_split();
         grid.z *= 2;
     }
