@@ -391,8 +391,9 @@ def test_gpu_matches_the_sparse_reference(problems, method, volume):
 
 @pytest.mark.gpu
 def test_gpu_faithful_sensitivity_and_many_angles(volume):
-    """More angles than one launch chunk (32) and than the faithful back's texture layers per launch."""
-    s = RotatingScanner(n_rows=10, n_angles=70, n_radial=31, n_columns=20)
+    """More angles than one launch (64 at most) and than the faithful back's texture layers per launch:
+    130 angles go in three launches of 44, 43 and 43 (uneven chunks, each with its own first angle)."""
+    s = RotatingScanner(n_rows=10, n_angles=130, n_radial=31, n_columns=20)
     table = build_super_lor_table(s)
     cpu = SuperLORProjector(table, "faithful", backend="cpu")
     gpu = SuperLORProjector(table, "faithful", backend="cuda")

@@ -379,6 +379,36 @@ void allow_fast_kernels_smem(int max_smem) {
         DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
 }
 
+void count_fast_kernel_slots(Impl& m) {
+    int device = 0, n_sm = 0, forward = 0, back = 0;
+    DP_CUDA_CHECK(cudaGetDevice(&device));
+    DP_CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, device));
+    // a model whose planes exceed the shared memory cannot use the fast kernels (fast_unsupported_reason)
+    if (std::max(m.fast_forward_smem, m.fast_back_smem) <= static_cast<size_t>(m.max_smem)) {
+        DP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&forward, fast_forward_kernel<kFastJ, kFastK>, 256,
+                                                                    m.fast_forward_smem));
+        DP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&back, fast_back_kernel<kFastJ, kFastK>, 256,
+                                                                    m.fast_back_smem));
+    }
+    m.fast_forward_slots = static_cast<long long>(std::max(1, forward)) * n_sm;
+    m.fast_back_slots = static_cast<long long>(std::max(1, back)) * n_sm;
+}
+
+namespace {
+
+// Angles per launch of a fast projection of n angles: at most kChunk and what the lattice workspace
+// budget holds (`slices` per lattice column), the even split whose launches take the fewest waves of a
+// kernel of blocks_per_angle blocks on `slots` resident blocks. The full scanner's forward (27 blocks per
+// angle, 396 slots on an H200) takes 3 launches of 44, 43, 43 angles, 3.0 waves each, instead of
+// 32 x 4 + 2 (2.2 waves each and a last launch of 54 blocks).
+int fast_chunk(const Impl& m, int n, long long blocks_per_angle, long long slots, int slices) {
+    const size_t per_angle = sizeof(float) * static_cast<size_t>(m.host.D.n) * slices * m.pitch;
+    const int cap = static_cast<int>(std::clamp<size_t>(kLatticeBudget / per_angle, 1, kChunk));
+    return waves::wave_balanced_launch_size(n, cap, blocks_per_angle, slots);
+}
+
+}  // namespace
+
 void resample(Impl& m, const AngleChunk& ch, const float* image, float* lattice, cudaStream_t s) {
     const Dims& D = m.host.D;
     resample_kernel<<<dim3(div_up(m.pitch, kTileRows), div_up(D.n, kTileCols), ch.n), dim3(kTileRows, kTileCols), 0, s>>>(D, ch, m.footprints(),
@@ -412,10 +442,13 @@ void forward_fast(Impl& m, const AngleList& angles, const float* image, float* s
     const Dims& D = m.host.D;
     auto* kernel = fast_forward_kernel<kFastJ, kFastK>;
     const size_t smem = m.fast_forward_smem;
-    float* L = m.lattice_for(std::min<int>(kChunk, static_cast<int>(angles.index.size())), D.nz);
-    for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
+    const int n = static_cast<int>(angles.index.size());
+    const int gx = div_up(D.n, 64), gy = div_up(m.n_units, 16);      // 8 warps, 2 units each
+    const int chunk = fast_chunk(m, n, static_cast<long long>(gx) * gy, m.fast_forward_slots, D.nz);
+    float* L = m.lattice_for(std::min(chunk, n), D.nz);
+    for_each_chunk(angles, chunk, [&](const AngleChunk& ch) {
         resample(m, ch, image, L, s);
-        const dim3 grid(div_up(D.n, 64), div_up(m.n_units, 16), ch.n);   // 8 warps, 2 units each
+        const dim3 grid(gx, gy, ch.n);
         kernel<<<grid, 256, smem, s>>>(D, ch, m.pitch, m.pz_lo, m.plane_rows, m.n_units, m.units.as<FastUnit>(), L,
                                        m.Q.as<float>(), m.base.as<int>(), sino);
         DP_CUDA_CHECK_LAUNCH("fast_forward_kernel");
@@ -427,9 +460,12 @@ void back_fast(Impl& m, const AngleList& angles, const float* sino, float* image
     auto* kernel = fast_back_kernel<kFastJ, kFastK>;
     const size_t smem = m.fast_back_smem;
     const int n_blocks_z = div_up(D.nz, kUnresampleSlices), g_slices = n_blocks_z * kUnresampleSlices;
-    float* G = m.lattice_for(std::min<int>(kChunk, static_cast<int>(angles.index.size())), g_slices);
-    for_each_chunk(angles, kChunk, [&](const AngleChunk& ch) {
-        kernel<<<dim3(div_up(m.pitch, 32), div_up(D.n, 8), ch.n), 256, smem, s>>>(
+    const int n = static_cast<int>(angles.index.size());
+    const int gx = div_up(m.pitch, 32), gy = div_up(D.n, 8);
+    const int chunk = fast_chunk(m, n, static_cast<long long>(gx) * gy, m.fast_back_slots, g_slices);
+    float* G = m.lattice_for(std::min(chunk, n), g_slices);
+    for_each_chunk(angles, chunk, [&](const AngleChunk& ch) {
+        kernel<<<dim3(gx, gy, ch.n), 256, smem, s>>>(
             D, ch, m.pitch, g_slices, sino, m.Q.as<float>(), m.base.as<int>(), G);
         DP_CUDA_CHECK_LAUNCH("fast_back_kernel");
         unresample_kernel<<<dim3(div_up(D.n, kTileRows), div_up(D.n, kTileCols), n_blocks_z), dim3(kTileRows, kTileCols),

@@ -9,13 +9,16 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "../common/cuda_check.cuh"
 #include "../common/cuda_memory.hpp"
 #include "../common/errors.hpp"
+#include "../common/waves.hpp"
 #include "cuda.hpp"
 #include "tube.hpp"
 
@@ -23,7 +26,10 @@ namespace dp::first::gpu {
 
 namespace detail {
 
-constexpr int kChunk = 32;          // angles per launch (kernel parameter block)
+// Angles per launch at most (the AngleChunk kernel parameter's capacity: 776 bytes). The fast kernels
+// choose fewer to balance their waves and to keep the lattice workspace within kLatticeBudget.
+constexpr int kChunk = 64;
+constexpr size_t kLatticeBudget = size_t(512) << 20;   // bytes of the fast paths' per-launch lattice
 constexpr int kFastRows = 8;        // LOR rows (m) per half-warp work unit in the fast forward
 constexpr int kFastJ = 2, kFastK = 1;
 
@@ -35,18 +41,24 @@ struct AngleChunk {
     float s[kChunk];
 };
 
+// Calls f once per launch with consecutive angles of A, at most `chunk` (<= kChunk) a launch, the launches
+// as even as they can be (sizes differ by at most one): 130 angles by 32 are 26 x 5, not 32 x 4 + 2,
+// whose last launch would keep a fraction of the GPU busy for a whole block's time.
 template <typename F>
 inline void for_each_chunk(const AngleList& A, int chunk, F&& f) {
+    if (chunk < 1 || chunk > kChunk) throw std::logic_error("for_each_chunk: chunk out of [1, kChunk]");
     const int n_sel = static_cast<int>(A.index.size());
-    for (int a0 = 0; a0 < n_sel; a0 += chunk) {
+    const int launches = waves::even_launches(n_sel, chunk);
+    for (int l = 0, a0 = 0; l < launches; ++l) {
         AngleChunk ch{};
-        ch.n = std::min(chunk, n_sel - a0);
+        ch.n = waves::even_launch_size(n_sel, launches, l);
         ch.first = a0;
         for (int q = 0; q < ch.n; ++q) {
             ch.a[q] = A.index[a0 + q];
             ch.c[q] = A.cos[a0 + q];
             ch.s[q] = A.sin[a0 + q];
         }
+        a0 += ch.n;
         f(ch);
     }
 }
@@ -144,6 +156,8 @@ struct DeviceModel::Impl {
     std::string faithful_forward_unsupported;   // "" when the faithful forward's texture fits
     int max_smem = 0;                // shared memory a block may opt into (bytes), read once
     size_t fast_forward_smem = 0, fast_back_smem = 0;   // the fast kernels' shared memory (bytes)
+    // the fast kernels' resident blocks on the whole GPU with that shared memory (their launches' waves)
+    long long fast_forward_slots = 1, fast_back_slots = 1;
 
     // Uploads the model, reads the device's limits, sizes the kernels' shared memory and opts the
     // kernels into it, once (cuda_model.cu).
@@ -175,6 +189,7 @@ void back_fast(Impl& m, const AngleList& angles, const float* sino, float* image
 size_t fast_forward_smem(const Impl& m);
 size_t fast_back_smem(const Impl& m);
 void allow_fast_kernels_smem(int max_smem);
+void count_fast_kernel_slots(Impl& m);
 
 // cuda_faithful.cu: the paper's texture design (its back projection is the public back_faithful)
 void forward_faithful(Impl& m, const AngleList& angles, const float* image, float* sino, cudaStream_t s);
