@@ -106,8 +106,9 @@ __device__ __forceinline__ void load_folded_taps(const float* __restrict__ qp, f
 // 3 blocks per SM (<= 85 registers): at 90 registers (the staging's carried offsets) only 2 fit.
 // Each half-warp owns one work unit (ring difference, up to kFastRows LOR rows) and 64 radial bins, 4 per
 // lane: a lane's 8-float window of a slice (two 16-byte loads) serves 4 bins x 5 taps, so a pair of
-// slices costs 4 loads for 80 FMAs (2 bins per lane of a whole warp: 6 float2 loads for 40 FMAs; the
-// kernel was bound by shared-memory wavefronts, benchmarks/RESULTS.md section 14g).
+// slices costs 4 loads for 80 FMAs (before, 2 bins per lane of a whole warp: 6 float2 loads for 40 FMAs;
+// 1.06 G instructions and 2.24 ms per 32 angles in Nsight Compute, now 0.92 G and 1.89 ms with the
+// FFMAs 68 % of the instructions: benchmarks/RESULTS.md section 14g).
 template <int J, int K>
 __global__ void __launch_bounds__(256, 3)
 fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int plane_rows, int n_units,
