@@ -1,7 +1,11 @@
 """A small case for `compute-sanitizer --tool memcheck --leak-check full`: every CUDA path once,
-borders included; every device object is released before exit so that leaks would show."""
+borders included; every device object is released before exit so that leaks would show.
+
+    python scripts/sanitizer_case.py [direct] [first] [dualhead]     (all three by default)
+"""
 
 import gc
+import sys
 
 import numpy as np
 
@@ -37,9 +41,9 @@ def run():
 
 def run_first():
     """FIRST: every method forward / back (faithful with the sensitivity, both table paths), more
-    angles than one launch, and the Monte Carlo."""
+    angles than one launch (130: three uneven launches), and the Monte Carlo."""
     rng = np.random.default_rng(2)
-    for scanner, tol in ((RotatingScanner(n_rows=5, n_angles=40, n_radial=23, n_columns=16), 0.05),
+    for scanner, tol in ((RotatingScanner(n_rows=5, n_angles=130, n_radial=23, n_columns=16), 0.05),
                          (RotatingScanner(n_rows=30, n_angles=3, n_radial=71, n_columns=40), 0.0)):
         table = build_super_lor_table(scanner, quasi_tolerance=tol)
         x = rng.random(scanner.grid.shape, dtype=np.float32)
@@ -82,9 +86,12 @@ def run_dualhead():
     dp._backend.cuda_module().cuda_synchronize()
 
 
-run()
-run_first()
-run_dualhead()
+# the families named on the command line (direct, first, dualhead), all of them by default
+PARTS = {"direct": run, "first": run_first, "dualhead": run_dualhead}
+for name in sys.argv[1:] or list(PARTS):
+    if name not in PARTS:
+        raise SystemExit(f"sanitizer_case.py: unknown family {name!r}; expected some of {', '.join(PARTS)}")
+    PARTS[name]()
 gc.collect()
 dp._backend.cuda_module().cuda_synchronize()
 print("sanitizer case done")
