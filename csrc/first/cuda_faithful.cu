@@ -187,9 +187,8 @@ void forward_faithful(Impl& m, const AngleList& angles, const float* image, floa
     float* L = m.lattice_for(chunk, D.nz);
     if (!m.lattice_tex.ready())
         m.lattice_tex.create(m.pitch, D.nz, m.faithful_forward_chunk * D.n, false, false);
-    const float* image_zf = angles.index.empty() ? nullptr : image_z_fastest(m, image, s);
     for_each_chunk(angles, m.faithful_forward_chunk, [&](const AngleChunk& ch) {
-        resample(m, ch, image_zf, L, s);
+        resample(m, ch, image, L, s);
         m.lattice_tex.copy_from(L, true, s, ch.n * D.n);
         const dim3 grid(div_up(D.n, 32), div_up(static_cast<int64_t>(D.n_rows) * D.n_rows, 8), ch.n);
         faithful_forward_kernel<<<grid, lor_block, 0, s>>>(D, ch, m.lattice_tex.tex(), m.table.tex(),

@@ -4,7 +4,7 @@
 // matched   forward: one thread per LOR, footprint reads in-plane and exact float linear
 //           interpolation in z; back: one thread per voxel gathering the exact transpose (tube.hpp).
 // fast      forward: (1) resample the image once per angle on the LOR lattice R[i][z][row]
-//           (the footprint weights; from a copy of the image with z fastest, 4 slices per load); (2) per angle, a block stages one along-plane R[i][*][*] at a time in
+//           (the footprint weights); (2) per angle, a block stages one along-plane R[i][*][*] at a time in
 //           shared memory (cp.async, double buffered) and each half-warp accumulates up to 8 LOR rows
 //           of one ring difference for 64 radial bins (4 per lane) in registers, walking the
 //           slices down the plane in pairs: 80 FMAs per 4 16-byte shared loads.
@@ -66,23 +66,8 @@ __device__ __forceinline__ int2 square_warp_tile() {
     return make_int2(8 * (w & 3) + (l & 7), 4 * (w >> 2) + (l >> 3));
 }
 
-// The image with z fastest, [y][x][z] with z_pitch slices (a multiple of 4, zero past nz), for the resampling:
-// a footprint voxel's 4 slices in one 16-byte load (its 9 voxels x 59 slices were 531 4-byte loads per lattice
-// point, the L1 traffic that bounded the resampling). One thread per output element, written in order.
-__global__ void __launch_bounds__(256)
-image_z_fastest_kernel(const Dims D, int z_pitch, const float* __restrict__ image, float* __restrict__ out) {
-    const int64_t plane = static_cast<int64_t>(D.n) * D.n;
-    const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (t >= plane * z_pitch) return;
-    const int64_t v = t / z_pitch;
-    const int z = static_cast<int>(t - v * z_pitch);
-    out[t] = z < D.nz ? image[z * plane + v] : 0.0f;
-}
-
-// L[q][i][z][row'] = footprint_read of slice z at lattice point (i, row'), from the z-fastest image: the
-// same 9 products per slice, added in the same order as footprint_read (tube.hpp), 4 slices at a time.
 __global__ void __launch_bounds__(kTileRows * kTileCols) resample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pitch,
-                                int z_pitch, const float* __restrict__ image_zf, float* __restrict__ L) {
+                                const float* __restrict__ image, float* __restrict__ L) {
     const int2 local = square_warp_tile();
     const int rr = blockIdx.x * kTileRows + local.x, i = blockIdx.y * kTileCols + local.y;
     const int q = blockIdx.z;
@@ -93,20 +78,8 @@ __global__ void __launch_bounds__(kTileRows * kTileCols) resample_kernel(const D
         return;
     }
     const FootprintRead f = footprint_at(D, FP, A.a[q], i, rr);
-    for (int z = 0; z < D.nz; z += 4) {
-        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int k = 0; k < kFootprintSlots; ++k) {
-            const float4 v = __ldg(reinterpret_cast<const float4*>(image_zf + static_cast<int64_t>(f.off[k]) * z_pitch + z));
-            acc[0] += f.w[k] * v.x;
-            acc[1] += f.w[k] * v.y;
-            acc[2] += f.w[k] * v.z;
-            acc[3] += f.w[k] * v.w;
-        }
-#pragma unroll
-        for (int zz = 0; zz < 4; ++zz)
-            if (z + zz < D.nz) out[static_cast<int64_t>(z + zz) * pitch] = acc[zz];
-    }
+    const int64_t plane = static_cast<int64_t>(D.n) * D.n;
+    for (int z = 0; z < D.nz; ++z) out[static_cast<int64_t>(z) * pitch] = footprint_read(image + z * plane, f);
 }
 
 
@@ -437,20 +410,10 @@ int fast_chunk(const Impl& m, int n, long long blocks_per_angle, long long slots
 
 }  // namespace
 
-const float* image_z_fastest(Impl& m, const float* image, cudaStream_t s) {
+void resample(Impl& m, const AngleChunk& ch, const float* image, float* lattice, cudaStream_t s) {
     const Dims& D = m.host.D;
-    const int z_pitch = (D.nz + 3) / 4 * 4;
-    const int64_t count = static_cast<int64_t>(D.n) * D.n * z_pitch;
-    float* out = m.image_z_fastest_for(z_pitch);
-    image_z_fastest_kernel<<<div_up(count, 256), 256, 0, s>>>(D, z_pitch, image, out);
-    DP_CUDA_CHECK_LAUNCH("image_z_fastest_kernel");
-    return out;
-}
-
-void resample(Impl& m, const AngleChunk& ch, const float* image_zf, float* lattice, cudaStream_t s) {
-    const Dims& D = m.host.D;
-    resample_kernel<<<dim3(div_up(m.pitch, kTileRows), div_up(D.n, kTileCols), ch.n), dim3(kTileRows, kTileCols), 0, s>>>(
-        D, ch, m.footprints(), m.pitch, (D.nz + 3) / 4 * 4, image_zf, lattice);
+    resample_kernel<<<dim3(div_up(m.pitch, kTileRows), div_up(D.n, kTileCols), ch.n), dim3(kTileRows, kTileCols), 0, s>>>(D, ch, m.footprints(),
+                                                                                           m.pitch, image, lattice);
     DP_CUDA_CHECK_LAUNCH("resample_kernel");
 }
 
@@ -484,9 +447,8 @@ void forward_fast(Impl& m, const AngleList& angles, const float* image, float* s
     const int gx = div_up(D.n, 64), gy = div_up(m.n_units, 16);      // 8 warps, 2 units each
     const int chunk = fast_chunk(m, n, static_cast<long long>(gx) * gy, m.fast_forward_slots, D.nz);
     float* L = m.lattice_for(std::min(chunk, n), D.nz);
-    const float* image_zf = n > 0 ? image_z_fastest(m, image, s) : nullptr;
     for_each_chunk(angles, chunk, [&](const AngleChunk& ch) {
-        resample(m, ch, image_zf, L, s);
+        resample(m, ch, image, L, s);
         const dim3 grid(gx, gy, ch.n);
         kernel<<<grid, 256, smem, s>>>(D, ch, m.pitch, m.pz_lo, m.plane_rows, m.n_units, m.units.as<FastUnit>(), L,
                                        m.Q.as<float>(), m.base.as<int>(), sino);

@@ -148,7 +148,6 @@ struct DeviceModel::Impl {
     TextureArray table;              // Super-LOR tubes: layered ((2J+1)(2K+1), x) by (n, y) by n_super
     // workspaces, grown on demand
     cuda::DeviceBuffer lattice;      // fast and faithful forward: chunk x n x nz x pitch
-    cuda::DeviceBuffer image_zfast;  // forward: the image as [y][x][z], z padded to a multiple of 4
     TextureArray lattice_tex;        // faithful forward: the lattice as a 3D array (pitch, nz, chunk n)
     cuda::DeviceBuffer table_linear; // the same tables in global memory (faithful back: staged to shared)
     TextureArray corrections[2];     // faithful back: layered (n, n_rows) x chunk * n_deltas, float / float2
@@ -175,26 +174,14 @@ struct DeviceModel::Impl {
         }
         return lattice.as<float>();
     }
-
-    // The z-fastest image buffer, n x n x z_pitch floats.
-    float* image_z_fastest_for(int z_pitch) {
-        const size_t need = static_cast<size_t>(host.D.n) * host.D.n * z_pitch * sizeof(float);
-        if (image_zfast.bytes() < need) {
-            image_zfast = cuda::DeviceBuffer();
-            image_zfast = cuda::DeviceBuffer(need);
-        }
-        return image_zfast.as<float>();
-    }
 };
 
 namespace detail {
 
 using Impl = DeviceModel::Impl;
 
-// cuda_fast.cu: the image resampled on the LOR lattice (fast and faithful forward: the image with z fastest
-// once per call, then each chunk's lattice from it), the default pair
-const float* image_z_fastest(Impl& m, const float* image, cudaStream_t s);
-void resample(Impl& m, const AngleChunk& ch, const float* image_zf, float* lattice, cudaStream_t s);
+// cuda_fast.cu: the image resampled on the LOR lattice (fast and faithful forward), the default pair
+void resample(Impl& m, const AngleChunk& ch, const float* image, float* lattice, cudaStream_t s);
 void forward_matched(Impl& m, const AngleList& angles, const float* image, float* sino, cudaStream_t s);
 void back_matched(Impl& m, const AngleList& angles, const float* sino, float* image, cudaStream_t s);
 void forward_fast(Impl& m, const AngleList& angles, const float* image, float* sino, cudaStream_t s);
