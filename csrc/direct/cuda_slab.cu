@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../common/cuda_check.cuh"
+#include "../common/cuda_occupancy.cuh"
 #include "../common/errors.hpp"
 #include "../common/waves.hpp"
 #include "columns.hpp"
@@ -520,11 +521,8 @@ void configure_slab(const DeviceLut& lut, int halo, bool vec, size_t bytes, int 
     SlabKernel kernel = slab_kernel<kForward, TX, TY, PITCH, kFactored, SLOTS, kClasses>;
     DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_block));
     dim3 grid((d.nx + TX - 1) / TX, (d.ny + TY - 1) / TY, (d.nz + kSlabRun - 1) / kSlabRun);
-    int device = 0, n_sm = 0, per_sm = 0;
-    DP_CUDA_CHECK(cudaGetDevice(&device));
-    DP_CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, device));
-    DP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, TX * TY, bytes));
-    const long long tiles = static_cast<long long>(grid.x) * grid.y * grid.z, slots = std::max(1, per_sm) * n_sm;
+    const long long tiles = static_cast<long long>(grid.x) * grid.y * grid.z;
+    const long long slots = cuda::resident_blocks(kernel, TX * TY, bytes);
     c.row_split = 0;
     if (lut.n_rows() >= 8 && waves::efficiency(2 * tiles, slots) > 1.15 * waves::efficiency(tiles, slots)) {
         c.row_split = lut.balanced_row_split();

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "../common/cuda_check.cuh"
+#include "../common/cuda_occupancy.cuh"
 #include "../common/cuda_memory.hpp"
 #include "../common/errors.hpp"
 #include "monte_carlo_api.hpp"
@@ -50,15 +51,6 @@ dualhead_monte_carlo_kernel(const __grid_constant__ McParams P, uint64_t first, 
     }
 }
 
-// Blocks that are resident on the current device at once (one full wave).
-unsigned resident_blocks(int device) {
-    int sms = 0, per_sm = 0;
-    DP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    DP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dualhead_monte_carlo_kernel, kBlock, 0));
-    if (per_sm < 1) per_sm = 1;
-    return static_cast<unsigned>(sms) * static_cast<unsigned>(per_sm);
-}
-
 }  // namespace
 
 int current_device() {
@@ -84,7 +76,7 @@ DevicePlan::DevicePlan(const Plan& plan) : impl_(new Impl) {
     impl_->params = plan.params;
     impl_->params.src.alias_accept = impl_->accept.as<float>();
     impl_->params.src.alias_other = impl_->other.as<uint32_t>();
-    impl_->wave = resident_blocks(device_);
+    impl_->wave = static_cast<unsigned>(cuda::resident_blocks(dualhead_monte_carlo_kernel, kBlock, 0, device_));
 }
 
 DevicePlan::~DevicePlan() = default;

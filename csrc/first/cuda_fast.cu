@@ -381,18 +381,10 @@ void allow_fast_kernels_smem(int max_smem) {
 }
 
 void count_fast_kernel_slots(Impl& m) {
-    int device = 0, n_sm = 0, forward = 0, back = 0;
-    DP_CUDA_CHECK(cudaGetDevice(&device));
-    DP_CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, device));
     // a model whose planes exceed the shared memory cannot use the fast kernels (fast_unsupported_reason)
-    if (std::max(m.fast_forward_smem, m.fast_back_smem) <= static_cast<size_t>(m.max_smem)) {
-        DP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&forward, fast_forward_kernel<kFastJ, kFastK>, 256,
-                                                                    m.fast_forward_smem));
-        DP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&back, fast_back_kernel<kFastJ, kFastK>, 256,
-                                                                    m.fast_back_smem));
-    }
-    m.fast_forward_slots = static_cast<long long>(std::max(1, forward)) * n_sm;
-    m.fast_back_slots = static_cast<long long>(std::max(1, back)) * n_sm;
+    if (std::max(m.fast_forward_smem, m.fast_back_smem) > static_cast<size_t>(m.max_smem)) return;
+    m.fast_forward_slots = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK>, 256, m.fast_forward_smem);
+    m.fast_back_slots = cuda::resident_blocks(fast_back_kernel<kFastJ, kFastK>, 256, m.fast_back_smem);
 }
 
 namespace {
@@ -403,8 +395,7 @@ namespace {
 // angle, 396 slots on an H200) takes 3 launches of 44, 43, 43 angles, 3.0 waves each, instead of
 // 32 x 4 + 2 (2.2 waves each and a last launch of 54 blocks).
 int fast_chunk(const Impl& m, int n, long long blocks_per_angle, long long slots, int slices) {
-    const size_t per_angle = sizeof(float) * static_cast<size_t>(m.host.D.n) * slices * m.pitch;
-    const int cap = static_cast<int>(std::clamp<size_t>(kLatticeBudget / per_angle, 1, kChunk));
+    const int cap = static_cast<int>(std::clamp<size_t>(kLatticeBudget / m.lattice_bytes(1, slices), 1, kChunk));
     return waves::wave_balanced_launch_size(n, cap, blocks_per_angle, slots);
 }
 

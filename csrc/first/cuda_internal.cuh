@@ -17,6 +17,7 @@
 
 #include "../common/cuda_check.cuh"
 #include "../common/cuda_memory.hpp"
+#include "../common/cuda_occupancy.cuh"
 #include "../common/errors.hpp"
 #include "../common/waves.hpp"
 #include "cuda.hpp"
@@ -165,9 +166,14 @@ struct DeviceModel::Impl {
 
     Footprints footprints() const { return {fp_weight.as<float>(), fp_origin.as<FootprintOrigin>()}; }
 
-    // The lattice buffer of a chunk of angles, (chunk, n, slices, pitch) or (chunk, n, pitch, slices) floats.
+    // Bytes of the lattice of a chunk of angles, (chunk, n, slices, pitch) or (chunk, n, pitch, slices) floats.
+    size_t lattice_bytes(int chunk, int slices) const {
+        return static_cast<size_t>(chunk) * host.D.n * slices * pitch * sizeof(float);
+    }
+
+    // The lattice buffer of a chunk of angles (lattice_bytes), grown on demand.
     float* lattice_for(int chunk, int slices) {
-        const size_t need = static_cast<size_t>(chunk) * host.D.n * slices * pitch * sizeof(float);
+        const size_t need = lattice_bytes(chunk, slices);
         if (lattice.bytes() < need) {
             lattice = cuda::DeviceBuffer();
             lattice = cuda::DeviceBuffer(need);

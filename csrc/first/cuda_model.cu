@@ -61,9 +61,8 @@ DeviceModel::Impl::Impl(const HostModel& h) : host(h) {
                          std::to_string(max_layers) + " texture layers (faithful back projector)");
     // the faithful forward's lattice texture: (pitch, nz, chunk n); checked when it is used. The lattice
     // is held twice (linear and as the texture): both together within the lattice budget
-    const size_t lattice_per_angle = sizeof(float) * static_cast<size_t>(D.n) * D.nz * pitch;
     faithful_forward_chunk = std::min({kChunk, max_depth / D.n,
-                                       static_cast<int>(std::max<size_t>(1, kLatticeBudget / (2 * lattice_per_angle)))});
+                                       static_cast<int>(std::max<size_t>(1, kLatticeBudget / lattice_bytes(2, D.nz)))});
     if (pitch > max_w || D.nz > max_h || faithful_forward_chunk < 1)
         faithful_forward_unsupported = "n, n_rows: the lattice of " + std::to_string(D.n) + " x " +
                                        std::to_string(D.nz) + " exceeds the GPU's 3D texture (" +

@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "../common/cuda_check.cuh"
+#include "../common/cuda_occupancy.cuh"
 #include "../common/cuda_memory.hpp"
 #include "../common/errors.hpp"
 #include "monte_carlo_api.hpp"
@@ -52,16 +53,6 @@ monte_carlo_kernel(const __grid_constant__ McParams P, uint64_t first, uint64_t 
     }
 }
 
-// Blocks that are resident on the current device at once (one full wave).
-unsigned resident_blocks() {
-    int device = 0, sms = 0, per_sm = 0;
-    DP_CUDA_CHECK(cudaGetDevice(&device));
-    DP_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    DP_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, monte_carlo_kernel, kBlock, 0));
-    if (per_sm < 1) per_sm = 1;
-    return static_cast<unsigned>(sms) * static_cast<unsigned>(per_sm);
-}
-
 }  // namespace
 
 Counters simulate(const Plan& plan, uint64_t n_decays, uint64_t seed, uint64_t chunk_decays, float* sinogram,
@@ -83,7 +74,7 @@ Counters simulate(const Plan& plan, uint64_t n_decays, uint64_t seed, uint64_t c
     cuda::DeviceBuffer counters(kNumCounters * sizeof(unsigned long long));
     auto* d_counters = counters.as<unsigned long long>();
     DP_CUDA_CHECK(cudaMemsetAsync(d_counters, 0, counters.bytes(), st));
-    const unsigned wave = resident_blocks();
+    const auto wave = static_cast<unsigned>(cuda::resident_blocks(monte_carlo_kernel, kBlock));
 
     Counters total;
     unsigned long long host[kNumCounters] = {};
