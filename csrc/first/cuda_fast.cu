@@ -8,10 +8,12 @@
 //           shared memory (cp.async, double buffered) and each half-warp accumulates up to 8 LOR rows
 //           of one ring difference for 64 radial bins (4 per lane) in registers, walking the
 //           slices down the plane in pairs: 80 FMAs per 4 16-byte shared loads.
-//           back: (1) per (angle, along sample i, 32 lattice rows) each thread owns one lattice
-//           column G[i][*][row] in shared memory and adds every ring difference's LORs to it
-//           (the sinogram rows staged per ring difference); (2) the transposed resampling
-//           gathered per voxel.
+//           back: (1) the chunk's sinogram rearranged by ring difference (zero rows around each
+//           one's LOR rows, 16-byte aligned windows); (2) per (angle, along sample i, 64 slices,
+//           64 lattice rows) each lane sums 4 slices x 4 lattice rows of G[i][row][z] in registers
+//           over the ring differences that reach its warp's slices, reading the LOR rows through L1:
+//           80 FMAs per 2 16-byte loads, no shared-memory sums and no barrier; (3) the transposed
+//           resampling gathered per voxel.
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
@@ -220,109 +222,168 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
     }
 }
 
-// Transposed stencil: G[q][i][row'][z] = sum over LORs of the folded taps times the sinogram. Each thread
-// owns one lattice column (i, row'), its slices in shared memory; per ring difference the block stages the
-// LOR rows its 32 lattice rows read and adds them, two slices per LOR row (the taps above them carried in
-// registers to the next row).
-// A column holds the nz image slices and one discard slot at each end, which every LOR row's taps that fall
-// outside [0, nz) are added to (slot = clamp(z, -1, nz) + 1; only the rows at the ends of a ring
-// difference's range need the clamp), against padding the column to the taps' whole reach (85 slices for
-// nz = 59), whose shared memory left 2 blocks (16 warps) per SM; with nz + 2 slices 3 blocks fit.
-template <int J, int K>
-__global__ void __launch_bounds__(256)
-fast_back_kernel(const Dims D, const AngleChunk A, int pitch, int g_slices,
-                 const float* __restrict__ sino, const float* __restrict__ Q, const int* __restrict__ base,
-                 float* __restrict__ G) {
-    constexpr int NJ = 2 * J + 1, NT = 2 * K + 2, YCOLS = 32 + 2 * J;
-    static_assert(K >= 1, "the carry of two slices per LOR row needs K >= 1");
-    extern __shared__ __align__(16) float smem[];
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int l0 = blockIdx.x * 32, i = blockIdx.y * 8 + warp, q = blockIdx.z;
-    const int column_slots = D.nz + 2;
-    float* col = smem + tid;                                   // this thread's column: col[slot * 256]
-    float* ytile = smem + column_slots * 256;                  // 2 x (n_rows x YCOLS)
-    const int tile_size = D.n_rows * YCOLS;
-    for (int z = 0; z < column_slots; ++z) col[z * 256] = 0.0f;
-    // the shared-memory offset of slice z; with clamp, z outside [0, nz) goes to discard slot 0 or nz + 1
-    auto slot = [&](int z, bool clamp) { return ((clamp ? min(max(z, -1), D.nz) : z) + 1) * 256; };
-    // Ring difference d's LOR rows m = 0 .. M - 1, radial bins l0 - 2J .. l0 + 31, in the flattened walk
-    // (common/window_walk.hpp): LOR row m + 1 lies (n_rows + 1) rows of n bins after row m (r1 and r2
-    // both + 1), so the rows are a strided window of the sinogram. (A division and a 64-bit sinogram
-    // index per copied element before.)
-    const int R = D.n_rows, row_step = (R + 1) * D.n;
-    const float* sino_q = sino + static_cast<int64_t>(A.first + q) * R * R * D.n + (l0 - 2 * J);
-    auto stage = [&](int d, int buf) {
-        const int delta = d - (R - 1);
-        const int M = R - (delta < 0 ? -delta : delta);
-        float* dst = ytile + buf * tile_size;
-        const float* src = sino_q + (delta >= 0 ? delta : -delta * R) * D.n;   // row m = 0 (r1, r2)
-        for_each_window_cell<256>(tid, M, YCOLS, row_step, YCOLS, [&](int, int cc, int s_off, int d_off) {
-            const int rho = l0 - 2 * J + cc;
-            if (rho >= 0 && rho < D.n) __pipeline_memcpy_async(dst + d_off, src + s_off, 4);
-            else dst[d_off] = 0.0f;
-        });
-        __pipeline_commit();
-    };
-    stage(0, 0);
-    __pipeline_wait_prior(0);
-    __syncthreads();
-    for (int d = 0; d < D.n_deltas(); ++d) {
-        const int buf = d & 1;
-        if (d + 1 < D.n_deltas()) stage(d + 1, buf ^ 1);
-        if (i < D.n) {
-            const int delta = d - (D.n_rows - 1), ad = delta < 0 ? -delta : delta;
-            const int M = D.n_rows - ad;
-            float Qr[NJ][NT];
-            load_folded_taps<NJ, NT>(Q + q_index(D, d, i, 0, 0), Qr);
-            const int zr = ad + base[static_cast<int64_t>(d) * D.n + i] - K;   // row m's first slice: zr + 2m
-            const float* y = ytile + buf * tile_size + lane + 2 * J;
-            float carry[NT - 2];
+// Transposed stencil: G[q][i][row'][z] = sum over LORs of the folded taps times the sinogram, summed in
+// registers. Row m of ring difference d adds its taps t = 0 .. 3 to slices zr + 2m + t (zr from the ring
+// difference and plane i) of lattice rows row' = rho + jj, jj = 0 .. 4 (weight Q[d][i][jj][t]): a
+// transposed convolution, upsampled by two in z. Each half-warp owns kBackSlices slices of one plane i and
+// 64 lattice rows, 4 per lane (4 x 4 sums in registers); a lane reads its 8-float window of each LOR row
+// that reaches its slices (two 16-byte loads through L1 from the sinogram rearranged by ring difference,
+// below) and multiply-adds it onto its 4 rows x 5 taps for each slice the row reaches. A block is 8 warps,
+// 64 slices of one plane. Each warp walks only the ring differences whose rows reach its 8 slices (they
+// cover about 2 M + 2 of the nz slices; a list made once per block), at its own pace: no barrier in the
+// loop, no sums in shared memory.
+// (Before, up to 825f494: one thread per lattice column with its nz slices in shared memory, two
+// read-modify-writes per LOR row besides 5 loads for 20 FMAs, 1.93 ms per 33 angles in Nsight Compute;
+// the register tiles with the LOR rows staged in shared memory per ring difference waited at that barrier
+// for the warps the ring difference reached: benchmarks/RESULTS.md section 14h.)
+constexpr int kBackSlices = 4;                             // slices per half-warp (per lane: 4 rows' x 4)
+constexpr int kBackWarpSlices = 2 * kBackSlices;           // slices per warp
+constexpr int kBackBlockSlices = 64;                       // slices per block
+constexpr int kBackThreads = 32 * (kBackBlockSlices / kBackWarpSlices);
+// Rows m_lo + k, k = 0 .. kBackRowsPerTile - 1, reach a half-warp's slices (tap t of row k on slice
+// 2k + t - 3 - PAR of the tile). For a warp the ring difference reaches (zr <= zw + 7, zr + 2M + 1 >= zw),
+// m_lo = floor((z0 - zr - 3) / 2) lies in [-(kBackSlices + 1), M + kBackSlices / 2 - 1], so the rows it
+// reads lie in [-kBackPad, M + kBackPad): the rearranged sinogram has kBackPad zero rows on each side of
+// a ring difference's rows, and no row needs a bounds test.
+constexpr int kBackRowsPerTile = kBackSlices / 2 + 2;
+constexpr int kBackPad = kBackSlices + 1;
+static_assert(kBackSlices % 4 == 0 && kBackBlockSlices % kBackWarpSlices == 0 && kBackBlockSlices % 16 == 0,
+              "float4 tiles; a block's slices a multiple of the transposed resampling's 16");
+
+// Rows of the rearranged sinogram before ring difference d's: sum over d' < d of (M(d') + 2 kBackPad),
+// M(d') = R - |d' - (R - 1)| LOR rows.
+__device__ __forceinline__ int back_rows_before(int R, int d) {
+    int rows = 0;
+    for (int e = 0; e < d; ++e) rows += R - abs(e - (R - 1)) + 2 * kBackPad;
+    return rows;
+}
+
+// The chunk's sinogram rearranged for the transposed stencil's loads: per angle q and ring difference d,
+// kBackPad zero rows, the M LOR rows m = 0 .. M - 1 ((r1, r2) = (m, m + delta) or (m - delta, m)), kBackPad
+// zero rows; each row P[c] = sino[..][c - 2J] for c - 2J in [0, n), zero elsewhere, c in [0, back_pitch)
+// (back_pitch = 64 per radial block + 2J, a multiple of 4), so that a lane's window of bins
+// r0 - 2J .. r0 + 3 starts 16-byte aligned at c = r0. One block per (ring difference, angle).
+__global__ void __launch_bounds__(256) rearrange_sinogram_kernel(const Dims D, const AngleChunk A, int back_pitch,
+                                                                 const float* __restrict__ sino, float* __restrict__ P) {
+    const int d = blockIdx.x, q = blockIdx.y, R = D.n_rows;
+    const int delta = d - (R - 1), M = R - abs(delta);
+    const int64_t rows_per_angle = back_rows_before(R, D.n_deltas());
+    float* out = P + (q * rows_per_angle + back_rows_before(R, d)) * back_pitch;
+    const float* y = sino + (static_cast<int64_t>(A.first + q) * R * R + (delta >= 0 ? delta : -delta * R)) * D.n;
+    for (int e = threadIdx.x; e < (M + 2 * kBackPad) * back_pitch; e += 256) {
+        const int r = e / back_pitch, m = r - kBackPad, rho = e - r * back_pitch - 2 * D.J;
+        out[e] = m >= 0 && m < M && rho >= 0 && rho < D.n ? y[static_cast<int64_t>(m) * (R + 1) * D.n + rho] : 0.0f;
+    }
+}
+
+// acc[s][b] += the taps of rows m_lo + k (k = 0 .. kBackRowsPerTile - 1, y: row m_lo's window, rows
+// row_step floats apart) that land on slice z0 + s; PAR = (z0 - zr - 3) - 2 m_lo, so tap t of row k lands
+// on s = 2k + t - 3 - PAR (all known at compile time: the sums stay in registers).
+template <int PAR, int NJ, int NT>
+__device__ __forceinline__ void add_back_rows(const float* __restrict__ y, int row_step, const float (&Qr)[NJ][NT],
+                                              float (&acc)[kBackSlices][4]) {
+    float w[kBackRowsPerTile][8];                              // row k: y[r0 - 4 .. r0 + 3]
 #pragma unroll
-            for (int t = 0; t < NT - 2; ++t) carry[t] = 0.0f;
-            // one LOR row; kClamp: one of its two finished slices may lie outside [0, nz)
-            auto add_row = [&](int m, auto clamp) {
-                constexpr bool kClamp = decltype(clamp)::value;
-                float v[NJ];
+    for (int k = 0; k < kBackRowsPerTile; ++k) {
+        if (2 * k - PAR < 0 || 2 * k - PAR > kBackSlices + 2) continue;   // no tap of this row in the tile
+        const float4* p = reinterpret_cast<const float4*>(y + k * row_step);
+        const float4 a = __ldg(p), c = __ldg(p + 1);
+        w[k][0] = a.x, w[k][1] = a.y, w[k][2] = a.z, w[k][3] = a.w, w[k][4] = c.x, w[k][5] = c.y, w[k][6] = c.z, w[k][7] = c.w;
+    }
 #pragma unroll
-                for (int jj = 0; jj < NJ; ++jj) v[jj] = y[m * YCOLS - jj];
-                // this row's taps, independent of the carry (chains that started from the carry
-                // serialised the rows: 2.77 -> 2.87 ms per 32 angles in Nsight Compute, d3513d5)
-                float c[NT];
+    for (int k = 0; k < kBackRowsPerTile; ++k)
 #pragma unroll
-                for (int t = 0; t < NT; ++t) {
-                    c[t] = 0.0f;
+        for (int t = 0; t < NT; ++t) {
+            const int s = 2 * k + t - 3 - PAR;
+            if (s < 0 || s >= kBackSlices) continue;
 #pragma unroll
-                    for (int jj = 0; jj < NJ; ++jj) c[t] = fmaf(Qr[jj][t], v[jj], c[t]);
-                }
-                // slices zr + 2m and zr + 2m + 1 receive nothing from later rows: add them now;
-                // the taps above them carry over to the next row (whose taps start two slices up)
-                const int z = zr + 2 * m;
-                col[slot(z, kClamp)] += carry[0] + c[0];
-                col[slot(z + 1, kClamp)] += carry[1] + c[1];
+            for (int jj = 0; jj < NJ; ++jj)
 #pragma unroll
-                for (int t = 0; t < NT - 2; ++t)   // (no "0 + c" where nothing is carried: an add saved)
-                    carry[t] = t + 2 < NT - 2 ? carry[t + 2 < NT - 2 ? t + 2 : t] + c[t + 2] : c[t + 2];
-            };
-            // rows [m_in, m_out) finish two slices inside [0, nz): no clamp there
-            const int m_in = min(M, zr < 0 ? (1 - zr) / 2 : 0);
-            const int m_out = max(m_in, min(M, D.nz - 2 - zr >= 0 ? (D.nz - 2 - zr) / 2 + 1 : 0));
-            for (int m = 0; m < m_in; ++m) add_row(m, std::true_type{});
-            for (int m = m_in; m < m_out; ++m) add_row(m, std::false_type{});
-            for (int m = m_out; m < M; ++m) add_row(m, std::true_type{});
-#pragma unroll
-            for (int t = 0; t < NT - 2; ++t) col[slot(zr + 2 * M + t, true)] += carry[t];
+                for (int b = 0; b < 4; ++b) acc[s][b] = fmaf(Qr[jj][t], w[k][4 + b - jj], acc[s][b]);
         }
-        __pipeline_wait_prior(0);
-        __syncthreads();
+}
+
+template <int J, int K>
+__global__ void __launch_bounds__(kBackThreads, 3)
+fast_back_kernel(const Dims D, int pitch, int g_slices, int n_zblocks, int back_pitch,
+                 const float* __restrict__ P, const float* __restrict__ Q, const int* __restrict__ base,
+                 float* __restrict__ G) {
+    constexpr int NJ = 2 * J + 1, NT = 2 * K + 2;
+    static_assert(J == 2 && NT == 4, "the 8-float window (4 rows' + 2J) and the row reach assume the 5 x 3 tube");
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int l0 = blockIdx.x * 64, q = blockIdx.z;            // q: the angle within the launch (P and G)
+    const int i = blockIdx.y / n_zblocks, zb = blockIdx.y - i * n_zblocks;
+    const int zw = zb * kBackBlockSlices + warp * kBackWarpSlices;
+    const int z0 = zw + (lane >> 4) * kBackSlices, r0 = l0 + 4 * (lane & 15);
+    const int R = D.n_rows;
+    // Once per block, in shared memory: the plane's folded taps, first slice zr and rearranged-row offset
+    // of every ring difference, and each warp's list of the ring differences that reach its slices. Read
+    // from global memory per ring difference, the chain base -> zr -> reach -> taps -> rows waited out two
+    // global-memory latencies (long scoreboard 29 % of the stall samples); the reach test of all 59 ring
+    // differences cost about 15 instructions each per warp.
+    const int n_deltas = D.n_deltas();
+    extern __shared__ __align__(16) float smem[];
+    float* s_taps = smem;                                      // [d][jj][t]
+    int* s_zr = reinterpret_cast<int*>(s_taps + n_deltas * NJ * NT);
+    int* s_first = s_zr + n_deltas;                            // rows of the rearranged sinogram before d's
+    int* s_list = s_first + n_deltas + warp * n_deltas;        // this warp's reached ring differences
+    for (int k = threadIdx.x; k < n_deltas * NJ * NT; k += kBackThreads) {
+        const int d = k / (NJ * NT);
+        s_taps[k] = __ldg(Q + q_index(D, d, i, 0, 0) + (k - d * NJ * NT));
+    }
+    for (int d = threadIdx.x; d < n_deltas; d += kBackThreads) {
+        const int delta = d - (R - 1);
+        s_zr[d] = (delta < 0 ? -delta : delta) + __ldg(base + static_cast<int64_t>(d) * D.n + i) - K;
+        s_first[d] = back_rows_before(R, d);
+    }
+    __syncthreads();
+    int n_reached = 0;
+    if (zw < D.nz)
+        for (int d0 = 0; d0 < n_deltas; d0 += 32) {
+            // the rows of d reach slices zr .. zr + 2M + 1; the warp's are zw .. zw + 7 (one plane, one test)
+            const int d = d0 + lane, M = R - abs(d - (R - 1));
+            const bool reached = d < n_deltas && s_zr[d] <= zw + kBackWarpSlices - 1 && s_zr[d] + 2 * M + 1 >= zw;
+            const unsigned mask = __ballot_sync(0xffffffffu, reached);
+            if (reached) s_list[n_reached + __popc(mask & ((1u << lane) - 1))] = d;
+            n_reached += __popc(mask);
+        }
+    __syncwarp();
+    float acc[kBackSlices][4];
+#pragma unroll
+    for (int s = 0; s < kBackSlices; ++s)
+#pragma unroll
+        for (int b = 0; b < 4; ++b) acc[s][b] = 0.0f;
+    // ring difference d's row m at (s_first[d] + kBackPad + m) * back_pitch of this angle's rows
+    const float* P_q = P + static_cast<int64_t>(q) * back_rows_before(R, n_deltas) * back_pitch + r0;
+    for (int u = 0; u < n_reached; ++u) {
+        const int d = s_list[u], zr = s_zr[d];                 // row m's first slice: zr + 2m
+        float Qr[NJ][NT];
+#pragma unroll
+        for (int jj = 0; jj < NJ; ++jj) {                      // 16-byte shared loads (NT = 4), broadcast
+            const float4 v = reinterpret_cast<const float4*>(s_taps + d * NJ * NT)[jj];
+            Qr[jj][0] = v.x, Qr[jj][1] = v.y, Qr[jj][2] = v.z, Qr[jj][3] = v.w;
+        }
+        const int e = z0 - zr - 3, m_lo = e >> 1;              // floor((z0 - zr - 3) / 2); one parity per warp
+        const float* y = P_q + static_cast<int64_t>(s_first[d] + kBackPad + m_lo) * back_pitch;
+        if (e & 1) add_back_rows<1, NJ, NT>(y, back_pitch, Qr, acc);
+        else add_back_rows<0, NJ, NT>(y, back_pitch, Qr, acc);
     }
     // G[q][i][row'][z], g_slices (a multiple of the transposed resampling's 16 slices per thread) per
-    // lattice point, zero past nz: that kernel reads a voxel's slices as 16-byte loads.
-    const int rr = l0 + lane;
-    if (i >= D.n || rr >= pitch) return;
-    float4* out = reinterpret_cast<float4*>(G + ((static_cast<int64_t>(q) * D.n + i) * pitch + rr) * g_slices);
-    const bool in_lattice = rr < D.n_rows_ext();
-    auto slice = [&](int z) { return in_lattice && z < D.nz ? col[slot(z, false)] : 0.0f; };
-    for (int z = 0; z < g_slices; z += 4) out[z / 4] = make_float4(slice(z), slice(z + 1), slice(z + 2), slice(z + 3));
+    // lattice point, zero past nz and past the lattice rows: that kernel reads a voxel's slices as 16-byte
+    // loads. Warps past nz but inside g_slices write their zeros too.
+    if (zw >= g_slices) return;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+        const int rr = r0 + b;
+        if (rr >= pitch) break;
+        const bool in_lattice = rr < D.n_rows_ext();
+        float v[kBackSlices];
+#pragma unroll
+        for (int s = 0; s < kBackSlices; ++s) v[s] = in_lattice && z0 + s < D.nz ? acc[s][b] : 0.0f;
+        float4* out = reinterpret_cast<float4*>(G + ((static_cast<int64_t>(q) * D.n + i) * pitch + rr) * g_slices + z0);
+#pragma unroll
+        for (int s = 0; s < kBackSlices; s += 4) out[s / 4] = make_float4(v[s], v[s + 1], v[s + 2], v[s + 3]);
+    }
 }
 
 // The transposed resampling, gathered per voxel: kUnresampleSlices slices per thread, read from
@@ -370,8 +431,11 @@ unresample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pit
 }  // namespace
 
 size_t fast_forward_smem(const Impl& m) { return 2 * sizeof(float) * m.plane_rows * (64 + 2 * kFastJ); }
+// the transposed stencil's shared memory: its plane's taps, first slices, row offsets and the warps' lists of
+// ring differences (the sinogram is read through L1)
 size_t fast_back_smem(const Impl& m) {
-    return sizeof(float) * (static_cast<size_t>(m.host.D.nz + 2) * 256 + 2 * m.host.D.n_rows * (32 + 2 * kFastJ));
+    return static_cast<size_t>(m.host.D.n_deltas()) * ((2 * kFastJ + 1) * (2 * kFastK + 2) + 2 + kBackThreads / 32) *
+           sizeof(float);
 }
 
 void allow_fast_kernels_smem(int max_smem) {
@@ -384,7 +448,7 @@ void count_fast_kernel_slots(Impl& m) {
     // a model whose planes exceed the shared memory cannot use the fast kernels (fast_unsupported_reason)
     if (std::max(m.fast_forward_smem, m.fast_back_smem) > static_cast<size_t>(m.max_smem)) return;
     m.fast_forward_slots = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK>, 256, m.fast_forward_smem);
-    m.fast_back_slots = cuda::resident_blocks(fast_back_kernel<kFastJ, kFastK>, 256, m.fast_back_smem);
+    m.fast_back_slots = cuda::resident_blocks(fast_back_kernel<kFastJ, kFastK>, kBackThreads, m.fast_back_smem);
 }
 
 namespace {
@@ -450,15 +514,21 @@ void forward_fast(Impl& m, const AngleList& angles, const float* image, float* s
 void back_fast(Impl& m, const AngleList& angles, const float* sino, float* image, cudaStream_t s) {
     const Dims& D = m.host.D;
     auto* kernel = fast_back_kernel<kFastJ, kFastK>;
-    const size_t smem = m.fast_back_smem;
     const int n_blocks_z = div_up(D.nz, kUnresampleSlices), g_slices = n_blocks_z * kUnresampleSlices;
     const int n = static_cast<int>(angles.index.size());
-    const int gx = div_up(m.pitch, 32), gy = div_up(D.n, 8);
+    const int n_zblocks = div_up(D.nz, kBackBlockSlices);
+    const int gx = div_up(m.pitch, 64), gy = D.n * n_zblocks;
     const int chunk = fast_chunk(m, n, static_cast<long long>(gx) * gy, m.fast_back_slots, g_slices);
     float* G = m.lattice_for(std::min(chunk, n), g_slices);
+    // the rearranged sinogram: per angle n_rows^2 LOR rows and 2 kBackPad zero rows per ring difference
+    const int back_pitch = 64 * gx + 2 * kFastJ;
+    const size_t rows_per_angle = static_cast<size_t>(D.n_rows) * D.n_rows + 2 * kBackPad * D.n_deltas();
+    float* P = m.padded_sinogram_for(static_cast<size_t>(std::min(chunk, n)) * rows_per_angle * back_pitch);
     for_each_chunk(angles, chunk, [&](const AngleChunk& ch) {
-        kernel<<<dim3(gx, gy, ch.n), 256, smem, s>>>(
-            D, ch, m.pitch, g_slices, sino, m.Q.as<float>(), m.base.as<int>(), G);
+        rearrange_sinogram_kernel<<<dim3(D.n_deltas(), ch.n), 256, 0, s>>>(D, ch, back_pitch, sino, P);
+        DP_CUDA_CHECK_LAUNCH("rearrange_sinogram_kernel");
+        kernel<<<dim3(gx, gy, ch.n), kBackThreads, m.fast_back_smem, s>>>(D, m.pitch, g_slices, n_zblocks, back_pitch, P,
+                                                           m.Q.as<float>(), m.base.as<int>(), G);
         DP_CUDA_CHECK_LAUNCH("fast_back_kernel");
         unresample_kernel<<<dim3(div_up(D.n, kTileRows), div_up(D.n, kTileCols), n_blocks_z), dim3(kTileRows, kTileCols),
                             0, s>>>(D, ch, m.footprints(), m.pitch, g_slices, G, image, ch.first > 0);
