@@ -12,16 +12,14 @@
 //           one's LOR rows, 16-byte aligned windows); (2) per (angle, along sample i, 64 slices,
 //           64 lattice rows) each lane sums 4 slices x 4 lattice rows of G[i][row][z] in registers
 //           over the ring differences that reach its warp's slices, reading the LOR rows through L1:
-//           80 FMAs per 2 16-byte loads, no shared-memory sums and no barrier; (3) the transposed
-//           resampling gathered per voxel.
+//           160 FMAs per ring difference for 6 or 8 16-byte loads, no shared-memory sums and no
+//           barrier; (3) the transposed resampling gathered per voxel.
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
-#include "../common/window_walk.hpp"
 #include "cuda_internal.cuh"
 
 namespace dp::first::gpu::detail {
@@ -138,7 +136,7 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
     // instead of the division and 64-bit index arithmetic per copy (a quarter of the kernel's
     // instructions in the profile of 29f2428). Columns past the lattice pitch (the last radial block)
     // are zero-filled once, before the loop: no plane ever writes them. (The same walk as
-    // common/window_walk.hpp, which the dual-head kernels and the back projection use; this one
+    // common/window_walk.hpp, which the dual-head kernels use; this one
     // derives both offsets from (z, c) instead of carrying them, one register fewer: the helper spills
     // at this kernel's 80-register budget.)
     constexpr int V = COLS / 4;
@@ -282,7 +280,7 @@ __global__ void __launch_bounds__(256) rearrange_sinogram_kernel(const Dims D, c
 template <int PAR, int NJ, int NT>
 __device__ __forceinline__ void add_back_rows(const float* __restrict__ y, int row_step, const float (&Qr)[NJ][NT],
                                               float (&acc)[kBackSlices][4]) {
-    float w[kBackRowsPerTile][8];                              // row k: y[r0 - 4 .. r0 + 3]
+    float w[kBackRowsPerTile][8];                              // row k: y[0 .. 7], bins r0 - 2J .. r0 + 3
 #pragma unroll
     for (int k = 0; k < kBackRowsPerTile; ++k) {
         if (2 * k - PAR < 0 || 2 * k - PAR > kBackSlices + 2) continue;   // no tap of this row in the tile
@@ -430,6 +428,9 @@ unresample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pit
 
 }  // namespace
 
+long long fast_back_grid_rows(const Impl& m) {
+    return static_cast<long long>(m.host.D.n) * div_up(m.host.D.nz, kBackBlockSlices);
+}
 size_t fast_forward_smem(const Impl& m) { return 2 * sizeof(float) * m.plane_rows * (64 + 2 * kFastJ); }
 // the transposed stencil's shared memory: its plane's taps, first slices, row offsets and the warps' lists of
 // ring differences (the sinogram is read through L1)
@@ -453,13 +454,13 @@ void count_fast_kernel_slots(Impl& m) {
 
 namespace {
 
-// Angles per launch of a fast projection of n angles: at most kChunk and what the lattice workspace
-// budget holds (`slices` per lattice column), the even split whose launches take the fewest waves of a
-// kernel of blocks_per_angle blocks on `slots` resident blocks. The full scanner's forward (27 blocks per
-// angle, 396 slots on an H200) takes 3 launches of 44, 43, 43 angles, 3.0 waves each, instead of
-// 32 x 4 + 2 (2.2 waves each and a last launch of 54 blocks).
-int fast_chunk(const Impl& m, int n, long long blocks_per_angle, long long slots, int slices) {
-    const int cap = static_cast<int>(std::clamp<size_t>(kLatticeBudget / m.lattice_bytes(1, slices), 1, kChunk));
+// Angles per launch of a fast projection of n angles: at most kChunk and what the workspace budget holds
+// (bytes_per_angle: the lattice's, and the back projection's rearranged sinogram), the even split whose
+// launches take the fewest waves of a kernel of blocks_per_angle blocks on `slots` resident blocks. The
+// full scanner's forward (27 blocks per angle, 396 slots on an H200) takes 3 launches of 44, 43, 43
+// angles, 3.0 waves each, instead of 32 x 4 + 2 (2.2 waves each and a last launch of 54 blocks).
+int fast_chunk(int n, long long blocks_per_angle, long long slots, size_t bytes_per_angle) {
+    const int cap = static_cast<int>(std::clamp<size_t>(kLatticeBudget / bytes_per_angle, 1, kChunk));
     return waves::wave_balanced_launch_size(n, cap, blocks_per_angle, slots);
 }
 
@@ -500,7 +501,7 @@ void forward_fast(Impl& m, const AngleList& angles, const float* image, float* s
     const size_t smem = m.fast_forward_smem;
     const int n = static_cast<int>(angles.index.size());
     const int gx = div_up(D.n, 64), gy = div_up(m.n_units, 16);      // 8 warps, 2 units each
-    const int chunk = fast_chunk(m, n, static_cast<long long>(gx) * gy, m.fast_forward_slots, D.nz);
+    const int chunk = fast_chunk(n, static_cast<long long>(gx) * gy, m.fast_forward_slots, m.lattice_bytes(1, D.nz));
     float* L = m.lattice_for(std::min(chunk, n), D.nz);
     for_each_chunk(angles, chunk, [&](const AngleChunk& ch) {
         resample(m, ch, image, L, s);
@@ -517,13 +518,15 @@ void back_fast(Impl& m, const AngleList& angles, const float* sino, float* image
     const int n_blocks_z = div_up(D.nz, kUnresampleSlices), g_slices = n_blocks_z * kUnresampleSlices;
     const int n = static_cast<int>(angles.index.size());
     const int n_zblocks = div_up(D.nz, kBackBlockSlices);
-    const int gx = div_up(m.pitch, 64), gy = D.n * n_zblocks;
-    const int chunk = fast_chunk(m, n, static_cast<long long>(gx) * gy, m.fast_back_slots, g_slices);
-    float* G = m.lattice_for(std::min(chunk, n), g_slices);
+    const int gx = div_up(m.pitch, 64), gy = fast_back_grid_rows(m);   // <= 65535: fast_unsupported_reason
     // the rearranged sinogram: per angle n_rows^2 LOR rows and 2 kBackPad zero rows per ring difference
     const int back_pitch = 64 * gx + 2 * kFastJ;
     const size_t rows_per_angle = static_cast<size_t>(D.n_rows) * D.n_rows + 2 * kBackPad * D.n_deltas();
-    float* P = m.padded_sinogram_for(static_cast<size_t>(std::min(chunk, n)) * rows_per_angle * back_pitch);
+    const size_t padded_per_angle = rows_per_angle * back_pitch * sizeof(float);
+    const int chunk = fast_chunk(n, static_cast<long long>(gx) * gy, m.fast_back_slots,
+                                 m.lattice_bytes(1, g_slices) + padded_per_angle);
+    float* G = m.lattice_for(std::min(chunk, n), g_slices);
+    float* P = m.padded_sinogram_for(static_cast<size_t>(std::min(chunk, n)) * padded_per_angle / sizeof(float));
     for_each_chunk(angles, chunk, [&](const AngleChunk& ch) {
         rearrange_sinogram_kernel<<<dim3(D.n_deltas(), ch.n), 256, 0, s>>>(D, ch, back_pitch, sino, P);
         DP_CUDA_CHECK_LAUNCH("rearrange_sinogram_kernel");

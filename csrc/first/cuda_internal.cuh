@@ -28,9 +28,10 @@ namespace dp::first::gpu {
 namespace detail {
 
 // Angles per launch at most (the AngleChunk kernel parameter's capacity: 776 bytes). The fast kernels
-// choose fewer to balance their waves and to keep the lattice workspace within kLatticeBudget.
+// choose fewer to balance their waves and to keep their workspace (the lattice, and the back projection's
+// rearranged sinogram) within kLatticeBudget.
 constexpr int kChunk = 64;
-constexpr size_t kLatticeBudget = size_t(512) << 20;   // bytes of the fast paths' per-launch lattice
+constexpr size_t kLatticeBudget = size_t(512) << 20;   // bytes of the fast paths' per-launch workspace
 constexpr int kFastRows = 8;        // LOR rows (m) per half-warp work unit in the fast forward
 constexpr int kFastJ = 2, kFastK = 1;
 
@@ -204,6 +205,7 @@ void forward_fast(Impl& m, const AngleList& angles, const float* image, float* s
 void back_fast(Impl& m, const AngleList& angles, const float* sino, float* image, cudaStream_t s);
 size_t fast_forward_smem(const Impl& m);
 size_t fast_back_smem(const Impl& m);
+long long fast_back_grid_rows(const Impl& m);   // the fast back projection's grid rows (planes x slice blocks)
 void allow_fast_kernels_smem(int max_smem);
 void count_fast_kernel_slots(Impl& m);
 

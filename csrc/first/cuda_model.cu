@@ -99,6 +99,10 @@ std::string DeviceModel::fast_unsupported_reason() const {
         return "n_rows: the fast kernels' slice planes (" + std::to_string(m.host.D.nz) + " slices, " +
                std::to_string(m.plane_rows) + " with the taps' reach) need " +
                std::to_string(need >> 10) + " KiB of shared memory, the GPU has " + std::to_string(m.max_smem >> 10);
+    const long long grid_rows = detail::fast_back_grid_rows(m);   // a CUDA grid's y dimension
+    if (grid_rows > 65535)
+        return "n, n_rows: the fast back projection's grid of " + std::to_string(grid_rows) +
+               " (plane, slice block) rows exceeds the 65535 a CUDA grid allows";
     return "";
 }
 
