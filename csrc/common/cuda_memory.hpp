@@ -19,6 +19,14 @@ public:
 
     void* get() const { return ptr_; }
     size_t bytes() const { return bytes_; }
+    // Grows the buffer to at least `bytes` (a workspace: the contents are not kept). The old allocation
+    // is freed before the new one is made, so that both never need to fit at once; nothing happens when
+    // the buffer is already large enough.
+    void reserve(size_t bytes) {
+        if (bytes_ >= bytes) return;
+        *this = DeviceBuffer();
+        *this = DeviceBuffer(bytes);
+    }
     // Synchronous copies of exactly bytes() bytes (or fewer, given explicitly).
     void upload(const void* host, size_t bytes);
     void download(void* host, size_t bytes) const;

@@ -132,11 +132,7 @@ struct DeviceModel::Impl {
     Impl(const HostModel& h, size_t limit);
 
     float* workspace(cuda::DeviceBuffer& b) {
-        const size_t need = size_t(L.n_voxels()) * sizeof(float);
-        if (b.bytes() < need) {
-            b = cuda::DeviceBuffer();
-            b = cuda::DeviceBuffer(need);
-        }
+        b.reserve(size_t(L.n_voxels()) * sizeof(float));
         return b.as<float>();
     }
 

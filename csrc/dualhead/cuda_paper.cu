@@ -283,11 +283,7 @@ void forward_alg(Method method, Impl& m, const ClassList& C, const float* image,
             alg3_forward_kernel<<<static_cast<unsigned>(total), kAlgThreads, 0, s>>>(P, image, taps, rs, skip, y);
             DP_CUDA_CHECK_LAUNCH("alg3_forward_kernel");
         } else {
-            const size_t need = size_t(kAlg2Batch) * 4 * kAlgThreads * sizeof(float);
-            if (m.partial.bytes() < need) {
-                m.partial = cuda::DeviceBuffer();
-                m.partial = cuda::DeviceBuffer(need);
-            }
+            m.partial.reserve(size_t(kAlg2Batch) * 4 * kAlgThreads * sizeof(float));
             for (long long q0 = 0; q0 < total; q0 += kAlg2Batch) {
                 const int nq = static_cast<int>(std::min<long long>(kAlg2Batch, total - q0));
                 alg2_partial_kernel<<<nq, kAlgThreads, 0, s>>>(P, q0, image, taps, rs, m.partial.as<float>());

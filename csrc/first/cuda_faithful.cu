@@ -215,10 +215,7 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
     if (!corr.ready() || corr.bytes() < static_cast<size_t>(n_layers) * D.n_rows * D.n * texel)
         corr.create(D.n, D.n_rows, n_layers, true, with_sens);
     const size_t stage_bytes = static_cast<size_t>(n_layers) * D.n_rows * D.n * texel;
-    if (m.layers.bytes() < stage_bytes) {
-        m.layers = cuda::DeviceBuffer();
-        m.layers = cuda::DeviceBuffer(stage_bytes);
-    }
+    m.layers.reserve(stage_bytes);
     const bool smem_table = m.host.table.size() * sizeof(float) <= static_cast<size_t>(m.max_smem) / 2;
     const size_t smem = smem_table ? m.host.table.size() * sizeof(float) : 0;
     const DeltaGroups groups{m.delta_order.as<int>(), m.group_start.as<int>(), m.group_super.as<int>(),

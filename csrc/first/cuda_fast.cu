@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 #include "cuda_internal.cuh"
 
@@ -249,8 +250,8 @@ static_assert(kBackSlices % 4 == 0 && kBackBlockSlices % kBackWarpSlices == 0 &&
               "float4 tiles; a block's slices a multiple of the transposed resampling's 16");
 
 // Rows of the rearranged sinogram before ring difference d's: sum over d' < d of (M(d') + 2 kBackPad),
-// M(d') = R - |d' - (R - 1)| LOR rows.
-__device__ __forceinline__ int back_rows_before(int R, int d) {
+// M(d') = R - |d' - (R - 1)| LOR rows (d = 2R - 1: the rows of one angle; the host sizes the buffer with it).
+DP_HD int back_rows_before(int R, int d) {
     int rows = 0;
     for (int e = 0; e < d; ++e) rows += R - abs(e - (R - 1)) + 2 * kBackPad;
     return rows;
@@ -519,14 +520,15 @@ void back_fast(Impl& m, const AngleList& angles, const float* sino, float* image
     const int n = static_cast<int>(angles.index.size());
     const int n_zblocks = div_up(D.nz, kBackBlockSlices);
     const int gx = div_up(m.pitch, 64), gy = fast_back_grid_rows(m);   // <= 65535: fast_unsupported_reason
-    // the rearranged sinogram: per angle n_rows^2 LOR rows and 2 kBackPad zero rows per ring difference
+    // the rearranged sinogram: per angle n_rows^2 LOR rows and 2 kBackPad zero rows per ring difference,
+    // sized with the same back_rows_before the kernels index it with
     const int back_pitch = 64 * gx + 2 * kFastJ;
-    const size_t rows_per_angle = static_cast<size_t>(D.n_rows) * D.n_rows + 2 * kBackPad * D.n_deltas();
-    const size_t padded_per_angle = rows_per_angle * back_pitch * sizeof(float);
+    const size_t rearranged_per_angle = static_cast<size_t>(back_rows_before(D.n_rows, D.n_deltas())) * back_pitch * sizeof(float);
     const int chunk = fast_chunk(n, static_cast<long long>(gx) * gy, m.fast_back_slots,
-                                 m.lattice_bytes(1, g_slices) + padded_per_angle);
+                                 m.lattice_bytes(1, g_slices) + rearranged_per_angle);
     float* G = m.lattice_for(std::min(chunk, n), g_slices);
-    float* P = m.padded_sinogram_for(static_cast<size_t>(std::min(chunk, n)) * padded_per_angle / sizeof(float));
+    m.rearranged_sino.reserve(static_cast<size_t>(std::min(chunk, n)) * rearranged_per_angle);
+    float* P = m.rearranged_sino.as<float>();
     for_each_chunk(angles, chunk, [&](const AngleChunk& ch) {
         rearrange_sinogram_kernel<<<dim3(D.n_deltas(), ch.n), 256, 0, s>>>(D, ch, back_pitch, sino, P);
         DP_CUDA_CHECK_LAUNCH("rearrange_sinogram_kernel");

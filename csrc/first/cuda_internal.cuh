@@ -150,7 +150,7 @@ struct DeviceModel::Impl {
     TextureArray table;              // Super-LOR tubes: layered ((2J+1)(2K+1), x) by (n, y) by n_super
     // workspaces, grown on demand
     cuda::DeviceBuffer lattice;      // fast and faithful forward: chunk x n x nz x pitch
-    cuda::DeviceBuffer padded_sino;  // fast back: the chunk's sinogram rearranged by ring difference (cuda_fast.cu)
+    cuda::DeviceBuffer rearranged_sino;  // fast back: the chunk's sinogram rearranged by ring difference (cuda_fast.cu)
     TextureArray lattice_tex;        // faithful forward: the lattice as a 3D array (pitch, nz, chunk n)
     cuda::DeviceBuffer table_linear; // the same tables in global memory (faithful back: staged to shared)
     TextureArray corrections[2];     // faithful back: layered (n, n_rows) x chunk * n_deltas, float / float2
@@ -175,21 +175,8 @@ struct DeviceModel::Impl {
 
     // The lattice buffer of a chunk of angles (lattice_bytes), grown on demand.
     float* lattice_for(int chunk, int slices) {
-        const size_t need = lattice_bytes(chunk, slices);
-        if (lattice.bytes() < need) {
-            lattice = cuda::DeviceBuffer();
-            lattice = cuda::DeviceBuffer(need);
-        }
+        lattice.reserve(lattice_bytes(chunk, slices));
         return lattice.as<float>();
-    }
-
-    // The fast back projection's rearranged sinogram of a chunk of angles (`floats`), grown on demand.
-    float* padded_sinogram_for(size_t floats) {
-        if (padded_sino.bytes() < floats * sizeof(float)) {
-            padded_sino = cuda::DeviceBuffer();
-            padded_sino = cuda::DeviceBuffer(floats * sizeof(float));
-        }
-        return padded_sino.as<float>();
     }
 };
 

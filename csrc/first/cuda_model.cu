@@ -85,7 +85,7 @@ size_t DeviceModel::bytes() const {
     const Impl& m = *impl_;
     return m.Q.bytes() + m.base.bytes() + m.slope.bytes() + m.super_of_delta.bytes() + m.flip_k.bytes() +
            m.delta_order.bytes() + m.group_start.bytes() + m.group_super.bytes() + m.group_flip.bytes() +
-           m.units.bytes() + m.table.bytes() + m.lattice.bytes() + m.padded_sino.bytes() + m.lattice_tex.bytes() +
+           m.units.bytes() + m.table.bytes() + m.lattice.bytes() + m.rearranged_sino.bytes() + m.lattice_tex.bytes() +
            m.fp_weight.bytes() + m.fp_origin.bytes() + m.corrections[0].bytes() + m.corrections[1].bytes() + m.table_linear.bytes() +
            m.layers.bytes();
 }
