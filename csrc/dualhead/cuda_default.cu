@@ -14,16 +14,16 @@
 //     32 distinct banks even across a row wrap. LORs whose skip value is 0 get 0; warps (and
 //     blocks) whose LORs are all skipped do no work. Plane-group launches (accumulating into y) keep
 //     the image slice that the running blocks read in L2.
-//   back: a gather, no atomics: a block owns one plane and 32 warp tiles of 4 x 8 image cells (4 per
-//     warp, in one tile column: tiles.hpp back_block_tile), each thread one cell per round with one
-//     accumulator per voxel residue of the cell (D x D, up to 16; larger D loops over residue chunks
-//     in the grid: 64 accumulators). The model is used as per-row lists of distinct cell offsets q
-//     with the dense D x D weights of that cell: every tap of one q brings the same LOR value to the
-//     cell, so one shared load feeds up to 16 FMAs. Per step (class, sign) the block stages the LOR
-//     values its cells reach (zero outside the orientation's positions) and the q list (weights
-//     mirrored for the sign). Warp tiles the orientation does not reach skip the step; every q is
-//     applied to the tiles it reaches (the zeros of the window stand for the LORs it does not have).
-//     The polyphase result is rearranged into the image.
+//   back: a gather, no atomics: a warp (a block of its own) owns one unit of 16 x 8 image cells of one
+//     plane (tiles.hpp: four warp tiles of 4 x 8 cells, one per round), each lane one cell per round
+//     with one accumulator per voxel residue of the cell (D x D, up to 16; larger D loops over residue
+//     chunks in the grid: 64 accumulators). The model is used as per-row lists of distinct cell offsets
+//     q with the dense D x D weights of that cell: every tap of one q brings the same LOR value to the
+//     cell, so one shared load feeds up to 16 FMAs. The warp walks the (class, sign) steps that reach
+//     its unit, without waiting for any other warp; per step it stages (one step ahead, asynchronous
+//     copies) the LOR values its cells reach (zero outside the orientation's positions) and the q list
+//     (weights mirrored for the sign), and applies every q to every tile the step reaches (the zeros of
+//     the window stand for the LORs it does not have). The polyphase result is rearranged into the image.
 //   Windows too large for shared memory (very wide patches on very large heads) fall back to kernels
 //   that read the polyphase image / the LOR values from global memory with the same offsets.
 //
@@ -341,164 +341,149 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
 // weights of all D^2 voxel residues of that cell (zero where the patch has no tap). Every tap of one q
 // brings the same LOR value to the cell, so one shared load of it feeds up to 16 FMAs.
 //
-// Shared memory: per class the row's first q / q count / class (a_y << 16 | a_z) / box at this plane, the
-// block's warp tiles, decoded q's [2][kQCap]
-// (byte offset in the LOR window, packed signed q), their weights [2][kQCap][kGroups] (voxel residues
-// of the block's chunk, mirrored for the sign), LOR windows [2][y_cap].
+// A block is one warp and owns one unit (tiles.hpp: 16 x 8 cells) of one plane, for one chunk of
+// kGroups voxel residues. It walks the launch's (class, sign) pairs in order and takes those that
+// reach its unit (32 pairs tested at a time, one per lane; the hits taken from the ballot). Per step
+// it stages, with asynchronous copies one step ahead, the LOR values its cells reach (zero outside
+// the orientation's positions), the step's q's and their weights (mirrored for the sign); then each
+// lane adds, per q and round (the unit's 4 warp tiles), one LOR value times its 16 residue weights.
+// Warps never wait for each other: the per-step block barrier of the former 8-warp blocks held 28 %
+// of the stall samples (benchmarks/RESULTS.md section 14d), since a step reaches the tiles of a block
+// unevenly.
+//
+// Shared memory of the warp: q weights [2][kQCap][kGroups], q's [2][kQCap] (packed as stored, then
+// decoded in place into byte offsets in the LOR window, or signed packed q's for the global-memory
+// variant), LOR windows [2][y_cap].
 struct BackSmem {
-    size_t cnt, cls, box, tile, qd, qw, win, total;
+    size_t qw, qd, win, total;
 };
 
-__host__ __device__ inline BackSmem back_smem(int n_entries, int y_cap) {
+__host__ __device__ inline BackSmem back_smem(int y_cap) {
     BackSmem s;
-    s.cnt = size_t(8) * n_entries;
-    s.cls = s.cnt + size_t(4) * n_entries;                // per entry: its class as (a_y << 16) | a_z
-    s.box = align16(s.cls + size_t(4) * n_entries);
-    s.tile = s.box + size_t(8) * n_entries;              // the block's warp tiles, column-major
-    s.qd = align16(s.tile + size_t(4) * kBackWarpTiles);
-    s.qw = align16(s.qd + size_t(8) * 2 * kQCap);
-    s.win = s.qw + size_t(4) * 2 * kQCap * kGroups;
+    s.qw = 0;
+    s.qd = s.qw + size_t(4) * 2 * kQCap * kGroups;
+    s.win = s.qd + size_t(4) * 2 * kQCap;
     s.total = s.win + size_t(4) * 2 * y_cap;
     return s;
 }
 
-// kFull: the block's chunk has all kGroups residues (D = 4, or the full chunks of larger D)
+// A back step: the cell offsets [t, t + nt) of the row of (class entry e, sign slot s) at this plane,
+// whose offsets start at q0 (cnt of them) and whose (+,+) box is box (short4 as two ints). No step:
+// e = n_entries, cnt = 0.
+struct BackStep {
+    int e, s, t, nt, cnt;
+    long long q0;
+    int2 box;
+};
+
+// kStaged: LOR windows in shared memory (else read from y with bounds tests); kFull: the chunk has all
+// kGroups residues (D = 4, or the full chunks of larger D)
 template <bool kStaged, bool kFull>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(32, 16)
 back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const float* __restrict__ y,
-                    const int64_t* __restrict__ q_start, const int* __restrict__ q_pos, const float* __restrict__ q_w, const short4* __restrict__ boxes,
-                    float* __restrict__ Xb) {
+                    const int64_t* __restrict__ q_start, const int* __restrict__ q_pos, const float* __restrict__ q_w,
+                    const short4* __restrict__ boxes, float* __restrict__ Xb) {
     extern __shared__ __align__(16) unsigned char smem[];
     const Layout L = P.L;
     const int D = L.D, D2 = D * D;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const BackGrid G = back_grid(L.n_y, L.n_z);
-    const BackBlock B = back_block(G, L.n_y, L.n_z, blockIdx.x);
+    const int lane = threadIdx.x;
+    const BackUnit U = back_unit(back_units(L.n_y, L.n_z), L.n_y, L.n_z, blockIdx.x);
     const int p = blockIdx.y;
     const int g0 = (chunk0 + blockIdx.z) * kGroups, ng = kFull ? kGroups : min(kGroups, D2 - g0);
+    const BackSmem S = back_smem(P.y_cap);
+    float* qwt = reinterpret_cast<float*>(smem + S.qw);   // [2][kQCap][kGroups]
+    int* qdec = reinterpret_cast<int*>(smem + S.qd);       // [2][kQCap]
+    float* ywin = reinterpret_cast<float*>(smem + S.win);  // [2][y_cap]
 
-    // this thread's cells, one per round r: the block's warp tile kBackRounds warp + r in column-major
-    // order (back_block_tile; recomputed where needed, so that only the accumulators stay live through
-    // the loops)
-    int64_t* m_q0 = reinterpret_cast<int64_t*>(smem);
-    const BackSmem S = back_smem(P.n_entries, P.y_cap);
-    int* m_tile = reinterpret_cast<int*>(smem + S.tile);
-    if (tid < kBackWarpTiles) m_tile[tid] = back_block_tile(G, B, tid);   // read after the barrier below
-    struct Cell {
-        int ty, tz, cy, cz;
-        bool tile, ok;
-    };
-    auto cell_of = [&](int r) {
-        Cell c;
-        const int wt = m_tile[kBackRounds * warp + r];
-        c.tile = wt >= 0;
-        const int wy = c.tile ? wt / G.n_wz : 0, wz = c.tile ? wt - wy * G.n_wz : 0;
-        c.ty = kTileY * wy;
-        c.tz = kTileZ * wz;
-        c.cy = c.ty + lane / kTileZ;
-        c.cz = c.tz + lane % kTileZ;
-        c.ok = c.tile && c.cy < L.n_y && c.cz < L.n_z;
-        return c;
-    };
-
-    int* m_cnt = reinterpret_cast<int*>(smem + S.cnt);
-    int* m_cls = reinterpret_cast<int*>(smem + S.cls);
-    short4* m_box = reinterpret_cast<short4*>(smem + S.box);
-    int2* qdec = reinterpret_cast<int2*>(smem + S.qd);       // [2][kQCap]: (byte offset, (q_y << 16) | q_z)
-    float* qwt = reinterpret_cast<float*>(smem + S.qw);      // [2][kQCap][kGroups]
-    float* ywin = reinterpret_cast<float*>(smem + S.win);
-    for (int e = tid; e < P.n_entries; e += kThreads) {
-        const int64_t row = int64_t(P.k[e]) * L.n_planes + p;
-        m_q0[e] = q_start[row];
-        m_cnt[e] = static_cast<int>(q_start[row + 1] - q_start[row]);
-        const ClassInfo c = class_info(L, P.k[e]);
-        m_cls[e] = (c.a_y << 16) | c.a_z;
-        m_box[e] = boxes[row];
-    }
-    __syncthreads();
-    // the class of entry e from shared memory: its division by n_z done once per block, above, not at
-    // every one of the step loop's several uses
-    auto class_of = [&](int e) { return class_info_of(L, m_cls[e] >> 16, m_cls[e] & 0xffff); };
-
-    // steps: (class e, sign s, cell offsets [t, t + nt) of the row), the block's cells reached only
-    struct Step {
-        int e, s, t, nt;
-    };
-    auto sbox = [&](int e, int s) {
-        const ClassInfo c = class_of(e);
-        int s_y, s_z;
+    auto class_of = [&](int e) { return class_info_of(L, P.cls[e] >> 16, P.cls[e] & 0xffff); };
+    auto signed_box_of = [&](const ClassInfo& c, int s, int2 packed, int& s_y, int& s_z) {
         class_sign(c, s, s_y, s_z);
-        const short4 bx = m_box[e];
+        const short4 bx = *reinterpret_cast<const short4*>(&packed);
         return signed_box(Box{bx.x, bx.y, bx.z, bx.w}, c.a_y, c.a_z, s_y, s_z);
     };
-    auto advance = [&](Step st) -> Step {
-        int e = st.e, s = st.s, t = st.t + st.nt;
-        if (e < 0) e = s = t = 0;
-        while (e < P.n_entries) {
+
+    // The walk over the pairs idx = 4 e + s: each lane tests one pair of the batch [cand - 32, cand); the
+    // warp takes the hits from the ballot in order and reads the hit's row again (uniform loads, cached),
+    // which keeps no per-lane state but the ballot live through the steps.
+    const int n_cand = 4 * P.n_entries;
+    int cand = 0;
+    unsigned hits = 0;
+    auto row_of = [&](int e) { return int64_t(P.k[e]) * L.n_planes + p; };
+    auto test_batch = [&]() {
+        const int idx = cand + lane;
+        bool ok = false;
+        if (idx < n_cand) {
+            const int e = idx >> 2, s = idx & 3;
             const ClassInfo c = class_of(e);
-            if (t < m_cnt[e] && back_reaches(sbox(e, s), c.pos_y, c.pos_z, B.cy_a, B.cy_b, B.cz_a, B.cz_b))
-                return Step{e, s, t, min(kQCap, m_cnt[e] - t)};
-            t = 0;
-            if (++s == c.n_signs) {
-                s = 0;
-                ++e;
+            if (s < c.n_signs) {
+                const int64_t row = row_of(e);
+                int s_y, s_z;
+                const Box sb = signed_box_of(c, s, *reinterpret_cast<const int2*>(boxes + row), s_y, s_z);
+                ok = q_start[row + 1] > q_start[row] && back_reaches(sb, c.pos_y, c.pos_z, U.cy_a, U.cy_b, U.cz_a, U.cz_b);
             }
         }
-        return Step{P.n_entries, 0, 0, 0};
+        hits = __ballot_sync(0xffffffffu, ok);
+        cand += 32;
     };
-    auto y_of = [&](const Step& st) {
-        const ClassInfo c = class_of(st.e);
-        return y + P.in[st.e] + int64_t(st.s) * c.pos_y * c.pos_z;
+    auto advance = [&](BackStep st) -> BackStep {
+        if (st.t + st.nt < st.cnt) {   // the row's next chunk of offsets
+            st.t += st.nt;
+            st.nt = min(kQCap, st.cnt - st.t);
+            return st;
+        }
+        while (hits == 0) {
+            if (cand >= n_cand) return BackStep{P.n_entries, 0, 0, 0, 0, 0, make_int2(0, 0)};
+            test_batch();
+        }
+        const int idx = cand - 32 + __ffs(hits) - 1;
+        hits &= hits - 1;
+        BackStep n;
+        n.e = idx >> 2;
+        n.s = idx & 3;
+        n.t = 0;
+        const int64_t row = row_of(n.e);
+        n.q0 = q_start[row];
+        n.cnt = static_cast<int>(q_start[row + 1] - n.q0);
+        n.box = *reinterpret_cast<const int2*>(boxes + row);
+        n.nt = min(kQCap, n.cnt);
+        return n;
     };
-    // LOR window (zero outside the orientation's positions) and the q weights of the chunk's voxel
-    // residues, mirrored for the sign (voxel residue (r_y, r_z) <- model residue of the mirrored cell)
-    auto stage = [&](const Step& st, int buf) {
+
+    // LOR window (zero outside the orientation's positions), the q's and their weights of the chunk's
+    // voxel residues, mirrored for the sign (voxel residue (r_y, r_z) <- model residue of the mirrored cell)
+    auto stage = [&](const BackStep& st, int buf) {
         const ClassInfo c = class_of(st.e);
         int s_y, s_z;
-        class_sign(c, st.s, s_y, s_z);
+        const Box sb = signed_box_of(c, st.s, st.box, s_y, s_z);
         if constexpr (kStaged) {
-            // the flattened walk of common/window_walk.hpp, as in the forward; the global offset (i pos_z
-            // + j from the window's first LOR) and the window's are carried along with (row, col), which
-            // only the bounds test needs
-            const LorWindow w = back_window(B, sbox(st.e, st.s));
-            const float* ywin0 = y_of(st) + (int64_t(w.i_org) * c.pos_z + w.j_org);
+            // the flattened walk of common/window_walk.hpp: the global offset (i pos_z + j from the
+            // window's first LOR) and the window's are carried along with (row, col), which only the
+            // bounds test needs
+            const LorWindow w = back_window(U, sb);
+            const float* y0 = y + P.in[st.e] + int64_t(st.s) * c.pos_y * c.pos_z + (int64_t(w.i_org) * c.pos_z + w.j_org);
             float* dst = ywin + buf * P.y_cap;
-            for_each_window_cell<kThreads>(tid, w.rows, w.cols, c.pos_z, w.pitch, [&](int row, int col, int g_off, int d_off) {
+            for_each_window_cell<32>(lane, w.rows, w.cols, c.pos_z, w.pitch, [&](int row, int col, int g_off, int d_off) {
                 if (unsigned(w.i_org + row) < unsigned(c.pos_y) && unsigned(w.j_org + col) < unsigned(c.pos_z))
-                    __pipeline_memcpy_async(dst + d_off, ywin0 + g_off, 4);
+                    __pipeline_memcpy_async(dst + d_off, y0 + g_off, 4);
                 else
                     dst[d_off] = 0.0f;
             });
         }
-        // the weights: a thread always copies the same voxel residue g (kThreads is a multiple of
-        // kGroups), whose mirrored model residue gm is worked out once per step
-        const int g = tid % kGroups;
+        // the weights: a lane always copies the same voxel residue g, whose mirrored model residue gm is
+        // worked out once per step
+        const int g = lane % kGroups;
         if (kFull || g < ng) {
             const int gv = g0 + g, ryv = gv / D, rzv = gv - ryv * D;
             const int gm = (s_y > 0 ? ryv : D - 1 - ryv) * D + (s_z > 0 ? rzv : D - 1 - rzv);
-            const float* src = q_w + (m_q0[st.e] + st.t) * D2 + gm;
+            const float* src = q_w + (st.q0 + st.t) * D2 + gm;
             float* dst = qwt + buf * kQCap * kGroups + g;
-            for (int q = tid / kGroups; q < st.nt; q += kThreads / kGroups)
+            for (int q = lane / kGroups; q < st.nt; q += 32 / kGroups)
                 __pipeline_memcpy_async(dst + q * kGroups, src + q * D2, 4);
         }
+        if (lane < st.nt) __pipeline_memcpy_async(qdec + buf * kQCap + lane, q_pos + st.q0 + st.t + lane, 4);
         __pipeline_commit();
     };
-    int qpre = 0;
-    auto prefetch = [&](const Step& st) {
-        if (tid < st.nt) qpre = q_pos[m_q0[st.e] + st.t + tid];
-    };
-    auto decode = [&](const Step& st, int buf) {
-        if (tid < st.nt) {
-            const ClassInfo c = class_of(st.e);
-            int s_y, s_z;
-            class_sign(c, st.s, s_y, s_z);
-            const int qy = s_y > 0 ? (qpre >> 16) : c.a_y - (qpre >> 16);
-            const int qz = s_z > 0 ? (qpre & 0xffff) : c.a_z - (qpre & 0xffff);
-            const Box sb = sbox(st.e, st.s);
-            const int off = kStaged ? back_tap_offset(back_window(B, sb), sb, qy, qz) * int(sizeof(float)) : 0;
-            qdec[buf * kQCap + tid] = make_int2(off, (qy << 16) | qz);
-        }
-    };
+    static_assert(kQCap == 32, "one q per lane in stage and decode");
 
     float acc[kGroups][kBackRounds];
 #pragma unroll
@@ -506,119 +491,116 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
 #pragma unroll
         for (int r = 0; r < kBackRounds; ++r) acc[g][r] = 0.0f;
 
-    Step cur = advance(Step{-1, 0, 0, 0});
+    // one step's multiply-adds, its copies landed
+    auto compute = [&](const BackStep& st, int buf) {
+        const ClassInfo c = class_of(st.e);
+        int s_y, s_z;
+        const Box sb = signed_box_of(c, st.s, st.box, s_y, s_z);
+        const LorWindow w = back_window(U, sb);
+        // the q's decoded in place: byte offsets in the window (or signed packed q's)
+        if (lane < st.nt) {
+            int* d = qdec + buf * kQCap + lane;
+            const int raw = *d;
+            const int qy = s_y > 0 ? (raw >> 16) : c.a_y - (raw >> 16);
+            const int qz = s_z > 0 ? (raw & 0xffff) : c.a_z - (raw & 0xffff);
+            *d = kStaged ? back_tap_offset(w, sb, qy, qz) * int(sizeof(float)) : (qy << 16) | qz;
+        }
+        __syncwarp();
+        // rounds (warp tiles) the step reaches
+        unsigned act = 0;
+#pragma unroll
+        for (int r = 0; r < kBackRounds; ++r) {
+            const int ra = U.cy_a + kTileY * r, rb = min(ra + kTileY - 1, U.cy_b);
+            if (ra <= U.cy_b && back_reaches(sb, c.pos_y, c.pos_z, ra, rb, U.cz_a, U.cz_b)) act |= 1u << r;
+        }
+        const int* qd = qdec + buf * kQCap;
+        const float4* qw = reinterpret_cast<const float4*>(qwt + buf * kQCap * kGroups);
+        // the q's dense weights, loaded once for all rounds
+        auto load_weights = [&](int q, float (&wq)[kGroups]) {
+#pragma unroll
+            for (int g4 = 0; g4 < kGroups / 4; ++g4) {
+                if (kFull || 4 * g4 < ng) {
+                    const float4 w4 = qw[q * (kGroups / 4) + g4];
+                    wq[4 * g4] = w4.x, wq[4 * g4 + 1] = w4.y, wq[4 * g4 + 2] = w4.z, wq[4 * g4 + 3] = w4.w;
+                }
+            }
+        };
+        auto add = [&](int r, const float (&wq)[kGroups], float v) {
+#pragma unroll
+            for (int g = 0; g < kGroups; ++g)
+                if (kFull || g < ng) acc[g][r] = fmaf(wq[g], v, acc[g][r]);
+        };
+        if constexpr (kStaged) {
+            // The window holds zeros wherever a q brings no valid LOR to a cell, so no q is tested:
+            // every reached tile takes every q. The common case, every round reached, runs without a
+            // predicate.
+            int ybyte[kBackRounds];
+#pragma unroll
+            for (int r = 0; r < kBackRounds; ++r)
+                ybyte[r] = static_cast<int>(S.win) + (buf * P.y_cap + back_cell_base(w, r, lane)) * int(sizeof(float));
+            auto q_loop = [&](auto every_round) {
+                for (int q = 0; q < st.nt; ++q) {
+                    const int off = qd[q];
+                    float wq[kGroups];
+                    load_weights(q, wq);
+#pragma unroll
+                    for (int r = 0; r < kBackRounds; ++r)
+                        if (decltype(every_round)::value || (act & (1u << r)))
+                            add(r, wq, *reinterpret_cast<const float*>(smem + ybyte[r] + off));
+                }
+            };
+            if (act == (1u << kBackRounds) - 1) q_loop(std::true_type{});
+            else q_loop(std::false_type{});
+        } else {
+            const float* yso = y + P.in[st.e] + int64_t(st.s) * c.pos_y * c.pos_z;
+            const int cz = U.cz_a + lane % kTileZ;
+            for (int q = 0; q < st.nt; ++q) {
+                const int qy = qd[q] >> 16, qz = qd[q] & 0xffff;
+                float wq[kGroups];
+                load_weights(q, wq);
+#pragma unroll
+                for (int r = 0; r < kBackRounds; ++r) {
+                    if (!(act & (1u << r))) continue;
+                    const int i = U.cy_a + kTileY * r + lane / kTileZ - qy, j = cz - qz;
+                    add(r, wq, (i >= 0 && i < c.pos_y && j >= 0 && j < c.pos_z) ? __ldg(yso + int64_t(i) * c.pos_z + j)
+                                                                               : 0.0f);
+                }
+            }
+        }
+    };
+
+    BackStep cur = advance(BackStep{-1, 0, 0, 0, 0, 0, make_int2(0, 0)});
     if (cur.e < P.n_entries) {
         stage(cur, 0);
-        prefetch(cur);
-        decode(cur, 0);
-        __pipeline_wait_prior(0);
-        __syncthreads();
         int buf = 0;
         for (;;) {
-            const Step nxt = advance(cur);
+            const BackStep nxt = advance(cur);
             const bool more = nxt.e < P.n_entries;
             if (more) {
                 stage(nxt, buf ^ 1);
-                prefetch(nxt);
+                __pipeline_wait_prior(1);   // the current step's copies (the next step's may still fly)
+            } else {
+                __pipeline_wait_prior(0);
             }
-            const ClassInfo c = class_of(cur.e);
-            const Box sb = sbox(cur.e, cur.s);
-            const LorWindow w = back_window(B, sb);
-            // per round (warp-uniform): the tile reached at all (act), reached by every q from every cell
-            // (interior: no test); the q_y / q_z reaching a LOR from some cell of the tile start at ylo / zlo
-            unsigned act = 0, interior = 0;
-            int ybyte[kBackRounds], ylo[kBackRounds], zlo[kBackRounds];
-            int cyr[kBackRounds], czr[kBackRounds];   // (global-memory variant only)
-#pragma unroll
-            for (int r = 0; r < kBackRounds; ++r) {
-                const Cell cl = cell_of(r);
-                if (cl.tile && back_reaches(sb, c.pos_y, c.pos_z, cl.ty, cl.ty + kTileY - 1, cl.tz, cl.tz + kTileZ - 1))
-                    act |= 1u << r;
-                if (back_tile_interior(sb, c.pos_y, c.pos_z, cl.ty, cl.tz)) interior |= 1u << r;
-                ybyte[r] = static_cast<int>(S.win) + (buf * P.y_cap + (cl.ok ? back_cell_base(w, B, cl.cy, cl.cz) : 0)) *
-                                                          int(sizeof(float));
-                ylo[r] = cl.ty - c.pos_y + 1;
-                zlo[r] = cl.tz - c.pos_z + 1;
-                cyr[r] = cl.ok ? cl.cy : -(1 << 20);   // an invalid cell reaches no LOR
-                czr[r] = cl.cz;
-            }
-            if (act) {
-                const unsigned yspan = c.pos_y + kTileY - 2, zspan = c.pos_z + kTileZ - 2;
-                const int2* qd = qdec + buf * kQCap;
-                const float4* qw = reinterpret_cast<const float4*>(qwt + buf * kQCap * kGroups);
-                const float* yso = y_of(cur);
-                // the q's dense weights, loaded once for all rounds
-                auto load_weights = [&](int q, float (&wq)[kGroups]) {
-#pragma unroll
-                    for (int g4 = 0; g4 < kGroups / 4; ++g4) {
-                        if (kFull || 4 * g4 < ng) {
-                            const float4 w4 = qw[q * (kGroups / 4) + g4];
-                            wq[4 * g4] = w4.x, wq[4 * g4 + 1] = w4.y, wq[4 * g4 + 2] = w4.z, wq[4 * g4 + 3] = w4.w;
-                        }
-                    }
-                };
-                auto add = [&](int r, const float (&wq)[kGroups], float v) {
-#pragma unroll
-                    for (int g = 0; g < kGroups; ++g)
-                        if (kFull || g < ng) acc[g][r] = fmaf(wq[g], v, acc[g][r]);
-                };
-                if constexpr (kStaged) {
-                    // The window holds zeros wherever a q brings no valid LOR to a cell, so no q is
-                    // tested: every reached tile takes every q. (A per-q test on border tiles cost ~11
-                    // instructions per round and skipped 4 % of them in the profile of 29f2428.) The
-                    // common case, every round reached, runs without a predicate.
-                    auto q_loop = [&](auto every_round) {
-                        for (int q = 0; q < cur.nt; ++q) {
-                            const int off = qd[q].x;
-                            float wq[kGroups];
-                            load_weights(q, wq);
-#pragma unroll
-                            for (int r = 0; r < kBackRounds; ++r)
-                                if (decltype(every_round)::value || (act & (1u << r)))
-                                    add(r, wq, *reinterpret_cast<const float*>(smem + ybyte[r] + off));
-                        }
-                    };
-                    if (act == (1u << kBackRounds) - 1) q_loop(std::true_type{});
-                    else q_loop(std::false_type{});
-                } else {
-                    for (int q = 0; q < cur.nt; ++q) {
-                        const int2 d = qd[q];
-                        const int qy = d.y >> 16, qz = d.y & 0xffff;
-                        float wq[kGroups];
-                        load_weights(q, wq);
-#pragma unroll
-                        for (int r = 0; r < kBackRounds; ++r) {
-                            // skip a q that reaches no valid LOR from this tile (border tiles only)
-                            if (!(act & (1u << r)) ||
-                                (!(interior & (1u << r)) &&
-                                 (unsigned(qy - ylo[r]) > yspan || unsigned(qz - zlo[r]) > zspan)))
-                                continue;
-                            const int i = cyr[r] - qy, j = czr[r] - qz;
-                            add(r, wq,
-                                (i >= 0 && i < c.pos_y && j >= 0 && j < c.pos_z) ? __ldg(yso + int64_t(i) * c.pos_z + j)
-                                                                                 : 0.0f);
-                        }
-                    }
-                }
-            }
+            __syncwarp();
+            compute(cur, buf);
             if (!more) break;
-            decode(nxt, buf ^ 1);
-            __pipeline_wait_prior(0);
-            __syncthreads();
+            __syncwarp();   // every lane done with buf before the step after next is staged into it
             cur = nxt;
             buf ^= 1;
         }
     }
     const int64_t nyz = int64_t(L.n_y) * L.n_z;
+    const int cz = U.cz_a + lane % kTileZ;
 #pragma unroll
     for (int r = 0; r < kBackRounds; ++r) {
-        const Cell cl = cell_of(r);
-        if (!cl.ok) continue;
+        const int cy = U.cy_a + kTileY * r + lane / kTileZ;
+        if (cy > U.cy_b || cz > U.cz_b) continue;
 #pragma unroll
         for (int g = 0; g < kGroups; ++g) {
             if (kFull || g < ng) {
                 const int gv = g0 + g, ry = gv / D, rz = gv - ry * D;
-                float* o = Xb + ((int64_t(p) * D + ry) * D + rz) * nyz + int64_t(cl.cy) * L.n_z + cl.cz;
+                float* o = Xb + ((int64_t(p) * D + ry) * D + rz) * nyz + int64_t(cy) * L.n_z + cz;
                 *o = P.accumulate ? *o + acc[g][r] : acc[g][r];
             }
         }
@@ -728,49 +710,57 @@ void forward_default(Impl& m, const ClassList& C, const float* image, const floa
 void back_default(Impl& m, const ClassList& C, const float* y, float* image, cudaStream_t s) {
     const Layout& L = m.L;
     if (L.n_planes > 65535) throw ValueError("n_planes: the CUDA back projector handles at most 65535 planes");
-    // classes (a_y, a_z), boxes and q's are packed as 16-bit fields in shared memory
+    // classes (a_y, a_z), boxes and q's are packed as 16-bit fields
     if (L.n_y > 32767 || L.n_z > 32767)
         throw ValueError("n_y, n_z: the CUDA back projector handles at most 32767 crystal cells per axis");
     float* Xb = m.workspace(m.back_work);
-    const BackGrid G = back_grid(L.n_y, L.n_z);
+    const BackUnits G = back_units(L.n_y, L.n_z);
     const int chunks = div_up(int64_t(L.D) * L.D, kGroups);
-    const size_t fixed = back_smem(kMaxEntries, 0).total;
+    const size_t fixed = back_smem(0).total;
     const size_t budget = window_budget(m, fixed + 1024);
+    // tiers: 0 windows small enough for 16 warps per SM (the most the registers allow), 1 larger
+    // staged windows (fewer warps per SM), 2 the global-memory kernels
+    const size_t per_warp = size_t(m.smem_per_sm) / 16;
+    const size_t small = std::min(budget, per_warp > fixed + 1024 ? per_warp - fixed - 1024 : size_t(0));
     bool first = true;
     for_each_entry_chunk(C, [&](int a0, int n) {
         std::vector<int> tier(n);
         std::vector<int64_t> need(n);
         for (int q = 0; q < n; ++q) {
             const int k = C.index[a0 + q];
-            need[q] = back_window_bound(G, L.n_y, L.n_z, m.sy_max[k], m.sz_max[k]);
-            tier[q] = size_t(need[q]) * 8 <= budget ? 0 : 1;
+            need[q] = back_window_bound(m.sy_max[k], m.sz_max[k]);
+            const size_t bytes = size_t(need[q]) * 8;   // two windows
+            tier[q] = bytes <= small ? 0 : bytes <= budget ? 1 : 2;
         }
-        for (int t = 0; t < 2; ++t) {
+        for (int t = 0; t < 3; ++t) {
             BackLaunch P{};
             P.L = L;
             int64_t cap = 0;
             for (int q = 0; q < n; ++q) {
                 if (tier[q] != t) continue;
-                P.k[P.n_entries] = C.index[a0 + q];
+                const int k = C.index[a0 + q];
+                const ClassInfo c = class_info(L, k);
+                P.k[P.n_entries] = k;
+                P.cls[P.n_entries] = (c.a_y << 16) | c.a_z;
                 P.in[P.n_entries] = C.offset[a0 + q];
                 cap = std::max(cap, need[q]);
                 ++P.n_entries;
             }
             if (P.n_entries == 0) continue;
-            P.y_cap = t == 1 ? 0 : static_cast<int>(cap);
+            P.y_cap = t == 2 ? 0 : static_cast<int>(cap);
             P.accumulate = first ? 0 : 1;
             first = false;
-            const size_t smem = back_smem(P.n_entries, P.y_cap).total;
+            const size_t smem = back_smem(P.y_cap).total;
             // residue chunks of kGroups (all full for D = 4; a partial last chunk otherwise)
             const int full = (L.D * L.D) / kGroups, part = chunks - full;
             auto launch = [&](auto kernel, int n_chunks, int first_chunk) {
                 if (n_chunks == 0) return;
-                kernel<<<dim3(G.n_blocks, L.n_planes, n_chunks), kThreads, smem, s>>>(
+                kernel<<<dim3(G.n_units, L.n_planes, n_chunks), 32, smem, s>>>(
                     P, first_chunk, y, m.q_start.as<int64_t>(), m.q_pos.as<int>(), m.q_w.as<float>(),
                     m.boxes.as<short4>(), Xb);
                 DP_CUDA_CHECK_LAUNCH("back_default_kernel");
             };
-            if (t == 1) {
+            if (t == 2) {
                 launch(back_default_kernel<false, true>, full, 0);
                 launch(back_default_kernel<false, false>, part, full);
             } else {

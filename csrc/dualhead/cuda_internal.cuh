@@ -53,6 +53,7 @@ struct BackLaunch {
     Layout L;
     int n_entries, accumulate, y_cap;
     int k[kMaxEntries];
+    int cls[kMaxEntries];         // the class as (a_y << 16) | a_z
     long long in[kMaxEntries];    // start of the class's block in y
 };
 

@@ -1,5 +1,5 @@
-// Tiling arithmetic of the default CUDA dual-head projectors (cuda.cu), host and device: which LORs
-// or image cells a block owns, the shared-memory windows it stages per step, and where a tap lands
+// Tiling arithmetic of the default CUDA dual-head projectors (cuda_default.cu), host and device: which
+// LORs or image cells a block or warp owns, the shared-memory windows it stages per step, and where a tap lands
 // in them. Kept apart from the kernels so that the planner on the host and the kernels use the very
 // same bounds.
 //
@@ -20,17 +20,15 @@
 
 namespace dp::dualhead::tiles {
 
-constexpr int kThreads = 256;                     // threads per block (both default kernels)
-constexpr int kWarps = kThreads / 32;
+constexpr int kThreads = 256;                     // threads per block of the default forward
 constexpr int kFwdRounds = 4;                     // LORs per thread in the forward
 constexpr int kFwdLors = kThreads * kFwdRounds;   // most LORs (flattened positions of one sign) per block
-constexpr int kBackRounds = 4;                    // 8 x 4-cell warp tiles per warp in the back projection
+constexpr int kBackRounds = 4;                    // back projection: warp tiles per warp (rounds)
 constexpr int kTileY = 4, kTileZ = 8;             // a warp tile: 4 cell rows x 8 cell columns
-constexpr int kBackWarpTiles = kWarps * kBackRounds;   // 32 warp tiles (1024 cells) per block
-constexpr int kGroups = 16;                       // voxel residues per back block (D <= 4: all of them)
-static_assert(kThreads % kGroups == 0, "a back-projection thread stages one voxel residue of the weights");
+constexpr int kGroups = 16;                       // voxel residues per back warp (D <= 4: all of them)
+static_assert(32 % kGroups == 0, "a back-projection lane stages one voxel residue of the weights");
 constexpr int kTapCap = 2 * kThreads;             // forward: taps decoded per step (two per thread)
-constexpr int kQCap = kThreads;                   // back: cell offsets per step (one per thread)
+constexpr int kQCap = 32;                         // back: cell offsets per step (one per lane)
 constexpr int kMaxEntries = 128;                  // classes per launch (kernel parameter block)
 constexpr int kMaxPlanes = 128;                   // planes per forward launch (plane metadata in shared memory)
 
@@ -130,62 +128,37 @@ DP_HD int fwd_tap_offset(const Window& w, int ry, int qy, int qz) {
 DP_HD int fwd_lor_base(const Window& w, int i, int j) { return (i - w.i_ref) * w.pitch + (j - w.j_ref); }
 
 // --- back projection -------------------------------------------------------------------------------
-// The image plane's cells are cut into 4 x 8 warp tiles (row-major over the tile grid); a block owns
-// kBackWarpTiles consecutive ones: warp w, round r has tile wt0 + w + kWarps r. Cells of the tiles
-// that fall outside the image are idle.
-struct BackGrid {
-    int n_wy, n_wz, n_tiles, n_blocks;
+// A warp owns one unit of an image plane: kBackRounds warp tiles of 4 x 8 cells stacked in y, i.e.
+// kUnitRows = 16 cell rows x kTileZ = 8 cell columns (units row-major over the plane, clipped at the
+// image's edge). Lane l holds cell (4 r + l / 8, l % 8) of the unit in round r. Each warp walks the
+// (class, sign) steps that reach its unit on its own: no barrier couples it to other warps.
+constexpr int kUnitRows = kTileY * kBackRounds;
+
+struct BackUnits {
+    int n_uy, n_uz, n_units;
 };
 
-DP_HD BackGrid back_grid(int n_y, int n_z) {
-    BackGrid g;
-    g.n_wy = (n_y + kTileY - 1) / kTileY;
-    g.n_wz = (n_z + kTileZ - 1) / kTileZ;
-    g.n_tiles = g.n_wy * g.n_wz;
-    g.n_blocks = (g.n_tiles + kBackWarpTiles - 1) / kBackWarpTiles;
+DP_HD BackUnits back_units(int n_y, int n_z) {
+    BackUnits g;
+    g.n_uy = (n_y + kUnitRows - 1) / kUnitRows;
+    g.n_uz = (n_z + kTileZ - 1) / kTileZ;
+    g.n_units = g.n_uy * g.n_uz;
     return g;
 }
 
-// A block's warp tiles [wt0, wt1) and the image cells they cover (bounding box, clipped).
-struct BackBlock {
-    int wt0, wt1, cy_a, cy_b, cz_a, cz_b;
+// The cells of unit u (clipped to the image).
+struct BackUnit {
+    int cy_a, cy_b, cz_a, cz_b;
 };
 
-DP_HD BackBlock back_block(const BackGrid& g, int n_y, int n_z, int b) {
-    BackBlock B;
-    B.wt0 = b * kBackWarpTiles;
-    B.wt1 = B.wt0 + kBackWarpTiles < g.n_tiles ? B.wt0 + kBackWarpTiles : g.n_tiles;
-    const int wy_a = B.wt0 / g.n_wz, wy_b = (B.wt1 - 1) / g.n_wz;
-    B.cy_a = kTileY * wy_a;
-    B.cy_b = kTileY * wy_b + kTileY - 1 < n_y - 1 ? kTileY * wy_b + kTileY - 1 : n_y - 1;
-    if (wy_a == wy_b) {
-        B.cz_a = kTileZ * (B.wt0 % g.n_wz);
-        const int hi = kTileZ * ((B.wt1 - 1) % g.n_wz) + kTileZ - 1;
-        B.cz_b = hi < n_z - 1 ? hi : n_z - 1;
-    } else {
-        B.cz_a = 0;
-        B.cz_b = n_z - 1;
-    }
-    return B;
-}
-
-// The k-th of a block's warp tiles in column-major order (tile column first, then tile row), or -1
-// past the block's last tile. Warp w takes the tiles k = kBackRounds w .. kBackRounds w + 3, so its
-// rounds share a tile column: an orientation's reach, whose edge in z cuts through the block's
-// columns (a block spans a few tile rows but every column), then takes or leaves a warp's rounds
-// together, instead of leaving half the rounds of most warps idle as the row-major order did.
-DP_HD int back_block_tile(const BackGrid& g, const BackBlock& B, int k) {
-    const int wy_a = B.wt0 / g.n_wz, wz_a = B.wt0 - wy_a * g.n_wz;
-    const int wy_b = (B.wt1 - 1) / g.n_wz, wz_b = (B.wt1 - 1) - wy_b * g.n_wz;
-    for (int c = 0; c < g.n_wz; ++c) {
-        const int first = c >= wz_a ? wy_a : wy_a + 1, last = c <= wz_b ? wy_b : wy_b - 1;
-        const int n = last - first + 1;
-        if (n > 0) {
-            if (k < n) return (first + k) * g.n_wz + c;
-            k -= n;
-        }
-    }
-    return -1;
+DP_HD BackUnit back_unit(const BackUnits& g, int n_y, int n_z, int u) {
+    BackUnit U;
+    const int uy = u / g.n_uz, uz = u - uy * g.n_uz;
+    U.cy_a = kUnitRows * uy;
+    U.cz_a = kTileZ * uz;
+    U.cy_b = U.cy_a + kUnitRows - 1 < n_y - 1 ? U.cy_a + kUnitRows - 1 : n_y - 1;
+    U.cz_b = U.cz_a + kTileZ - 1 < n_z - 1 ? U.cz_a + kTileZ - 1 : n_z - 1;
+    return U;
 }
 
 // The cells a signed orientation's LORs reach at one plane: c = (i, j) + q, i < pos_y, j < pos_z.
@@ -193,33 +166,29 @@ DP_HD bool back_reaches(const Box& sb, int pos_y, int pos_z, int cy_a, int cy_b,
     return cy_b >= sb.y_lo && cy_a <= pos_y - 1 + sb.y_hi && cz_b >= sb.z_lo && cz_a <= pos_z - 1 + sb.z_hi;
 }
 
-// The LOR values one back step stages: LORs (i, j) = (i_org + row, j_org + col); zero outside the
-// orientation's positions. Cell (cy, cz) with tap q reads row (cy - cy_a) + (y_hi - q_y), column
-// (cz - cz_a) + (z_hi - q_z). pitch = 8 mod 16: the four rows of a warp tile (8 words each) fall in
-// four distinct bank octets.
+// The LOR values one back step stages for a unit: LORs (i, j) = (i_org + row, j_org + col); zero outside
+// the orientation's positions. Cell (cy, cz) with tap q reads row (cy - cy_a) + (y_hi - q_y), column
+// (cz - cz_a) + (z_hi - q_z). The window always spans the full unit (16 + box rows, 8 + box columns),
+// so that the lanes of clipped cells at the image's edge read inside it too (their sums are dropped).
+// pitch = 8 mod 16: the four rows of a warp tile (8 words each) fall in four distinct bank octets.
 struct LorWindow {
     int i_org, j_org, rows, cols, pitch;
 };
 
-DP_HD LorWindow back_window(const BackBlock& B, const Box& sb) {
+DP_HD LorWindow back_window(const BackUnit& U, const Box& sb) {
     LorWindow w;
-    w.i_org = B.cy_a - sb.y_hi;
-    w.j_org = B.cz_a - sb.z_hi;
-    w.rows = (B.cy_b - B.cy_a) + (sb.y_hi - sb.y_lo) + 1;
-    w.cols = (B.cz_b - B.cz_a) + (sb.z_hi - sb.z_lo) + 1;
+    w.i_org = U.cy_a - sb.y_hi;
+    w.j_org = U.cz_a - sb.z_hi;
+    w.rows = kUnitRows + (sb.y_hi - sb.y_lo);
+    w.cols = kTileZ + (sb.z_hi - sb.z_lo);
     w.pitch = w.cols + ((8 - w.cols % 16) + 16) % 16;
     return w;
 }
 
-// Upper bound of a class's staged LOR window (floats) for any block and plane.
-DP_HD int64_t back_window_bound(const BackGrid& g, int n_y, int n_z, int sy_max, int sz_max) {
-    // a run of kBackWarpTiles tiles spans at most this many tile rows
-    int tile_rows = (g.n_wz + kBackWarpTiles - 2) / g.n_wz + 1;
-    if (tile_rows > g.n_wy) tile_rows = g.n_wy;
-    int rows = kTileY * tile_rows;
-    if (rows > n_y) rows = n_y;
-    // a block spanning two tile rows covers every column; +16: the pitch rounding
-    return int64_t(rows + sy_max) * (n_z + sz_max + 16);
+// Upper bound of a class's staged LOR window (floats) for any unit and plane (boxes span at most
+// sy_max x sz_max cells; +15: the pitch rounding).
+DP_HD int64_t back_window_bound(int sy_max, int sz_max) {
+    return int64_t(kUnitRows + sy_max) * (kTileZ + sz_max + 15);
 }
 
 // Offset of the LOR value that cell offset (q_y, q_z) (signed) brings to a cell, relative to the cell's base.
@@ -227,15 +196,9 @@ DP_HD int back_tap_offset(const LorWindow& w, const Box& sb, int qy, int qz) {
     return (sb.y_hi - qy) * w.pitch + (sb.z_hi - qz);
 }
 
-// Cell offsets q that reach a valid LOR from at least one cell of the warp tile at (ty, tz): q_y in
-// [ty - pos_y + 1, ty + kTileY - 1], q_z in [tz - pos_z + 1, tz + kTileZ - 1]; interior when that holds
-// for every q of the box and every cell of the tile (no test needed).
-DP_HD bool back_tile_interior(const Box& sb, int pos_y, int pos_z, int ty, int tz) {
-    return sb.y_hi <= ty && sb.y_lo >= ty + kTileY - pos_y && sb.z_hi <= tz && sb.z_lo >= tz + kTileZ - pos_z;
-}
-
-DP_HD int back_cell_base(const LorWindow& w, const BackBlock& B, int cy, int cz) {
-    return (cy - B.cy_a) * w.pitch + (cz - B.cz_a);
+// Window offset of lane's cell in round r, relative to the unit's first cell.
+DP_HD int back_cell_base(const LorWindow& w, int r, int lane) {
+    return (kTileY * r + lane / kTileZ) * w.pitch + lane % kTileZ;
 }
 
 }  // namespace dp::dualhead::tiles
