@@ -1,7 +1,8 @@
 // The flattened walk that a block's threads use to copy a rows x cols window into shared memory: the
-// dual-head forward's image window and back projection's LOR window. (The FIRST fast forward keeps a
-// copy of the same walk that derives its offsets instead of carrying them: one register fewer, which
-// that kernel's register budget needs.)
+// dual-head forward's image window. (The dual-head back projection, a warp per window of a few dozen
+// columns, copies row by row with a lane per column instead: cuda_default.cu. The FIRST fast forward
+// keeps a copy of the same walk that derives its offsets instead of carrying them: one register fewer,
+// which that kernel's register budget needs.)
 //
 // Thread tid takes the elements tid, tid + kThreads, tid + 2 kThreads, ... of the row-major window,
 // and carries its (row, col) and both offsets -- source (row * src_pitch + col) and destination
