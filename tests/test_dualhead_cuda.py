@@ -223,7 +223,7 @@ def test_gpu_large_head(rng):
 def test_gpu_dense_rows(method, rng):
     """Rows far denser than physical patches: class (25, 25) of a 30 x 30 head with D = 2 has up to 2704
     taps per (class, plane) and 676 distinct cell offsets, more than one step of the default kernels
-    takes (512 taps per (plane, r_z) forward, 256 cell offsets per back step), so they run in chunks."""
+    takes (512 taps per (plane, r_z) forward, 32 cell offsets per back step), so they run in chunks."""
     s = DualHeadScanner.small(n_y=30, n_z=30, voxels_per_crystal=2, n_planes=3)
     model = random_model(s, rng, taps=(2000, 4000))   # >= 2000 draws: >= ~1400 distinct taps in (25, 25)
     assert model.taps_per_row()[25 * 30 + 25].max() > 2 * 512 + 64   # one of the 2 r_z groups > 512
