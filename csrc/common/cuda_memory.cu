@@ -1,3 +1,6 @@
+// Device memory shared by every family's CUDA code: DeviceBuffer (an owned cudaMalloc allocation that
+// turns out-of-memory into dp::OutOfMemory, a Python MemoryError naming the bytes asked and free), its
+// copies to and from the host, and the device queries the bindings use to place CuPy / PyTorch arrays.
 #include <string>
 
 #include "cuda_check.cuh"

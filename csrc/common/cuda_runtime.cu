@@ -1,3 +1,6 @@
+// What the CUDA runtime says about this machine, for directpet.cuda_device_count() and the environment
+// report: the device count (0 without a driver, never an exception), a status line, and the runtime,
+// driver and cuFFT versions with one line per device.
 #include <cufft.h>
 
 #include <cstdio>
