@@ -624,13 +624,15 @@ static void rearrange(const Layout& L, const float* src, float* dst, bool to_pol
     DP_CUDA_CHECK_LAUNCH("polyphase_kernel");
 }
 
-// Window tiers of the default kernels: 'small' windows share launches whose blocks fit twice on an
-// SM (two blocks of fixed part + windows + 1 KB reserved); narrow classes get fewer LORs per block to
-// stay there; larger windows get launches of their own (larger shared memory); windows beyond the
-// limit use the global-memory kernels.
-static size_t small_windows(const Impl& m, size_t fixed) {
-    const size_t half = size_t(m.smem_per_sm) / 2;
-    return half > fixed + 2048 ? half - fixed - 2048 : 0;
+// Window tiers of the default kernels: 'small' windows share launches whose blocks fit `blocks` times on
+// an SM (the forward: 2 blocks of 256 threads; the back projection: 16 one-warp blocks, the most its
+// registers allow), each block's fixed part, windows and `reserve` bytes (the driver's 1 KB per block,
+// and the forward another 1 KB) within the SM's share; within `budget` too. The forward gives narrow
+// classes fewer LORs per block to stay there; larger windows get launches of their own (larger shared
+// memory); windows beyond the budget use the global-memory kernels.
+static size_t small_windows(const Impl& m, size_t fixed, int blocks, size_t reserve, size_t budget) {
+    const size_t share = size_t(m.smem_per_sm) / blocks;
+    return std::min(budget, share > fixed + reserve ? share - fixed - reserve : size_t(0));
 }
 
 static size_t window_budget(const Impl& m, size_t fixed) {
@@ -658,7 +660,7 @@ void forward_default(Impl& m, const ClassList& C, const float* image, const floa
     const int per = planes_per_launch(m);
     const size_t fixed = fwd_smem(per, L.D, 0).total;
     const size_t budget = window_budget(m, fixed + 1024);
-    const size_t small = std::min(small_windows(m, fixed), budget);
+    const size_t small = small_windows(m, fixed, 2, 2048, budget);
     for_each_entry_chunk(C, [&](int a0, int n) {
         // launch groups: (tier 0 small / 1 large staged / 2 global, LORs per block)
         std::vector<int> tier(n), lpb(n);
@@ -728,8 +730,7 @@ void back_default(Impl& m, const ClassList& C, const float* y, float* image, cud
     const size_t budget = window_budget(m, fixed + 1024);
     // tiers: 0 windows small enough for 16 warps per SM (the most the registers allow), 1 larger
     // staged windows (fewer warps per SM), 2 the global-memory kernels
-    const size_t per_warp = size_t(m.smem_per_sm) / 16;
-    const size_t small = std::min(budget, per_warp > fixed + 1024 ? per_warp - fixed - 1024 : size_t(0));
+    const size_t small = small_windows(m, fixed, 16, 1024, budget);
     bool first = true;
     for_each_entry_chunk(C, [&](int a0, int n) {
         std::vector<int> tier(n);
