@@ -457,25 +457,34 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
         const Box sb = signed_box_of(c, st.s, st.box, s_y, s_z);
         if constexpr (kStaged) {
             // Row by row: a half-warp per row when the window is at most 16 columns wide (else the
-            // whole warp, in column chunks of 32). A lane keeps its column, so the column's bounds
-            // test, the addresses and the steps are set once: a few instructions per element, against
-            // ~30 with the flattened walk (its division and 64-bit address per element) in the profile
-            // of 54cf8db.
+            // whole warp, in column chunks of 32). A lane keeps its column; the rows holding valid LORs
+            // [r_lo, r_hi) are found once, so the copy loop has no test and a compile-time step (the
+            // compiler unrolls it), and the zero rows above and below are stored apart. (The flattened
+            // walk cost ~30 instructions per element at 54cf8db, a row loop with a test per element 18
+            // at 77e02b3.)
             const LorWindow w = back_window(U, sb);
-            const int lpr = w.cols <= 16 ? 16 : 32, rstep = 32 / lpr;
             const float* y0 = y + P.in[st.e] + int64_t(st.s) * c.pos_y * c.pos_z + (int64_t(w.i_org) * c.pos_z + w.j_org);
-            for (int c0 = 0; c0 < w.cols; c0 += lpr) {
-                const int col = c0 + lane % lpr, row0 = lane / lpr;
-                if (col >= w.cols) continue;
-                const bool col_in = unsigned(w.j_org + col) < unsigned(c.pos_z);
-                const float* src = y0 + int64_t(row0) * c.pos_z + col;
-                float* dst = ywin + buf * P.y_cap + row0 * w.pitch + col;
-                const int64_t src_step = int64_t(rstep) * c.pos_z;
-                for (int row = row0; row < w.rows; row += rstep, src += src_step, dst += rstep * w.pitch) {
-                    if (col_in && unsigned(w.i_org + row) < unsigned(c.pos_y)) __pipeline_memcpy_async(dst, src, 4);
-                    else *dst = 0.0f;
+            const int r_lo = min(max(0, -w.i_org), w.rows), r_hi = min(w.rows, c.pos_y - w.i_org);
+            float* win0 = ywin + buf * P.y_cap;
+            auto copy_rows = [&](auto row_step) {
+                constexpr int kStep = decltype(row_step)::value, kLanes = 32 / kStep;
+                for (int c0 = 0; c0 < w.cols; c0 += kLanes) {
+                    const int col = c0 + lane % kLanes;
+                    if (col >= w.cols) continue;
+                    float* dst = win0 + col;
+                    int row = lane / kLanes;
+                    if (unsigned(w.j_org + col) < unsigned(c.pos_z)) {
+                        for (; row < r_lo; row += kStep) dst[row * w.pitch] = 0.0f;
+                        const float* src = y0 + int64_t(row) * c.pos_z + col;
+                        const int64_t src_step = int64_t(kStep) * c.pos_z;
+#pragma unroll 4
+                        for (; row < r_hi; row += kStep, src += src_step) __pipeline_memcpy_async(dst + row * w.pitch, src, 4);
+                    }
+                    for (; row < w.rows; row += kStep) dst[row * w.pitch] = 0.0f;
                 }
-            }
+            };
+            if (w.cols <= 16) copy_rows(std::integral_constant<int, 2>{});
+            else copy_rows(std::integral_constant<int, 1>{});
         }
         // the weights: a lane always copies the same voxel residue g, whose mirrored model residue gm is
         // worked out once per step
