@@ -3,7 +3,7 @@
 #
 #   bash scripts/setup.sh && bash scripts/build_wheel.sh     # build, repair, list, test the installed wheel
 #   bash scripts/build_wheel.sh --no-test                    # build, repair and list only
-#   bash scripts/build_wheel.sh -- -q -m "not slow"          # pytest's arguments after -- (default: -q)
+#   bash scripts/build_wheel.sh -- -q -n 2 -m "not slow"     # pytest's arguments after -- (default: -q)
 #
 # 1. Build with scripts/setup.sh's environment (.venv), without build isolation and in the same build
 #    directory (build/{wheel_tag}), so a tree that setup.sh has built is not compiled again. The

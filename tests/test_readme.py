@@ -155,7 +155,7 @@ def test_quick_start_holds_the_two_commands_and_ci_runs_the_second():
     quick = [b for b in blocks() if b["lang"] == "bash"][0]
     commands = [line.split("#")[0].strip() for line in quick["code"].splitlines() if line.strip()]
     assert commands == ["bash scripts/setup.sh && .venv/bin/directpet demo",
-                        "bash scripts/setup.sh && .venv/bin/python -m pytest -q"], commands
+                        "bash scripts/setup.sh && .venv/bin/python -m pytest -q -n 2"], commands
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert commands[1] in [line.strip() for line in ci], ".ci/run must run the README's test command verbatim"
 
