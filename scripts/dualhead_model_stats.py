@@ -30,9 +30,7 @@ def main():
     D, P, K = s.voxels_per_crystal, s.n_planes, s.n_classes
     start = np.asarray(model.tap_start).astype(np.int64)
     taps = np.diff(start)                                          # taps per row (class-major, plane)
-    k = np.arange(K * P) // P
-    a_y, a_z = k // s.n_z, k % s.n_z
-    lors = (np.where(a_y > 0, 2, 1) * np.where(a_z > 0, 2, 1) * (s.n_y - a_y) * (s.n_z - a_z)).astype(float)
+    lors = np.repeat(s.class_lor_counts(), P).astype(float)        # LORs per row (its class's)
     full = taps > 0
     weight = lors[full] / lors[full].sum()
     print(f"taps {start[-1]}, rows {K * P} ({full.sum()} with taps), "

@@ -74,10 +74,10 @@ def opcode(instruction: str) -> str:
     return words[0].split(".")[0] if words else ""
 
 
-def parse_sass(text: str) -> Dict[str, List[str]]:
-    """nvdisasm's listing -> {mangled kernel name: its instructions in order}; labels become
-    instructions' targets (each label maps to the index of the next instruction)."""
-    kernels: Dict[str, List[str]] = {}
+def parse_sass(text: str) -> Dict[str, list]:
+    """nvdisasm's listing -> {mangled kernel name: its lines in order}: a label as its name (``.L_x_3``),
+    an instruction as (address, text)."""
+    kernels: Dict[str, list] = {}
     name = None
     for line in text.splitlines():
         m = _FUNCTION.match(line)
@@ -89,25 +89,25 @@ def parse_sass(text: str) -> Dict[str, List[str]]:
             continue
         m = _LABEL.match(line)
         if m:
-            kernels[name].append(m.group(1) + ":")
+            kernels[name].append(m.group(1))
             continue
         m = _INSTRUCTION.search(line)
         if m:
-            kernels[name].append(f"/*{m.group(1)}*/ {m.group(2)}")
+            kernels[name].append((int(m.group(1), 16), m.group(2)))
     return kernels
 
 
-def find_loops(lines: List[str]) -> tuple:
+def find_loops(lines: list) -> tuple:
     """(instructions, loops) of one kernel's parsed lines: a loop per backward branch, from the target
-    to the branch (indices into the instruction list), with its nesting depth and counted operations."""
+    to the branch (indices into the instruction list), with its nesting depth and counted operations.
+    A label names the index of the instruction after it."""
     instructions, label_at, address_at = [], {}, {}
     for line in lines:
-        if line.endswith(":") and line.startswith(".L_"):
-            label_at[line[:-1]] = len(instructions)
+        if isinstance(line, str):
+            label_at[line] = len(instructions)
             continue
-        m = re.match(r"/\*([0-9a-f]+)\*/ (.*)", line)
-        address_at[int(m.group(1), 16)] = len(instructions)
-        instructions.append(m.group(2))
+        address_at[line[0]] = len(instructions)
+        instructions.append(line[1])
     loops = []
     for i, ins in enumerate(instructions):
         m = _BRANCH.search(ins)
