@@ -91,6 +91,16 @@ __global__ void __launch_bounds__(256) polyphase_kernel(const Layout L, const fl
 }
 
 // --- default forward ---------------------------------------------------------------------------------
+// floor(a / b) for 0 <= a < 2^16 and b >= 1 through the float reciprocal: (a + 1/2) / b lies at least
+// 1 / (2 b) from an integer, far beyond the few-ulp error of __fdividef at these sizes (the integer
+// division costs ~20 instructions).
+__device__ __forceinline__ int quotient_of(int a, int b) { return __float2int_rz(__fdividef(float(a) + 0.5f, float(b))); }
+
+// A 4-byte asynchronous copy to a shared-memory address (the window walk carries it as 32 bits).
+__device__ __forceinline__ void copy4_async(unsigned dst_shared, const char* src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst_shared), "l"(src) : "memory");
+}
+
 // Shared memory: plane metadata (row start, box, r_z group starts), decoded taps [2][kTapCap], windows [2][win_cap].
 struct FwdSmem {
     size_t box, rzg, tap, win, total;
@@ -228,28 +238,56 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
     };
     // the step's residue planes r_y = 0 .. D-1 at (p, r_z), from X
     auto plane_ptr = [&](const Step& st) { return X + (int64_t(P.p_begin + st.pi) * D * D + st.rz) * nyz; };
-    // The window is copied with the flattened walk of common/window_walk.hpp (all 256 threads busy,
-    // offsets carried incrementally). Each element copies its D residue planes r_y; D = 4 (the
-    // scanners' crystals of 4 voxels) has its four copies written out (the general loop is kept for
-    // other D).
+    // The window is copied with a flattened walk: thread tid takes elements tid, tid + 256, ... of the
+    // row-major window (every thread busy on every copy) and copies each element's D residue planes
+    // r_y. D = 4 (the scanners' crystals of 4 voxels) carries its source pointer and shared-memory
+    // destination from one element to the next, in bytes, with the four planes at fixed strides: a
+    // few adds per element besides its four copies. (With offsets carried in elements, ptxas rebuilt
+    // both addresses per element and copy: 49 instructions per element, a quarter of the kernel's, in
+    // the profile of a866790, benchmarks/RESULTS.md section 14j.) Other D use the general walk of
+    // common/window_walk.hpp, a copy per r_y.
     const int ry_stride = int(int64_t(D) * nyz);   // X's r_y stride: D x n_y x n_z cells, far below 2^31
     auto stage = [&](const Step& st, const Window& w, int buf) {
         if constexpr (kStaged) {
             const float* src0 = plane_ptr(st) + int64_t(w.i_ref + w.y_ref) * L.n_z + (w.j_ref + w.z_ref);
             float* dst0 = win + buf * P.win_cap;
             const int plane = w.plane;
-            for_each_window_cell<kThreads>(tid, w.rows, w.cols, L.n_z, w.pitch, [&](int, int, int s_off, int d_off) {
-                const float* src = src0 + s_off;
-                float* dst = dst0 + d_off;
-                if (D == 4) {
-                    __pipeline_memcpy_async(dst, src, 4);
-                    __pipeline_memcpy_async(dst + plane, src + ry_stride, 4);
-                    __pipeline_memcpy_async(dst + 2 * plane, src + 2 * ry_stride, 4);
-                    __pipeline_memcpy_async(dst + 3 * plane, src + 3 * ry_stride, 4);
-                } else {
-                    for (int ry = 0; ry < D; ++ry, src += ry_stride, dst += plane) __pipeline_memcpy_async(dst, src, 4);
+            if (D == 4) {
+                const int cols = w.cols, n = w.rows * cols;
+                // the walk's start and step: (row, col) of element tid, and the rows and columns a step of
+                // 256 elements moves (small quotients, exact through the float reciprocal: quotient_of)
+                const int row0 = quotient_of(tid, cols), drow = quotient_of(kThreads, cols);
+                int col = tid - row0 * cols;
+                const int dcol = kThreads - drow * cols;
+                const char* src = reinterpret_cast<const char*>(src0 + (int64_t(row0) * L.n_z + col));
+                const unsigned dst0_s = static_cast<unsigned>(__cvta_generic_to_shared(dst0));
+                unsigned dst = dst0_s + 4u * unsigned(row0 * w.pitch + col);
+                const int64_t s_step = 4 * (int64_t(drow) * L.n_z + dcol), s_wrap = 4 * int64_t(L.n_z - cols);
+                const unsigned d_step = 4u * unsigned(drow * w.pitch + dcol), d_wrap = 4u * unsigned(w.pitch - cols);
+                const int64_t s_ry = 4 * int64_t(ry_stride);
+                const unsigned d_ry = 4u * unsigned(plane);
+                for (int e = tid; e < n; e += kThreads) {
+                    copy4_async(dst, src);
+                    copy4_async(dst + d_ry, src + s_ry);
+                    copy4_async(dst + 2 * d_ry, src + 2 * s_ry);
+                    copy4_async(dst + 3 * d_ry, src + 3 * s_ry);
+                    col += dcol;
+                    src += s_step;
+                    dst += d_step;
+                    if (col >= cols) {
+                        col -= cols;
+                        src += s_wrap;
+                        dst += d_wrap;
+                    }
                 }
-            });
+            } else {
+                for_each_window_cell<kThreads>(tid, w.rows, w.cols, L.n_z, w.pitch, [&](int, int, int s_off, int d_off) {
+                    const float* src = src0 + s_off;
+                    float* dst = dst0 + d_off;
+#pragma unroll 1
+                    for (int ry = 0; ry < D; ++ry, src += ry_stride, dst += plane) __pipeline_memcpy_async(dst, src, 4);
+                });
+            }
         }
         __pipeline_commit();
     };
