@@ -117,14 +117,16 @@ __host__ __device__ inline FwdSmem fwd_smem(int n_planes, int D, int win_cap) {
 }
 
 // The forward's inner loop: taps (byte offset, weight) in pairs (one 16-byte broadcast load), each
-// added to the thread's rounds. kAll: every round active (no predicates); else rounds says which.
-template <unsigned kAll>
+// added to the thread's rounds. kRounds: the active rounds as a compile-time mask (no predicates, no
+// instructions for the others); 0: `rounds` says which, at run time (predicated instructions, which
+// issue for every round).
+template <unsigned kRounds>
 __device__ __forceinline__ void fwd_taps(const int2* __restrict__ dt, int nt, const char* const (&wp)[kFwdRounds],
-                                         float (&acc)[kFwdRounds], unsigned rounds = kAll) {
+                                         float (&acc)[kFwdRounds], unsigned rounds = kRounds) {
     auto one = [&](int off, float w) {
 #pragma unroll
         for (int r = 0; r < kFwdRounds; ++r)
-            if (kAll != 0 || (rounds & (1u << r)))
+            if (kRounds != 0 ? ((kRounds >> r) & 1u) != 0 : (rounds & (1u << r)) != 0)
                 acc[r] = fmaf(w, *reinterpret_cast<const float*>(wp[r] + off), acc[r]);
     };
     const int4* d4 = reinterpret_cast<const int4*>(dt);
@@ -298,14 +300,17 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
         for (int q = 0; q < 2; ++q)
             if (tid + q * kThreads < st.nt) pre[q] = taps[t0 + tid + q * kThreads];
     };
+    // a signed voxel offset (>= 0) in cells: a shift for D = 4 (the scanners' crystals of 4 voxels),
+    // where the integer division costs ~25 instructions on the path to the step's barrier
+    auto cells_of = [&](int e) { return D == 4 ? (e >> 2) : e / D; };
     auto decode = [&](const Step& st, const Window& w, int buf) {
         int2* dst = dtap + buf * kTapCap;
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
             const int t = tid + q * kThreads;
             if (t < st.nt) {
-                const int ey = signed_offset(pre[q].dy, Wy, s_y), qy = ey / D, ry = ey - qy * D;
-                const int qz = signed_offset(pre[q].dz, Wz, s_z) / D;
+                const int ey = signed_offset(pre[q].dy, Wy, s_y), qy = cells_of(ey), ry = ey - qy * D;
+                const int qz = cells_of(signed_offset(pre[q].dz, Wz, s_z));
                 const int off = fwd_tap_offset(w, ry, qy, qz);
                 dst[t] = make_int2(kStaged ? off * int(sizeof(float)) : off, __float_as_int(pre[q].w));
             }
@@ -344,8 +349,17 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
 #pragma unroll
                 for (int r = 0; r < kFwdRounds; ++r)
                     wp[r] = reinterpret_cast<const char*>(win + buf * P.win_cap + base[r]);
-                if (rounds == (1u << kFwdRounds) - 1) fwd_taps<(1u << kFwdRounds) - 1>(dt, cur.nt, wp, acc);
-                else fwd_taps<0>(dt, cur.nt, wp, acc, rounds);
+                // A warp's rounds are 0 .. n-1 unless LORs are skipped: the last tile of a class-sign
+                // ends after round n - 1 in its warps, and narrow classes' tiles hold fewer LORs. (With
+                // 1024 LORs per block, 38 % of the full-size scanner's warp-rounds lie in last tiles.)
+                static_assert(kFwdRounds == 4, "one tap loop per prefix of the rounds");
+                switch (rounds) {
+                    case 0xf: fwd_taps<0xf>(dt, cur.nt, wp, acc); break;
+                    case 0x1: fwd_taps<0x1>(dt, cur.nt, wp, acc); break;
+                    case 0x3: fwd_taps<0x3>(dt, cur.nt, wp, acc); break;
+                    case 0x7: fwd_taps<0x7>(dt, cur.nt, wp, acc); break;
+                    default: fwd_taps<0>(dt, cur.nt, wp, acc, rounds); break;
+                }
             } else {
                 const float* W = plane_ptr(cur);
                 for (int t = 0; t < cur.nt; ++t) {
