@@ -601,25 +601,43 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
         };
         if constexpr (kStaged) {
             // The window holds zeros wherever a q brings no valid LOR to a cell, so no q is tested:
-            // every reached tile takes every q. The common case, every round reached, runs without a
-            // predicate.
+            // every reached tile takes every q. The rounds a step reaches are consecutive (a class's
+            // reach is an interval in y, the rounds are consecutive 4-row tiles), so each run of rounds
+            // [kFirst, kFirst + kCount) has its own loop without predicates: a step that reaches one
+            // round issues its 16 FMAs per q, not the 64 of all four rounds with three predicated off.
             int ybyte[kBackRounds];
 #pragma unroll
             for (int r = 0; r < kBackRounds; ++r)
                 ybyte[r] = static_cast<int>(S.win) + (buf * P.y_cap + back_cell_base(w, r, lane)) * int(sizeof(float));
-            auto q_loop = [&](auto every_round) {
+            auto q_loop = [&](auto first, auto count) {
+                constexpr int kFirst = decltype(first)::value, kEnd = kFirst + decltype(count)::value;
                 for (int q = 0; q < st.nt; ++q) {
                     const int off = qd[q];
                     float wq[kGroups];
                     load_weights(q, wq);
 #pragma unroll
-                    for (int r = 0; r < kBackRounds; ++r)
-                        if (decltype(every_round)::value || (act & (1u << r)))
-                            add(r, wq, *reinterpret_cast<const float*>(smem + ybyte[r] + off));
+                    for (int r = kFirst; r < kEnd; ++r) add(r, wq, *reinterpret_cast<const float*>(smem + ybyte[r] + off));
                 }
             };
-            if (act == (1u << kBackRounds) - 1) q_loop(std::true_type{});
-            else q_loop(std::false_type{});
+            using I0 = std::integral_constant<int, 0>;
+            using I1 = std::integral_constant<int, 1>;
+            using I2 = std::integral_constant<int, 2>;
+            using I3 = std::integral_constant<int, 3>;
+            using I4 = std::integral_constant<int, 4>;
+            static_assert(kBackRounds == 4, "one loop per run of consecutive rounds");
+            switch (act) {
+                case 0xf: q_loop(I0{}, I4{}); break;
+                case 0x1: q_loop(I0{}, I1{}); break;
+                case 0x3: q_loop(I0{}, I2{}); break;
+                case 0x7: q_loop(I0{}, I3{}); break;
+                case 0x2: q_loop(I1{}, I1{}); break;
+                case 0x6: q_loop(I1{}, I2{}); break;
+                case 0xe: q_loop(I1{}, I3{}); break;
+                case 0x4: q_loop(I2{}, I1{}); break;
+                case 0xc: q_loop(I2{}, I2{}); break;
+                case 0x8: q_loop(I3{}, I1{}); break;
+                default: break;   // no round reached (act is a run of consecutive rounds, see above)
+            }
         } else {
             const float* yso = y + P.in[st.e] + int64_t(st.s) * c.pos_y * c.pos_z;
             const int cz = U.cz_a + lane % kTileZ;
