@@ -101,7 +101,10 @@ __device__ __forceinline__ void copy4_async(unsigned dst_shared, const char* src
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst_shared), "l"(src) : "memory");
 }
 
-// Shared memory: plane metadata (row start, box, r_z group starts), decoded taps [2][kTapCap], windows [2][win_cap].
+// Shared memory: plane metadata (row start, box, r_z group starts), decoded taps [2][kTapStride], windows [2][win_cap].
+// A tap buffer holds kTapCap taps and one pair of padding, which the tap loop reads (and does not use)
+// when it loads the pair after a step's last one.
+constexpr int kTapStride = kTapCap + 2;
 struct FwdSmem {
     size_t box, rzg, tap, win, total;
 };
@@ -111,7 +114,7 @@ __host__ __device__ inline FwdSmem fwd_smem(int n_planes, int D, int win_cap) {
     s.box = size_t(8) * n_planes;
     s.rzg = s.box + size_t(8) * n_planes;
     s.tap = align16(s.rzg + size_t(4) * n_planes * (D + 1));
-    s.win = s.tap + size_t(8) * 2 * kTapCap;
+    s.win = s.tap + size_t(8) * 2 * kTapStride;
     s.total = s.win + size_t(4) * 2 * win_cap;
     return s;
 }
@@ -129,17 +132,23 @@ __device__ __forceinline__ void fwd_taps(const int2* __restrict__ dt, int nt, co
             if (kRounds != 0 ? ((kRounds >> r) & 1u) != 0 : (rounds & (1u << r)) != 0)
                 acc[r] = fmaf(w, *reinterpret_cast<const float*>(wp[r] + off), acc[r]);
     };
+    // The next pair's broadcast load is issued a pair ahead, so that its latency (a shared load,
+    // ~30 cycles) overlaps this pair's loads and FMAs instead of stalling the pair's first address
+    // add. The last iteration reads the pair after the step's taps, unused: a stale pair of the same
+    // buffer, or its padding (kTapStride). The sums are the same additions in the same order.
     const int4* d4 = reinterpret_cast<const int4*>(dt);
-    int t = 0;
+    const int n_pairs = nt >> 1;
+    int4 d = d4[0];
 #pragma unroll 2
-    for (; t + 1 < nt; t += 2) {
-        const int4 d = d4[t >> 1];
+    for (int p = 0; p < n_pairs; ++p) {
+        const int4 next = d4[p + 1];
         one(d.x, __int_as_float(d.y));
         one(d.z, __int_as_float(d.w));
+        d = next;
     }
-    if (t < nt) {
-        const int2 d = dt[t];
-        one(d.x, __int_as_float(d.y));
+    if (nt & 1) {
+        const int2 e = dt[nt - 1];
+        one(e.x, __int_as_float(e.y));
     }
 }
 
@@ -304,7 +313,7 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
     // where the integer division costs ~25 instructions on the path to the step's barrier
     auto cells_of = [&](int e) { return D == 4 ? (e >> 2) : e / D; };
     auto decode = [&](const Step& st, const Window& w, int buf) {
-        int2* dst = dtap + buf * kTapCap;
+        int2* dst = dtap + buf * kTapStride;
 #pragma unroll
         for (int q = 0; q < 2; ++q) {
             const int t = tid + q * kThreads;
@@ -341,7 +350,7 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
             int base[kFwdRounds];
 #pragma unroll
             for (int r = 0; r < kFwdRounds; ++r) base[r] = fwd_lor_base(wc, li[r], lj[r]);
-            const int2* dt = dtap + buf * kTapCap;
+            const int2* dt = dtap + buf * kTapStride;
             if (rounds == 0) {
                 // every LOR of this warp skipped: nothing to accumulate
             } else if constexpr (kStaged) {
