@@ -1,6 +1,9 @@
 """Statistics of a dual-head patch model that decide how a projector can reuse what it loads (issue 17):
 per (class, plane) row, weighted by the row's LORs, the taps, the distinct cell offsets q, the distinct
-(r_y, r_z, q_y) and (r_y, q_y) tap lines, and the spans of the rows' cell-offset boxes.
+(r_y, r_z, q_y) and (r_y, q_y) tap lines, and the spans of the rows' cell-offset boxes; and the default
+back projection's steps (csrc/dualhead/tiles.hpp): per (plane, unit of 16 x 8 cells), the (class, sign)
+rows whose LORs reach the unit, how many of the unit's four 4-row rounds each reaches, and the share of
+the unit's cells it reaches.
 
     python scripts/dualhead_model_stats.py [MODEL.npz]     # default: the full-size analytic model
 
@@ -53,6 +56,54 @@ def main():
         hist = np.bincount(span, weights=weight)
         print(f"box span {name} (cells - 1, LOR-weighted mean) {float(span @ weight):.2f}; "
               f"histogram {np.round(hist, 3).tolist()}")
+    code = np.unique(row * (1 << 24) + q_y * 4096 + q_z)
+    n_q = np.bincount(code >> 24, minlength=K * P)[full]
+    box = [f(q, first) for q in (q_y, q_z) for f in (np.minimum.reduceat, np.maximum.reduceat)]
+    print_back_steps(back_steps(s, np.nonzero(full)[0] // P, n_q, *box))
+
+
+def back_steps(s, k, n_q, y_lo, y_hi, z_lo, z_hi, unit_rows=16, unit_cols=8, round_rows=4):
+    """The default back projection's steps for rows of classes k with n_q distinct cell offsets and
+    (+,+) boxes [y_lo, y_hi] x [z_lo, z_hi] (cells): a step is a (row, sign) whose LORs reach a unit."""
+    a_y, a_z = s.class_of(k)
+    pos_y, pos_z = s.n_y - a_y, s.n_z - a_z
+    steps, q_slots, q_rounds, cells = 0, 0.0, np.zeros(5), 0.0
+    for s_y in (1, -1):
+        for s_z in (1, -1):
+            valid = ((s_y > 0) | (a_y > 0)) & ((s_z > 0) | (a_z > 0))
+            # the rows (cells) the signed orientation's LORs reach: positions + signed box
+            y0 = np.where(s_y > 0, y_lo, a_y - y_hi)
+            y1 = pos_y - 1 + np.where(s_y > 0, y_hi, a_y - y_lo)
+            z0 = np.where(s_z > 0, z_lo, a_z - z_hi)
+            z1 = pos_z - 1 + np.where(s_z > 0, z_hi, a_z - z_lo)
+            for cy_a in range(0, s.n_y, unit_rows):
+                cy_b = min(cy_a + unit_rows, s.n_y) - 1
+                for cz_a in range(0, s.n_z, unit_cols):
+                    cz_b = min(cz_a + unit_cols, s.n_z) - 1
+                    hit = valid & (y0 <= cy_b) & (y1 >= cy_a) & (z0 <= cz_b) & (z1 >= cz_a)
+                    if not hit.any():
+                        continue
+                    h0, h1, n = y0[hit], y1[hit], n_q[hit]
+                    reached = np.zeros(h0.size, dtype=np.int64)
+                    for ra in range(cy_a, cy_b + 1, round_rows):
+                        reached += (h0 <= min(ra + round_rows - 1, cy_b)) & (h1 >= ra)
+                    steps += h0.size
+                    q_slots += float(n.sum())
+                    q_rounds += np.bincount(reached, weights=n, minlength=5)
+                    rows = np.minimum(h1, cy_b) - np.maximum(h0, cy_a) + 1
+                    cols = np.minimum(z1[hit], cz_b) - np.maximum(z0[hit], cz_a) + 1
+                    cells += float((n * rows * cols).sum())
+    n_units = s.n_planes * -(-s.n_y // unit_rows) * -(-s.n_z // unit_cols)
+    return dict(steps=steps, steps_per_unit=steps / n_units, mean_q=q_slots / steps,
+                rounds_share=q_rounds / q_rounds.sum(), fma_ratio=4 * q_slots / float(q_rounds @ np.arange(5)),
+                cells_share=cells / (q_slots * unit_rows * unit_cols))
+
+
+def print_back_steps(st):
+    print(f"back steps {st['steps']} ({st['steps_per_unit']:.1f} per plane and unit), mean q per step {st['mean_q']:.2f}")
+    print(f"back steps by rounds reached 0..4 (q-weighted shares) {np.round(st['rounds_share'], 3).tolist()}; "
+          f"FMAs of all four rounds / of the rounds reached {st['fma_ratio']:.3f}")
+    print(f"cells reached per step and q / the unit's cells {st['cells_share']:.3f}")
 
 
 if __name__ == "__main__":

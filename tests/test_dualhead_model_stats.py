@@ -1,0 +1,73 @@
+"""scripts/dualhead_model_stats.py's count of the default back projection's steps (the statistics
+benchmarks/RESULTS.md cites for the full-size model), against a scalar walk over units, rows, signs
+and rounds written from csrc/dualhead/tiles.hpp's definitions (16 x 8-cell units of four 4-row rounds;
+a (class, sign) row reaches the cells positions + signed box)."""
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+from directpet.dualhead import DualHeadScanner, build_patch_model
+
+SCRIPT = os.path.join(os.path.dirname(__file__), os.pardir, "scripts", "dualhead_model_stats.py")
+
+
+@pytest.fixture(scope="module")
+def stats():
+    spec = importlib.util.spec_from_file_location("dualhead_model_stats", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def scalar_steps(s, rows):
+    """The same statistics, one (row, sign, unit, round) at a time. rows: (k, n_q, y_lo, y_hi, z_lo, z_hi)."""
+    steps, q_slots, q_rounds, cells = 0, 0, [0] * 5, 0
+    for k, n_q, y_lo, y_hi, z_lo, z_hi in rows:
+        a_y, a_z = divmod(k, s.n_z)
+        for s_y, s_z in s.class_signs(k):
+            by = (y_lo, y_hi) if s_y > 0 else (a_y - y_hi, a_y - y_lo)
+            bz = (z_lo, z_hi) if s_z > 0 else (a_z - z_hi, a_z - z_lo)
+            reach_y = (by[0], s.n_y - a_y - 1 + by[1])
+            reach_z = (bz[0], s.n_z - a_z - 1 + bz[1])
+            for cy in range(0, s.n_y, 16):
+                for cz in range(0, s.n_z, 8):
+                    unit_y = range(cy, min(cy + 16, s.n_y))
+                    unit_z = range(cz, min(cz + 8, s.n_z))
+                    ys = [y for y in unit_y if reach_y[0] <= y <= reach_y[1]]
+                    zs = [z for z in unit_z if reach_z[0] <= z <= reach_z[1]]
+                    if not ys or not zs:
+                        continue
+                    rounds = {(y - cy) // 4 for y in ys}
+                    steps += 1
+                    q_slots += n_q
+                    q_rounds[len(rounds)] += n_q
+                    cells += n_q * len(ys) * len(zs)
+    return steps, q_slots, q_rounds, cells
+
+
+def test_back_steps_match_a_scalar_walk(stats):
+    s = DualHeadScanner.small(n_y=21, n_z=11)       # two units in y (16 + 5 rows: a clipped last round)
+    model = build_patch_model(s, backend="cpu")
+    D, P = s.voxels_per_crystal, s.n_planes
+    start = np.asarray(model.tap_start).astype(np.int64)
+    dy = np.asarray(model.tap_dy).astype(np.int64)
+    dz = np.asarray(model.tap_dz).astype(np.int64)
+    rows = []
+    for r in range(s.n_classes * P):
+        qy, qz = dy[start[r]:start[r + 1]] // D, dz[start[r]:start[r + 1]] // D
+        if qy.size:
+            rows.append((r // P, len(set(zip(qy.tolist(), qz.tolist()))), qy.min(), qy.max(), qz.min(), qz.max()))
+    assert len(rows) > 100
+    steps, q_slots, q_rounds, cells = scalar_steps(s, rows)
+    k, n_q, y_lo, y_hi, z_lo, z_hi = (np.array(c) for c in zip(*rows))
+    got = stats.back_steps(s, k, n_q, y_lo, y_hi, z_lo, z_hi)
+    assert got["steps"] == steps
+    assert got["mean_q"] == pytest.approx(q_slots / steps, rel=1e-12)
+    np.testing.assert_allclose(got["rounds_share"], np.array(q_rounds) / sum(q_rounds), rtol=1e-12)
+    assert got["cells_share"] == pytest.approx(cells / (q_slots * 128), rel=1e-12)
+    assert got["fma_ratio"] == pytest.approx(4 * q_slots / sum(n * q for n, q in enumerate(q_rounds)), rel=1e-12)
+    # the small scanner has steps of one to four rounds, so the shares are not a trivial split
+    assert min(q_rounds[1:]) > 0
