@@ -3,7 +3,8 @@ per (class, plane) row, weighted by the row's LORs, the taps, the distinct cell 
 (r_y, r_z, q_y) and (r_y, q_y) tap lines, and the spans of the rows' cell-offset boxes; and the default
 back projection's steps (csrc/dualhead/tiles.hpp): per (plane, unit of 16 x 8 cells), the (class, sign)
 rows whose LORs reach the unit, how many of the unit's four 4-row rounds each reaches, and the share of
-the unit's cells it reaches.
+the unit's cells it reaches; and per distinct cell offset q of a row, its taps and how many of its D rows
+r_y and D columns r_z hold a tap (the back projection stages a q's D x D weights densely).
 
     python scripts/dualhead_model_stats.py [MODEL.npz]     # default: the full-size analytic model
 
@@ -58,8 +59,25 @@ def main():
               f"histogram {np.round(hist, 3).tolist()}")
     code = np.unique(row * (1 << 24) + q_y * 4096 + q_z)
     n_q = np.bincount(code >> 24, minlength=K * P)[full]
+    cs = cell_residues(row, q_y, q_z, r_y, r_z, lors)
+    print(f"per cell offset q (LOR-weighted mean): taps {cs['taps']:.2f} of {D * D}, rows r_y with a tap "
+          f"{cs['rows']:.2f} of {D}, columns r_z with a tap {cs['cols']:.2f} of {D}")
     box = [f(q, first) for q in (q_y, q_z) for f in (np.minimum.reduceat, np.maximum.reduceat)]
     print_back_steps(back_steps(s, np.nonzero(full)[0] // P, n_q, *box))
+
+
+def cell_residues(row, q_y, q_z, r_y, r_z, lors):
+    """Per distinct (row, q) of the taps: the taps, and the rows r_y and columns r_z of the D x D residue
+    block that hold one; means weighted by the row's LORs (lors, per row)."""
+    cell, inv = np.unique((row * 4096 + q_y) * 4096 + q_z, return_inverse=True)
+    rows = np.zeros(cell.size, dtype=np.int64)
+    cols = np.zeros(cell.size, dtype=np.int64)
+    np.bitwise_or.at(rows, inv, np.left_shift(1, r_y))
+    np.bitwise_or.at(cols, inv, np.left_shift(1, r_z))
+    weight = lors[cell // 4096 ** 2]
+    bits = lambda m: np.unpackbits(m.astype(">u8").view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1)
+    mean = lambda v: float(v @ weight / weight.sum())
+    return dict(taps=mean(np.bincount(inv)), rows=mean(bits(rows)), cols=mean(bits(cols)))
 
 
 def back_steps(s, k, n_q, y_lo, y_hi, z_lo, z_hi, unit_rows=16, unit_cols=8, round_rows=4):

@@ -1,7 +1,8 @@
-"""scripts/dualhead_model_stats.py's count of the default back projection's steps (the statistics
-benchmarks/RESULTS.md cites for the full-size model), against a scalar walk over units, rows, signs
-and rounds written from csrc/dualhead/tiles.hpp's definitions (16 x 8-cell units of four 4-row rounds;
-a (class, sign) row reaches the cells positions + signed box)."""
+"""scripts/dualhead_model_stats.py's counts that benchmarks/RESULTS.md cites: the default back
+projection's steps, against a scalar walk over units, rows, signs and rounds written from
+csrc/dualhead/tiles.hpp's definitions (16 x 8-cell units of four 4-row rounds; a (class, sign) row
+reaches the cells positions + signed box), and the residues of each cell offset, against a count per
+(row, cell)."""
 
 import importlib.util
 import os
@@ -48,9 +49,37 @@ def scalar_steps(s, rows):
     return steps, q_slots, q_rounds, cells
 
 
-def test_back_steps_match_a_scalar_walk(stats):
+@pytest.fixture(scope="module")
+def small_model():
     s = DualHeadScanner.small(n_y=21, n_z=11)       # two units in y (16 + 5 rows: a clipped last round)
-    model = build_patch_model(s, backend="cpu")
+    return s, build_patch_model(s, backend="cpu")
+
+
+def test_cell_residues_match_a_count_per_cell(stats, small_model):
+    s, model = small_model
+    D, P = s.voxels_per_crystal, s.n_planes
+    start = np.asarray(model.tap_start).astype(np.int64)
+    dy = np.asarray(model.tap_dy).astype(np.int64)
+    dz = np.asarray(model.tap_dz).astype(np.int64)
+    row = np.repeat(np.arange(s.n_classes * P), np.diff(start))
+    lors = np.repeat(s.class_lor_counts(), P).astype(float)
+    cells = {}
+    for r, y, z in zip(row.tolist(), dy.tolist(), dz.tolist()):
+        cell = cells.setdefault((r, y // D, z // D), [0, set(), set()])   # taps, rows r_y, columns r_z
+        cell[0] += 1
+        cell[1].add(y % D)
+        cell[2].add(z % D)
+    w = np.array([lors[r] for r, _, _ in cells])
+    expect = {name: float(np.array([c[i] if i == 0 else len(c[i]) for c in cells.values()]) @ w / w.sum())
+              for i, name in enumerate(("taps", "rows", "cols"))}
+    got = stats.cell_residues(row, dy // D, dz // D, dy % D, dz % D, lors)
+    for name in expect:
+        assert got[name] == pytest.approx(expect[name], rel=1e-12)
+    assert 1 < got["rows"] < D and 1 < got["cols"] < D     # some cells partly filled, not a trivial case
+
+
+def test_back_steps_match_a_scalar_walk(stats, small_model):
+    s, model = small_model
     D, P = s.voxels_per_crystal, s.n_planes
     start = np.asarray(model.tap_start).astype(np.int64)
     dy = np.asarray(model.tap_dy).astype(np.int64)
