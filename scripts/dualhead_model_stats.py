@@ -4,7 +4,9 @@ per (class, plane) row, weighted by the row's LORs, the taps, the distinct cell 
 back projection's steps (csrc/dualhead/tiles.hpp): per (plane, unit of 16 x 8 cells), the (class, sign)
 rows whose LORs reach the unit, how many of the unit's four 4-row rounds each reaches, and the share of
 the unit's cells it reaches; and per distinct cell offset q of a row, its taps and how many of its D rows
-r_y and D columns r_z hold a tap (the back projection stages a q's D x D weights densely).
+r_y and D columns r_z hold a tap (the back projection stages a q's D x D weights densely); and, from the
+scanner's geometry alone, how the default forward's tiles of 1024 positions leave rounds of its warps
+empty in each class's last tile.
 
     python scripts/dualhead_model_stats.py [MODEL.npz]     # default: the full-size analytic model
 
@@ -64,6 +66,29 @@ def main():
           f"{cs['rows']:.2f} of {D}, columns r_z with a tap {cs['cols']:.2f} of {D}")
     box = [f(q, first) for q in (q_y, q_z) for f in (np.minimum.reduceat, np.maximum.reduceat)]
     print_back_steps(back_steps(s, np.nonzero(full)[0] // P, n_q, *box))
+    ft = forward_tiles(s)
+    print(f"forward tiles of 1024 positions: {100 * ft['last_share']:.1f} % of the warps' 4-round slots lie in "
+          f"classes' last tiles; slots / rounds holding a LOR {ft['slots_per_round']:.3f}")
+
+
+def forward_tiles(s, lors_per_block=1024, threads=256, rounds=4):
+    """The default forward's tiles (csrc/dualhead/tiles.hpp: a block holds lors_per_block consecutive
+    positions of one class and sign, position f0 + r * threads + t in round r of thread t): for the
+    warps that hold a LOR, their 4-round slots, the share of them in each class's last tile, and the
+    slots per round that holds a LOR. Narrow classes given fewer LORs per block are not modelled."""
+    a_y, a_z = s.class_of(np.arange(s.n_classes))
+    signs = (1 + (a_y > 0)) * (1 + (a_z > 0))
+    n_pos = (s.n_y - a_y) * (s.n_z - a_z)
+    full, rest = np.divmod(n_pos, lors_per_block)
+    warps = threads // 32
+    first = 32 * np.arange(warps)[:, None] + threads * np.arange(rounds)[None, :]   # [warp, round]
+    held = (first[None] < rest[:, None, None]).sum(axis=2)                            # rounds per warp, last tile
+    busy = held > 0
+    slots_full = full * warps * rounds
+    slots_last = rounds * busy.sum(axis=1)
+    used = full * warps * rounds + held.sum(axis=1)
+    slots = float(signs @ (slots_full + slots_last))
+    return dict(last_share=float(signs @ slots_last) / slots, slots_per_round=slots / float(signs @ used))
 
 
 def cell_residues(row, q_y, q_z, r_y, r_z, lors):

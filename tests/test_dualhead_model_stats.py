@@ -100,3 +100,24 @@ def test_back_steps_match_a_scalar_walk(stats, small_model):
     assert got["fma_ratio"] == pytest.approx(4 * q_slots / sum(n * q for n, q in enumerate(q_rounds)), rel=1e-12)
     # the small scanner has steps of one to four rounds, so the shares are not a trivial split
     assert min(q_rounds[1:]) > 0
+
+
+def test_forward_tiles_match_a_count_per_warp(stats):
+    s = DualHeadScanner.small(n_y=40, n_z=30)       # the widest classes span two tiles of 1024 positions
+    slots = last = used = 0
+    for k in range(s.n_classes):
+        a_y, a_z = divmod(k, s.n_z)
+        n_pos, n_signs = (s.n_y - a_y) * (s.n_z - a_z), len(s.class_signs(k))
+        full, rest = divmod(n_pos, 1024)
+        slots += n_signs * 32 * full
+        used += n_signs * 32 * full
+        for warp in range(8):
+            held = sum(1 for r in range(4) if 256 * r + 32 * warp < rest)
+            if held:
+                slots += n_signs * 4
+                last += n_signs * 4
+                used += n_signs * held
+    got = stats.forward_tiles(s)
+    assert got["last_share"] == pytest.approx(last / slots, rel=1e-12)
+    assert got["slots_per_round"] == pytest.approx(slots / used, rel=1e-12)
+    assert 0 < got["last_share"] < 1 and got["slots_per_round"] > 1
