@@ -1,18 +1,21 @@
-"""Statistics of a dual-head patch model that decide how a projector can reuse what it loads (issue 17):
-per (class, plane) row, weighted by the row's LORs, the taps, the distinct cell offsets q, the distinct
-(r_y, r_z, q_y) and (r_y, q_y) tap lines, and the spans of the rows' cell-offset boxes; and the default
-back projection's steps (csrc/dualhead/tiles.hpp): per (plane, unit of 16 x 8 cells), the (class, sign)
-rows whose LORs reach the unit, how many of the unit's four 4-row rounds each reaches, and the share of
-the unit's cells it reaches; and per distinct cell offset q of a row, its taps and how many of its D rows
-r_y and D columns r_z hold a tap (the back projection stages a q's D x D weights densely); and, from the
-scanner's geometry alone, how the default forward's tiles of 1024 positions leave rounds of its warps
-empty in each class's last tile.
+"""Statistics of a dual-head patch model that decide how the default projectors can reuse what they
+load and how much of their work is empty (issue 17). Weighted by each (class, plane) row's LORs:
+
+* per row, the taps, the distinct cell offsets q, the distinct (r_y, r_z, q_y) and (r_y, q_y) tap lines
+  and the spans of the rows' cell-offset boxes;
+* per distinct cell offset q of a row, its taps and how many of its D rows r_y and D columns r_z hold a
+  tap (the back projection stages a q's D x D weights densely);
+* the back projection's steps (csrc/dualhead/tiles.hpp): per (plane, unit of 16 x 8 cells), the
+  (class, sign) rows whose LORs reach the unit, how many of its four 4-row rounds each reaches, and the
+  share of its cells;
+* from the scanner's geometry alone, the forward's tiles of 1024 positions: the rounds of its warps
+  left empty in each class's last tile.
 
     python scripts/dualhead_model_stats.py [MODEL.npz]     # default: the full-size analytic model
 
 The model is loaded from MODEL.npz when it exists, else built (on the GPU when there is one) and saved
-there. Prints one line per statistic; benchmarks/results/ncu/issue17_dh_fwd_source_summary.json keeps
-the full-size values.
+there. Prints one line per statistic; benchmarks/results/ncu/issue17_dh_{fwd,back}_source_summary.json
+keep the values cited in benchmarks/RESULTS.md.
 """
 
 import os
