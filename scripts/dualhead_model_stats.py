@@ -49,21 +49,21 @@ def main():
     dy = np.asarray(model.tap_dy).astype(np.int64)
     dz = np.asarray(model.tap_dz).astype(np.int64)
     q_y, q_z, r_y, r_z = dy // D, dz // D, dy % D, dz % D
+    distinct = {}                           # distinct keys per row, over all rows
     for name, keys in (("distinct cell offsets q", (q_y, q_z)), ("distinct (r_y, r_z, q_y)", (r_y, r_z, q_y)),
                        ("distinct (r_y, q_y)", (r_y, q_y))):
         code = row.copy()
         for key in keys:                    # offsets and residues are below 4096
             code = code * 4096 + key
-        count = np.bincount(np.unique(code) // 4096 ** len(keys), minlength=K * P)
-        print(f"{name} per row (LOR-weighted mean) {float(count[full] @ weight):.2f}")
+        distinct[name] = np.bincount(np.unique(code) // 4096 ** len(keys), minlength=K * P)
+        print(f"{name} per row (LOR-weighted mean) {float(distinct[name][full] @ weight):.2f}")
     first = start[:-1][full]
     for name, q in (("q_y", q_y), ("q_z", q_z)):
         span = np.maximum.reduceat(q, first) - np.minimum.reduceat(q, first)
         hist = np.bincount(span, weights=weight)
         print(f"box span {name} (cells - 1, LOR-weighted mean) {float(span @ weight):.2f}; "
               f"histogram {np.round(hist, 3).tolist()}")
-    code = np.unique(row * (1 << 24) + q_y * 4096 + q_z)
-    n_q = np.bincount(code >> 24, minlength=K * P)[full]
+    n_q = distinct["distinct cell offsets q"][full]
     cs = cell_residues(row, q_y, q_z, r_y, r_z, lors)
     print(f"per cell offset q (LOR-weighted mean): taps {cs['taps']:.2f} of {D * D}, rows r_y with a tap "
           f"{cs['rows']:.2f} of {D}, columns r_z with a tap {cs['cols']:.2f} of {D}")

@@ -51,16 +51,15 @@ def scalar_steps(s, rows):
 
 @pytest.fixture(scope="module")
 def small_model():
+    """A small scanner and its model's taps: (scanner, tap_start, tap_dy, tap_dz) as int64 arrays."""
     s = DualHeadScanner.small(n_y=21, n_z=11)       # two units in y (16 + 5 rows: a clipped last round)
-    return s, build_patch_model(s, backend="cpu")
+    model = build_patch_model(s, backend="cpu")
+    return (s,) + tuple(np.asarray(a).astype(np.int64) for a in (model.tap_start, model.tap_dy, model.tap_dz))
 
 
 def test_cell_residues_match_a_count_per_cell(stats, small_model):
-    s, model = small_model
+    s, start, dy, dz = small_model
     D, P = s.voxels_per_crystal, s.n_planes
-    start = np.asarray(model.tap_start).astype(np.int64)
-    dy = np.asarray(model.tap_dy).astype(np.int64)
-    dz = np.asarray(model.tap_dz).astype(np.int64)
     row = np.repeat(np.arange(s.n_classes * P), np.diff(start))
     lors = np.repeat(s.class_lor_counts(), P).astype(float)
     cells = {}
@@ -79,11 +78,8 @@ def test_cell_residues_match_a_count_per_cell(stats, small_model):
 
 
 def test_back_steps_match_a_scalar_walk(stats, small_model):
-    s, model = small_model
+    s, start, dy, dz = small_model
     D, P = s.voxels_per_crystal, s.n_planes
-    start = np.asarray(model.tap_start).astype(np.int64)
-    dy = np.asarray(model.tap_dy).astype(np.int64)
-    dz = np.asarray(model.tap_dz).astype(np.int64)
     rows = []
     for r in range(s.n_classes * P):
         qy, qz = dy[start[r]:start[r + 1]] // D, dz[start[r]:start[r + 1]] // D
