@@ -5,11 +5,11 @@
 //   The image is first rearranged into the polyphase layout X[p][r_y][r_z][c_y][c_z] (r = voxel
 //   index mod D within its crystal cell, c = cell). A class, sign and plane is then a strided 2D
 //   correlation: LOR (i, j) reads cell (i + q_y, j + q_z) of residue plane (r_y, r_z) per tap.
-//   forward: a block owns 1024 consecutive shift positions of one signed orientation (4 per thread,
-//     256 threads; warps of 32 positions consecutive in j) and walks the planes. Per step (plane p,
+//   forward: a block owns 1024 consecutive shift positions of one signed orientation (8 per thread,
+//     128 threads; warps of 32 positions consecutive in j) and walks the planes. Per step (plane p,
 //     residue r_z) it stages the D residue planes r_y of the image window its LORs reach (cp.async,
 //     double buffered) and decodes that step's taps (mirrored for the sign) into window offsets;
-//     each thread then accumulates its 4 LORs with one shared load and one FMA per tap and LOR, the
+//     each thread then accumulates its 8 LORs with one shared load and one FMA per tap and LOR, the
 //     taps being block-uniform (broadcast). Window rows are padded so that the 32 LORs of a warp hit
 //     32 distinct banks even across a row wrap. LORs whose skip value is 0 get 0; warps (and
 //     blocks) whose LORs are all skipped do no work. Plane-group launches (accumulating into y) keep
@@ -40,6 +40,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -149,6 +150,21 @@ __device__ __forceinline__ void fwd_taps(const int2* __restrict__ dt, int nt, co
     if (nt & 1) {
         const int2 e = dt[nt - 1];
         one(e.x, __int_as_float(e.y));
+    }
+}
+
+// The tap loop for the warp's `rounds`: a prefix 0 .. n-1 of them (the usual case: a class-sign's last
+// tile ends after round n - 1 in its warps, and narrow classes' tiles hold fewer LORs) gets a loop
+// without predicates; any other mask (skipped LORs) the predicated loop.
+template <int kN = kFwdRounds>
+__device__ __forceinline__ void fwd_taps_of(unsigned rounds, const int2* __restrict__ dt, int nt,
+                                            const char* const (&wp)[kFwdRounds], float (&acc)[kFwdRounds]) {
+    if constexpr (kN == 0) {
+        fwd_taps<0>(dt, nt, wp, acc, rounds);
+    } else {
+        constexpr unsigned kPrefix = (1u << kN) - 1u;
+        if (rounds == kPrefix) fwd_taps<kPrefix>(dt, nt, wp, acc);
+        else fwd_taps_of<kN - 1>(rounds, dt, nt, wp, acc);
     }
 }
 
@@ -302,12 +318,18 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
         }
         __pipeline_commit();
     };
-    DTap pre[2];
+    // The next step's taps, loaded before this step's tap loop and decoded after it. They are kept as
+    // loaded (DTap's 8 bytes as an int2: x = dy | dz << 16, y = w's bits): unpacking the 16-bit fields
+    // at the load made the loading warps wait for it before their tap loop (the profile of 0ce29f7).
+    static_assert(offsetof(DTap, dz) == 2 && offsetof(DTap, w) == 4, "DTap read as an int2 (little-endian)");
+    constexpr int kTapsPerThread = kTapCap / kThreads;
+    static_assert(kTapCap % kThreads == 0, "whole taps per thread");
+    int2 pre[kTapsPerThread];
     auto prefetch = [&](const Step& st) {
-        const int64_t t0 = m_row[st.pi] + st.t;
+        const int2* src = reinterpret_cast<const int2*>(taps) + (m_row[st.pi] + st.t);
 #pragma unroll
-        for (int q = 0; q < 2; ++q)
-            if (tid + q * kThreads < st.nt) pre[q] = taps[t0 + tid + q * kThreads];
+        for (int q = 0; q < kTapsPerThread; ++q)
+            if (tid + q * kThreads < st.nt) pre[q] = __ldg(src + tid + q * kThreads);
     };
     // a signed voxel offset (>= 0) in cells: a shift for D = 4 (the scanners' crystals of 4 voxels),
     // where the integer division costs ~25 instructions on the path to the step's barrier
@@ -315,13 +337,14 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
     auto decode = [&](const Step& st, const Window& w, int buf) {
         int2* dst = dtap + buf * kTapStride;
 #pragma unroll
-        for (int q = 0; q < 2; ++q) {
+        for (int q = 0; q < kTapsPerThread; ++q) {
             const int t = tid + q * kThreads;
             if (t < st.nt) {
-                const int ey = signed_offset(pre[q].dy, Wy, s_y), qy = cells_of(ey), ry = ey - qy * D;
-                const int qz = cells_of(signed_offset(pre[q].dz, Wz, s_z));
+                const int dy = (pre[q].x << 16) >> 16, dz = pre[q].x >> 16;   // DTap's int16 fields
+                const int ey = signed_offset(dy, Wy, s_y), qy = cells_of(ey), ry = ey - qy * D;
+                const int qz = cells_of(signed_offset(dz, Wz, s_z));
                 const int off = fwd_tap_offset(w, ry, qy, qz);
-                dst[t] = make_int2(kStaged ? off * int(sizeof(float)) : off, __float_as_int(pre[q].w));
+                dst[t] = make_int2(kStaged ? off * int(sizeof(float)) : off, pre[q].y);
             }
         }
     };
@@ -358,17 +381,8 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
 #pragma unroll
                 for (int r = 0; r < kFwdRounds; ++r)
                     wp[r] = reinterpret_cast<const char*>(win + buf * P.win_cap + base[r]);
-                // A warp's rounds are 0 .. n-1 unless LORs are skipped: the last tile of a class-sign
-                // ends after round n - 1 in its warps, and narrow classes' tiles hold fewer LORs. (With
-                // 1024 LORs per block, 38 % of the full-size scanner's warp-rounds lie in last tiles.)
-                static_assert(kFwdRounds == 4, "one tap loop per prefix of the rounds");
-                switch (rounds) {
-                    case 0xf: fwd_taps<0xf>(dt, cur.nt, wp, acc); break;
-                    case 0x1: fwd_taps<0x1>(dt, cur.nt, wp, acc); break;
-                    case 0x3: fwd_taps<0x3>(dt, cur.nt, wp, acc); break;
-                    case 0x7: fwd_taps<0x7>(dt, cur.nt, wp, acc); break;
-                    default: fwd_taps<0>(dt, cur.nt, wp, acc, rounds); break;
-                }
+                // (scripts/dualhead_model_stats.py counts the warp-rounds that lie in last tiles)
+                fwd_taps_of(rounds, dt, cur.nt, wp, acc);
             } else {
                 const float* W = plane_ptr(cur);
                 for (int t = 0; t < cur.nt; ++t) {
