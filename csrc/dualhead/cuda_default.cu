@@ -5,13 +5,15 @@
 //   The image is first rearranged into the polyphase layout X[p][r_y][r_z][c_y][c_z] (r = voxel
 //   index mod D within its crystal cell, c = cell). A class, sign and plane is then a strided 2D
 //   correlation: LOR (i, j) reads cell (i + q_y, j + q_z) of residue plane (r_y, r_z) per tap.
-//   forward: a block owns 1024 consecutive shift positions of one signed orientation (8 per thread,
-//     128 threads; warps of 32 positions consecutive in j) and walks the planes. Per step (plane p,
+//   forward: a block owns 1024 consecutive padded shift positions of one signed orientation (rows of
+//     pos_z LORs and g padding positions, g the class's widest box in q_z: tiles.hpp; 8 per thread,
+//     128 threads; warps of 32 consecutive positions) and walks the planes. Per step (plane p,
 //     residue r_z) it stages the D residue planes r_y of the image window its LORs reach (cp.async,
 //     double buffered) and decodes that step's taps (mirrored for the sign) into window offsets;
 //     each thread then accumulates its 8 LORs with one shared load and one FMA per tap and LOR, the
-//     taps being block-uniform (broadcast). Window rows are padded so that the 32 LORs of a warp hit
-//     32 distinct banks even across a row wrap. LORs whose skip value is 0 get 0; warps (and
+//     taps being block-uniform (broadcast). The window's rows lie `pitch` apart, as the padded
+//     positions do: a thread's 8 LORs sit at fixed distances in it (one address per tap, the rounds
+//     immediate offsets) and a warp's 32 LORs read 32 consecutive words. LORs whose skip value is 0 get 0; warps (and
 //     blocks) whose LORs are all skipped do no work. Plane-group launches (accumulating into y) keep
 //     the image slice that the running blocks read in L2.
 //   back: a gather, no atomics: a warp (a block of its own) owns one unit of 16 x 8 image cells of one
@@ -106,6 +108,8 @@ __device__ __forceinline__ void copy4_async(unsigned dst_shared, const char* src
 // A tap buffer holds kTapCap taps and one pair of padding, which the tap loop reads (and does not use)
 // when it loads the pair after a step's last one.
 constexpr int kTapStride = kTapCap + 2;
+// Blocks per SM the forward is built for (registers) and its small windows are sized for (shared memory).
+constexpr int kFwdBlocksPerSm = 3;
 struct FwdSmem {
     size_t box, rzg, tap, win, total;
 };
@@ -124,14 +128,16 @@ __host__ __device__ inline FwdSmem fwd_smem(int n_planes, int D, int win_cap) {
 // added to the thread's rounds. kRounds: the active rounds as a compile-time mask (no predicates, no
 // instructions for the others); 0: `rounds` says which, at run time (predicated instructions, which
 // issue for every round).
+// wb: the thread's round-0 LOR in the window (bytes); round r lies r kThreads floats further.
 template <unsigned kRounds>
-__device__ __forceinline__ void fwd_taps(const int2* __restrict__ dt, int nt, const char* const (&wp)[kFwdRounds],
+__device__ __forceinline__ void fwd_taps(const int2* __restrict__ dt, int nt, const char* wb,
                                          float (&acc)[kFwdRounds], unsigned rounds = kRounds) {
     auto one = [&](int off, float w) {
+        const float* a = reinterpret_cast<const float*>(wb + off);
 #pragma unroll
         for (int r = 0; r < kFwdRounds; ++r)
             if (kRounds != 0 ? ((kRounds >> r) & 1u) != 0 : (rounds & (1u << r)) != 0)
-                acc[r] = fmaf(w, *reinterpret_cast<const float*>(wp[r] + off), acc[r]);
+                acc[r] = fmaf(w, a[r * kThreads], acc[r]);
     };
     // The next pair's broadcast load is issued a pair ahead, so that its latency (a shared load,
     // ~30 cycles) overlaps this pair's loads and FMAs instead of stalling the pair's first address
@@ -157,19 +163,19 @@ __device__ __forceinline__ void fwd_taps(const int2* __restrict__ dt, int nt, co
 // tile ends after round n - 1 in its warps, and narrow classes' tiles hold fewer LORs) gets a loop
 // without predicates; any other mask (skipped LORs) the predicated loop.
 template <int kN = kFwdRounds>
-__device__ __forceinline__ void fwd_taps_of(unsigned rounds, const int2* __restrict__ dt, int nt,
-                                            const char* const (&wp)[kFwdRounds], float (&acc)[kFwdRounds]) {
+__device__ __forceinline__ void fwd_taps_of(unsigned rounds, const int2* __restrict__ dt, int nt, const char* wb,
+                                            float (&acc)[kFwdRounds]) {
     if constexpr (kN == 0) {
-        fwd_taps<0>(dt, nt, wp, acc, rounds);
+        fwd_taps<0>(dt, nt, wb, acc, rounds);
     } else {
         constexpr unsigned kPrefix = (1u << kN) - 1u;
-        if (rounds == kPrefix) fwd_taps<kPrefix>(dt, nt, wp, acc);
-        else fwd_taps_of<kN - 1>(rounds, dt, nt, wp, acc);
+        if (rounds == kPrefix) fwd_taps<kPrefix>(dt, nt, wb, acc);
+        else fwd_taps_of<kN - 1>(rounds, dt, nt, wb, acc);
     }
 }
 
 template <bool kStaged>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, kFwdBlocksPerSm)
 fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict__ X, const DTap* __restrict__ taps,
                    const int64_t* __restrict__ row_start, const int* __restrict__ rzg, const short4* __restrict__ boxes,
                    const float* __restrict__ skip, float* __restrict__ y) {
@@ -183,34 +189,37 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
     const int e = find_entry(P.first_block, P.n_entries, b);
     const int k = P.k[e];
     const ClassInfo c = class_info(L, k);
-    const int npos = c.pos_y * c.pos_z;
-    const int ntiles = (npos + P.lpb - 1) / P.lpb;
+    const int npos = c.pos_y * c.pos_z, pitch = P.pitch[e];
+    const int ntiles = (c.pos_y * pitch + P.lpb - 1) / P.lpb;
     const int local = b - P.first_block[e];
     const int s = local / ntiles;
-    const FwdTile T = fwd_tile(c.pos_y, c.pos_z, local - s * ntiles, P.lpb);
+    const FwdTile T = fwd_tile(c.pos_y, pitch, local - s * ntiles, P.lpb);
     int s_y, s_z;
     class_sign(c, s, s_y, s_z);
     const int Wy = D * (c.a_y + 1), Wz = D * (c.a_z + 1);
     const int64_t lor0 = P.out[e] + int64_t(s) * npos;
 
-    // this thread's LORs: f = f0 + r * kThreads + tid; lanes past the tile sit on the tile's first LOR
-    int li[kFwdRounds], lj[kFwdRounds];
-    bool in_tile[kFwdRounds], on[kFwdRounds];
+    // this thread's padded positions f = f0 + r * kThreads + tid: LOR (li, lj) of the sign, index
+    // lor = li pos_z + lj, or lor = -1 for padding and positions past the tile (which sit on the
+    // tile's first row, column 0, for the global-memory kernel's reads)
+    int li[kFwdRounds], lj[kFwdRounds], lor[kFwdRounds];
+    bool on[kFwdRounds];
     unsigned rounds = 0;   // warp-uniform: rounds with at least one projected LOR
 #pragma unroll
     for (int r = 0; r < kFwdRounds; ++r) {
-        const int f = T.f0 + r * kThreads + tid;
-        in_tile[r] = f < T.f1;
-        on[r] = in_tile[r] && (skip == nullptr || skip[lor0 + f] != 0.0f);
-        li[r] = in_tile[r] ? f / c.pos_z : T.i_a;
-        lj[r] = in_tile[r] ? f - (f / c.pos_z) * c.pos_z : T.j_lo;
+        const int f = T.f0 + r * kThreads + tid, i = f / pitch, j = f - i * pitch;
+        const bool real = f < T.f1 && j < c.pos_z;
+        li[r] = real ? i : T.i_a;
+        lj[r] = real ? j : 0;
+        lor[r] = real ? i * c.pos_z + j : -1;
+        on[r] = real && (skip == nullptr || skip[lor0 + lor[r]] != 0.0f);
         if (__any_sync(0xffffffffu, on[r])) rounds |= 1u << r;
     }
     if (!__syncthreads_or(rounds != 0)) {   // every LOR of the block skipped
         if (!P.accumulate)
 #pragma unroll
             for (int r = 0; r < kFwdRounds; ++r)
-                if (in_tile[r]) y[lor0 + T.f0 + r * kThreads + tid] = 0.0f;
+                if (lor[r] >= 0) y[lor0 + lor[r]] = 0.0f;
         return;
     }
 
@@ -261,11 +270,12 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
     auto window_of = [&](const Step& st) -> Window {
         if constexpr (!kStaged) return fwd_global_window(L);
         const short4 bx = m_box[st.pi];
-        return fwd_window(T, signed_box(Box{bx.x, bx.y, bx.z, bx.w}, c.a_y, c.a_z, s_y, s_z), c.pos_z);
+        return fwd_window(T, signed_box(Box{bx.x, bx.y, bx.z, bx.w}, c.a_y, c.a_z, s_y, s_z), c.pos_z, pitch,
+                          P.plane[e]);
     };
     // the step's residue planes r_y = 0 .. D-1 at (p, r_z), from X
     auto plane_ptr = [&](const Step& st) { return X + (int64_t(P.p_begin + st.pi) * D * D + st.rz) * nyz; };
-    // The window is copied with a flattened walk: thread tid takes elements tid, tid + 256, ... of the
+    // The window is copied with a flattened walk: thread tid takes elements tid, tid + kThreads, ... of the
     // row-major window (every thread busy on every copy) and copies each element's D residue planes
     // r_y. D = 4 (the scanners' crystals of 4 voxels) carries its source pointer and shared-memory
     // destination from one element to the next, in bytes, with the four planes at fixed strides: a
@@ -282,7 +292,7 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
             if (D == 4) {
                 const int cols = w.cols, n = w.rows * cols;
                 // the walk's start and step: (row, col) of element tid, and the rows and columns a step of
-                // 256 elements moves (small quotients, exact through the float reciprocal: quotient_of)
+                // kThreads elements moves (small quotients, exact through the float reciprocal: quotient_of)
                 const int row0 = quotient_of(tid, cols), drow = quotient_of(kThreads, cols);
                 int col = tid - row0 * cols;
                 const int dcol = kThreads - drow * cols;
@@ -370,20 +380,18 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
                 stage(nxt, wn, buf ^ 1);
                 prefetch(nxt);
             }
-            int base[kFwdRounds];
-#pragma unroll
-            for (int r = 0; r < kFwdRounds; ++r) base[r] = fwd_lor_base(wc, li[r], lj[r]);
             const int2* dt = dtap + buf * kTapStride;
             if (rounds == 0) {
                 // every LOR of this warp skipped: nothing to accumulate
             } else if constexpr (kStaged) {
-                const char* wp[kFwdRounds];   // byte offsets decoded: one add per tap and LOR
-#pragma unroll
-                for (int r = 0; r < kFwdRounds; ++r)
-                    wp[r] = reinterpret_cast<const char*>(win + buf * P.win_cap + base[r]);
-                // (scripts/dualhead_model_stats.py counts the warp-rounds that lie in last tiles)
-                fwd_taps_of(rounds, dt, cur.nt, wp, acc);
+                // round 0's position in the window, whose origin is padded position i_a pitch (the
+                // positions are linear in it); the taps' offsets are decoded in bytes
+                const int base0 = (T.f0 - T.i_a * pitch) + tid;
+                fwd_taps_of(rounds, dt, cur.nt, reinterpret_cast<const char*>(win + buf * P.win_cap + base0), acc);
             } else {
+                int base[kFwdRounds];
+#pragma unroll
+                for (int r = 0; r < kFwdRounds; ++r) base[r] = fwd_lor_base(wc, li[r], lj[r]);
                 const float* W = plane_ptr(cur);
                 for (int t = 0; t < cur.nt; ++t) {
                     const int2 d = dt[t];
@@ -404,8 +412,8 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
     }
 #pragma unroll
     for (int r = 0; r < kFwdRounds; ++r)
-        if (in_tile[r]) {
-            const int64_t o = lor0 + T.f0 + r * kThreads + tid;
+        if (lor[r] >= 0) {
+            const int64_t o = lor0 + lor[r];
             const float v = on[r] ? acc[r] : 0.0f;
             y[o] = P.accumulate ? y[o] + v : v;
         }
@@ -727,7 +735,7 @@ static void rearrange(const Layout& L, const float* src, float* dst, bool to_pol
 }
 
 // Window tiers of the default kernels: 'small' windows share launches whose blocks fit `blocks` times on
-// an SM (the forward: 2 blocks of 256 threads; the back projection: 16 one-warp blocks, the most its
+// an SM (the forward: kFwdBlocksPerSm blocks; the back projection: 16 one-warp blocks, the most its
 // registers allow), each block's fixed part, windows and `reserve` bytes (the driver's 1 KB per block,
 // and the forward another 1 KB) within the SM's share; within `budget` too. The forward gives narrow
 // classes fewer LORs per block to stay there; larger windows get launches of their own (larger shared
@@ -762,7 +770,7 @@ void forward_default(Impl& m, const ClassList& C, const float* image, const floa
     const int per = planes_per_launch(m);
     const size_t fixed = fwd_smem(per, L.D, 0).total;
     const size_t budget = window_budget(m, fixed + 1024);
-    const size_t small = small_windows(m, fixed, 2, 2048, budget);
+    const size_t small = small_windows(m, fixed, kFwdBlocksPerSm, 2048, budget);
     for_each_entry_chunk(C, [&](int a0, int n) {
         // launch groups: (tier 0 small / 1 large staged / 2 global, LORs per block)
         std::vector<int> tier(n), lpb(n);
@@ -770,9 +778,8 @@ void forward_default(Impl& m, const ClassList& C, const float* image, const floa
         for (int q = 0; q < n; ++q) {
             const int k = C.index[a0 + q];
             const ClassInfo c = class_info(L, k);
-            auto bound = [&](int lors) {
-                return fwd_window_bound(c.pos_y, c.pos_z, L.D, m.sy_max[k], m.sz_max[k], lors);
-            };
+            const int pitch = fwd_pitch(c.pos_z, m.sz_max[k]);
+            auto bound = [&](int lors) { return fwd_window_bound(c.pos_y, pitch, L.D, m.sy_max[k], lors); };
             tier[q] = -1;
             const int min_lors = m.narrow_blocks ? kFwdLors / 4 : kFwdLors;
             for (int lors = kFwdLors; lors >= min_lors && tier[q] < 0; lors /= 2)
@@ -793,10 +800,13 @@ void forward_default(Impl& m, const ClassList& C, const float* image, const floa
                     if (tier[q] != t || lpb[q] != lors) continue;
                     const int k = C.index[a0 + q];
                     const ClassInfo c = class_info(L, k);
+                    const int pitch = fwd_pitch(c.pos_z, m.sz_max[k]);
                     P.k[P.n_entries] = k;
+                    P.pitch[P.n_entries] = pitch;
+                    P.plane[P.n_entries] = fwd_plane_stride(c.pos_y, pitch, m.sy_max[k], lors);
                     P.out[P.n_entries] = C.offset[a0 + q];
                     P.first_block[P.n_entries] = static_cast<int>(blocks);
-                    blocks += int64_t(c.n_signs) * div_up(int64_t(c.pos_y) * c.pos_z, lors);
+                    blocks += int64_t(c.n_signs) * div_up(int64_t(c.pos_y) * pitch, lors);
                     cap = std::max(cap, need[q]);
                     ++P.n_entries;
                 }

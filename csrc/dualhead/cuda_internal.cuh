@@ -45,6 +45,8 @@ struct FwdLaunch {
     int n_entries, p_begin, n_planes, accumulate, win_cap;
     int lpb;   // LORs per block (<= kFwdLors)
     int k[kMaxEntries];
+    int pitch[kMaxEntries];   // per class: its padded rows (fwd_pitch) and window plane stride (fwd_plane_stride)
+    int plane[kMaxEntries];
     int first_block[kMaxEntries + 1];
     long long out[kMaxEntries];   // start of the class's block in y
 };

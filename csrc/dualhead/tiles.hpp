@@ -53,51 +53,64 @@ DP_HD Box signed_box(const Box& b, int a_y, int a_z, int s_y, int s_z) {
 DP_HD int signed_offset(int d, int W, int s) { return s > 0 ? d : W - 1 - d; }
 
 // --- forward ---------------------------------------------------------------------------------------
-// A block owns the flattened positions f in [f0, f1) of one sign (f = i pos_z + j), at most `lpb`
-// (LORs per block: kFwdLors, or fewer for narrow classes whose windows would be too tall), rows
-// i_a..i_b; the columns it touches are j_lo..j_hi (all of them when it spans more than one row).
+// Padded positions: a sign's LORs in rows of `pitch` = pos_z + g positions, g = the class's widest box
+// in q_z over its planes (sz_max). Position f = i pitch + j is LOR (i, j) for j < pos_z, and padding
+// (computed, never stored) for j >= pos_z. A staged window's rows lie `pitch` cells apart, so a LOR's
+// place in it is linear in f: a thread's rounds f + r kThreads sit at fixed distances (immediate
+// offsets of its shared loads, one address per tap), and the 32 LORs of a warp read 32 consecutive
+// words (distinct banks) across row wraps too. The padding costs g / pitch of the tap work.
+DP_HD int fwd_pitch(int pos_z, int sz_max) { return pos_z + sz_max; }
+
+// A block owns the padded positions f in [f0, f1) of one sign, at most `lpb` (LORs per block: kFwdLors,
+// or fewer for classes whose windows would be too large), rows i_a..i_b.
 struct FwdTile {
-    int f0, f1, i_a, i_b, j_lo, j_hi;
+    int f0, f1, i_a, i_b;
 };
 
-DP_HD FwdTile fwd_tile(int pos_y, int pos_z, int tile, int lpb) {
+DP_HD FwdTile fwd_tile(int pos_y, int pitch, int tile, int lpb) {
     FwdTile t;
-    const int npos = pos_y * pos_z;
+    const int n = pos_y * pitch;
     t.f0 = tile * lpb;
-    t.f1 = t.f0 + lpb < npos ? t.f0 + lpb : npos;
-    t.i_a = t.f0 / pos_z;
-    t.i_b = (t.f1 - 1) / pos_z;
-    if (t.i_a == t.i_b) {
-        t.j_lo = t.f0 % pos_z;
-        t.j_hi = (t.f1 - 1) % pos_z;
-    } else {
-        t.j_lo = 0;
-        t.j_hi = pos_z - 1;
-    }
+    t.f1 = t.f0 + lpb < n ? t.f0 + lpb : n;
+    t.i_a = t.f0 / pitch;
+    t.i_b = (t.f1 - 1) / pitch;
     return t;
 }
 
 // Where a block reads one (plane, r_z) step: address of LOR (i, j) with tap (r_y, q_y, q_z) is
 // r_y * plane + (i - i_ref + q_y - y_ref) * pitch + (j - j_ref + q_z - z_ref), i.e. base + offset.
-// Staged: a window of `rows` x `cols` cells per residue plane r_y in shared memory, whose origin is
-// the cell (i_ref + y_ref, j_ref + z_ref). Global: the polyphase plane itself (all refs 0).
+// Staged: the cells the tile's LORs reach, `rows` x `cols` per residue plane r_y, in shared memory at
+// rows `pitch` apart and planes `plane` apart; origin the cell (i_ref + y_ref, j_ref + z_ref). Global:
+// the polyphase plane itself (all refs 0).
 struct Window {
     int i_ref, j_ref, y_ref, z_ref;
     int rows, cols, pitch, plane;
 };
 
-// pitch: rows of a multi-row tile wrap inside a warp; the words of 32 consecutive LORs stay in 32
-// distinct banks when the gap pitch - pos_z at a wrap is a multiple of 32.
-DP_HD Window fwd_window(const FwdTile& t, const Box& sb, int pos_z) {
+// The staged window's plane stride (floats). The lanes of a warp's active round read at positions
+// f - i_a pitch < (pitch - 1) + min(lpb, f1 - f0 + 31) (padding and lanes past the tile included,
+// their sums unused), plus a tap's (q_y - y_ref) pitch + (q_z - z_ref) <= sy_max pitch + pitch - 1: so
+// every read of residue plane r_y stays below the next plane, and the last one below D * plane.
+DP_HD int fwd_plane_stride(int pos_y, int pitch, int sy_max, int lpb) {
+    const int run = pos_y * pitch + 31 < lpb ? pos_y * pitch + 31 : lpb;
+    return run + (sy_max + 2) * pitch;
+}
+
+// The staged window's floats (all D residue planes r_y), for any tile and plane of the class.
+DP_HD int64_t fwd_window_bound(int pos_y, int pitch, int D, int sy_max, int lpb) {
+    return int64_t(D) * fwd_plane_stride(pos_y, pitch, sy_max, lpb);
+}
+
+DP_HD Window fwd_window(const FwdTile& t, const Box& sb, int pos_z, int pitch, int plane) {
     Window w;
     w.i_ref = t.i_a;
-    w.j_ref = t.j_lo;
+    w.j_ref = 0;
     w.y_ref = sb.y_lo;
     w.z_ref = sb.z_lo;
     w.rows = (t.i_b - t.i_a) + (sb.y_hi - sb.y_lo) + 1;
-    w.cols = (t.j_hi - t.j_lo) + (sb.z_hi - sb.z_lo) + 1;
-    w.pitch = t.i_a == t.i_b ? w.cols : w.cols + (((pos_z - w.cols) % 32) + 32) % 32;
-    w.plane = w.rows * w.pitch;
+    w.cols = pos_z + (sb.z_hi - sb.z_lo);   // the columns LORs j < pos_z reach (<= pitch)
+    w.pitch = pitch;
+    w.plane = plane;
     return w;
 }
 
@@ -109,19 +122,6 @@ DP_HD Window fwd_global_window(const Layout& L) {
     w.pitch = L.n_z;
     w.plane = L.D * L.n_y * L.n_z;   // stride between residue planes r_y (X is [p][r_y][r_z][c_y][c_z])
     return w;
-}
-
-// Upper bound of the staged window's floats (all D residue planes r_y) over every tile (of `lpb`
-// positions) and plane of a class whose boxes span at most sy_max x sz_max cells (q_hi - q_lo).
-DP_HD int64_t fwd_window_bound(int pos_y, int pos_z, int D, int sy_max, int sz_max, int lpb) {
-    int rows_tile = (pos_z + lpb - 2) / pos_z + 1;           // rows a run of lpb positions can touch
-    if (rows_tile > pos_y) rows_tile = pos_y;
-    // a tile that wraps touches every column, its pitch rounded up to pos_z mod 32; a one-row tile
-    // touches at most lpb columns and is not padded
-    const int pitch_wrap = pos_z + sz_max + (32 - sz_max % 32) % 32;
-    const int64_t wrap = rows_tile > 1 ? int64_t(rows_tile + sy_max) * pitch_wrap : 0;
-    const int64_t one_row = int64_t(1 + sy_max) * ((pos_z < lpb ? pos_z : lpb) + sz_max);
-    return int64_t(D) * (wrap > one_row ? wrap : one_row);
 }
 
 // Offset of a tap within the window (r_y, q_y, q_z are the signed values).
