@@ -8,10 +8,15 @@ load and how much of their work is empty (issue 17). Weighted by each (class, pl
 * the back projection's steps (csrc/dualhead/tiles.hpp): per (plane, unit of 16 x 8 cells), the
   (class, sign) rows whose LORs reach the unit, how many of its four 4-row rounds each reaches, and the
   share of its cells;
-* from the scanner's geometry alone, the forward's tiles of 1024 positions: the rounds of its warps
-  left empty in each class's last tile.
+* the forward's padded positions (csrc/dualhead/tiles.hpp: rows of pos_z + g positions, g the class's
+  widest box in q_z): its tap work and blocks against those of unpadded rows;
+* from the scanner's geometry alone, the forward's tiles of 1024 unpadded positions of 256 threads x 4
+  rounds (its geometry until padded positions and 128 x 8): the rounds of its warps left empty in each
+  class's last tile.
 
-    python scripts/dualhead_model_stats.py [MODEL.npz]     # default: the full-size analytic model
+    python scripts/dualhead_model_stats.py [MODEL.npz] [--skip-back]   # default: the full-size analytic model
+
+--skip-back leaves out the back projection's steps (the slow count: a minute or more at full size).
 
 The model is loaded from MODEL.npz when it exists, else built (on the GPU when there is one) and saved
 there. Prints one line per statistic; benchmarks/results/ncu/issue17_dh_{fwd,back}_source_summary.json
@@ -28,7 +33,8 @@ from directpet.dualhead import DualHeadScanner, PatchModel, build_patch_model
 
 
 def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else None
+    args = [a for a in sys.argv[1:] if a != "--skip-back"]
+    path = args[0] if args else None
     if path and os.path.exists(path):
         model = PatchModel.load(path)
     else:
@@ -58,8 +64,9 @@ def main():
         distinct[name] = np.bincount(np.unique(code) // 4096 ** len(keys), minlength=K * P)
         print(f"{name} per row (LOR-weighted mean) {float(distinct[name][full] @ weight):.2f}")
     first = start[:-1][full]
+    spans = {}
     for name, q in (("q_y", q_y), ("q_z", q_z)):
-        span = np.maximum.reduceat(q, first) - np.minimum.reduceat(q, first)
+        span = spans[name] = np.maximum.reduceat(q, first) - np.minimum.reduceat(q, first)
         hist = np.bincount(span, weights=weight)
         print(f"box span {name} (cells - 1, LOR-weighted mean) {float(span @ weight):.2f}; "
               f"histogram {np.round(hist, 3).tolist()}")
@@ -68,10 +75,30 @@ def main():
     print(f"per cell offset q (LOR-weighted mean): taps {cs['taps']:.2f} of {D * D}, rows r_y with a tap "
           f"{cs['rows']:.2f} of {D}, columns r_z with a tap {cs['cols']:.2f} of {D}")
     box = [f(q, first) for q in (q_y, q_z) for f in (np.minimum.reduceat, np.maximum.reduceat)]
-    print_back_steps(back_steps(s, np.nonzero(full)[0] // P, n_q, *box))
+    if "--skip-back" not in sys.argv[1:]:
+        print_back_steps(back_steps(s, np.nonzero(full)[0] // P, n_q, *box))
+    fp = forward_padding(s, np.nonzero(full)[0] // P, taps[full], spans["q_z"])
+    print(f"forward padded positions: tap work / unpadded {fp['work_ratio']:.4f}; blocks of 1024 positions / "
+          f"unpadded {fp['blocks_ratio']:.4f}")
     ft = forward_tiles(s)
-    print(f"forward tiles of 1024 positions: {100 * ft['last_share']:.1f} % of the warps' 4-round slots lie in "
+    print(f"forward tiles of 1024 unpadded positions (256 threads x 4 rounds): {100 * ft['last_share']:.1f} % of the warps' 4-round slots lie in "
           f"classes' last tiles; slots / rounds holding a LOR {ft['slots_per_round']:.3f}")
+
+
+def forward_padding(s, k, taps, span_z, lors_per_block=1024):
+    """The default forward's padded positions for rows of classes k with `taps` taps and q_z box spans
+    span_z (cells - 1): each class's rows of pos_z + g positions, g its widest span; the multiply-adds
+    (every position of a row times its taps, signs included) and the blocks of lors_per_block positions,
+    each as a ratio to unpadded rows."""
+    g = np.zeros(s.n_classes, dtype=np.int64)
+    np.maximum.at(g, k, span_z)
+    a_y, a_z = s.class_of(np.arange(s.n_classes))
+    signs = (1 + (a_y > 0)) * (1 + (a_z > 0))
+    pos_y, pos_z = s.n_y - a_y, s.n_z - a_z
+    lor_taps = np.bincount(k, weights=taps, minlength=s.n_classes) * signs * pos_y
+    blocks = lambda width: float(signs @ -(-(pos_y * width) // lors_per_block))
+    return dict(work_ratio=float(lor_taps @ (pos_z + g)) / float(lor_taps @ pos_z),
+                blocks_ratio=blocks(pos_z + g) / blocks(pos_z))
 
 
 def forward_tiles(s, lors_per_block=1024, threads=256, rounds=4):

@@ -117,3 +117,31 @@ def test_forward_tiles_match_a_count_per_warp(stats):
     assert got["last_share"] == pytest.approx(last / slots, rel=1e-12)
     assert got["slots_per_round"] == pytest.approx(slots / used, rel=1e-12)
     assert 0 < got["last_share"] < 1 and got["slots_per_round"] > 1
+
+
+def test_forward_padding_matches_a_count_per_class(stats, small_model):
+    s, start, dy, dz = small_model
+    D = s.voxels_per_crystal
+    padded = unpadded = blocks_padded = blocks_unpadded = 0
+    k_rows, taps, spans = [], [], []
+    for k in range(s.n_classes):
+        a_y, a_z = divmod(k, s.n_z)
+        pos_y, pos_z, n_signs = s.n_y - a_y, s.n_z - a_z, len(s.class_signs(k))
+        g, class_taps = 0, 0
+        for p in range(s.n_planes):
+            row = k * s.n_planes + p
+            q_z = dz[start[row]:start[row + 1]] // D
+            if q_z.size:
+                g = max(g, int(q_z.max() - q_z.min()))
+                class_taps += q_z.size
+                k_rows.append(k)
+                taps.append(q_z.size)
+                spans.append(int(q_z.max() - q_z.min()))
+        padded += class_taps * n_signs * pos_y * (pos_z + g)
+        unpadded += class_taps * n_signs * pos_y * pos_z
+        blocks_padded += n_signs * -(-(pos_y * (pos_z + g)) // 1024)
+        blocks_unpadded += n_signs * -(-(pos_y * pos_z) // 1024)
+    got = stats.forward_padding(s, np.array(k_rows), np.array(taps), np.array(spans))
+    assert got["work_ratio"] == pytest.approx(padded / unpadded, rel=1e-12)
+    assert got["blocks_ratio"] == pytest.approx(blocks_padded / blocks_unpadded, rel=1e-12)
+    assert got["work_ratio"] > 1
