@@ -5,9 +5,9 @@
 //   The image is first rearranged into the polyphase layout X[p][r_y][r_z][c_y][c_z] (r = voxel
 //   index mod D within its crystal cell, c = cell). A class, sign and plane is then a strided 2D
 //   correlation: LOR (i, j) reads cell (i + q_y, j + q_z) of residue plane (r_y, r_z) per tap.
-//   forward: a block owns 1024 consecutive padded shift positions of one signed orientation (rows of
+//   forward: a block owns 2048 consecutive padded shift positions of one signed orientation (rows of
 //     pos_z LORs and g padding positions, g the class's widest box in q_z: tiles.hpp; 8 per thread,
-//     128 threads; warps of 32 consecutive positions) and walks the planes. Per step (plane p,
+//     256 threads; warps of 32 consecutive positions) and walks the planes. Per step (plane p,
 //     residue r_z) it stages the D residue planes r_y of the image window its LORs reach (cp.async,
 //     double buffered) and decodes that step's taps (mirrored for the sign) into window offsets;
 //     each thread then accumulates its 8 LORs with one shared load and one FMA per tap and LOR, the
@@ -109,7 +109,7 @@ __device__ __forceinline__ void copy4_async(unsigned dst_shared, const char* src
 // when it loads the pair after a step's last one.
 constexpr int kTapStride = kTapCap + 2;
 // Blocks per SM the forward is built for (registers) and its small windows are sized for (shared memory).
-constexpr int kFwdBlocksPerSm = 3;
+constexpr int kFwdBlocksPerSm = 2;
 struct FwdSmem {
     size_t box, rzg, tap, win, total;
 };

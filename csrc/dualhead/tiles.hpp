@@ -20,18 +20,18 @@
 
 namespace dp::dualhead::tiles {
 
-// The default forward's blocks: 128 threads of 8 LORs each. A warp's per-step work (the step's
+// The default forward's blocks: 256 threads of 8 LORs each. A warp's per-step work (the step's
 // window, walk and LOR bases, the barrier) is the same for 4 or 8 LORs per thread, so 8 halve it per
-// LOR; the 8 independent sums per tap give the ILP that 16 warps per SM gave with 4 (the blocks' shared
-// memory allows 2 per SM either way, and 2 blocks of 128 threads may use 255 registers per thread).
-constexpr int kThreads = 128;                     // threads per block of the default forward
+// LOR, and 8 independent sums per tap give each warp ILP; 2048 LORs per block halve the windows' halo
+// per LOR against 1024.
+constexpr int kThreads = 256;                     // threads per block of the default forward
 constexpr int kFwdRounds = 8;                     // LORs per thread in the forward
 constexpr int kFwdLors = kThreads * kFwdRounds;   // most LORs (flattened positions of one sign) per block
 constexpr int kBackRounds = 4;                    // back projection: warp tiles per warp (rounds)
 constexpr int kTileY = 4, kTileZ = 8;             // a warp tile: 4 cell rows x 8 cell columns
 constexpr int kGroups = 16;                       // voxel residues per back warp (D <= 4: all of them)
 static_assert(32 % kGroups == 0, "a back-projection lane stages one voxel residue of the weights");
-constexpr int kTapCap = 4 * kThreads;             // forward: taps decoded per step (four per thread)
+constexpr int kTapCap = 2 * kThreads;             // forward: taps decoded per step (two per thread)
 constexpr int kQCap = 32;                         // back: cell offsets per step (one per lane)
 constexpr int kMaxEntries = 128;                  // classes per launch (kernel parameter block)
 constexpr int kMaxPlanes = 128;                   // planes per forward launch (plane metadata in shared memory)
