@@ -9,10 +9,10 @@ load and how much of their work is empty (issue 17). Weighted by each (class, pl
   (class, sign) rows whose LORs reach the unit, how many of its four 4-row rounds each reaches, and the
   share of its cells;
 * the forward's padded positions (csrc/dualhead/tiles.hpp: rows of pos_z + g positions, g the class's
-  widest box in q_z): its tap work and blocks against those of unpadded rows;
-* from the scanner's geometry alone, the forward's tiles of 1024 unpadded positions of 256 threads x 4
-  rounds (its geometry until padded positions and 128 x 8): the rounds of its warps left empty in each
-  class's last tile.
+  widest box in q_z; blocks of 2048): its tap work and blocks against those of unpadded rows;
+* from the scanner's geometry alone, the forward's former tiles of 1024 unpadded positions, 256 threads x
+  4 rounds (its geometry up to 0ce29f7, before padded positions and 8 rounds): the rounds of its warps
+  left empty in each class's last tile.
 
     python scripts/dualhead_model_stats.py [MODEL.npz] [--skip-back]   # default: the full-size analytic model
 
@@ -78,14 +78,14 @@ def main():
     if "--skip-back" not in sys.argv[1:]:
         print_back_steps(back_steps(s, np.nonzero(full)[0] // P, n_q, *box))
     fp = forward_padding(s, np.nonzero(full)[0] // P, taps[full], spans["q_z"])
-    print(f"forward padded positions: tap work / unpadded {fp['work_ratio']:.4f}; blocks of 1024 positions / "
+    print(f"forward padded positions: tap work / unpadded {fp['work_ratio']:.4f}; blocks of 2048 positions / "
           f"unpadded {fp['blocks_ratio']:.4f}")
     ft = forward_tiles(s)
     print(f"forward tiles of 1024 unpadded positions (256 threads x 4 rounds): {100 * ft['last_share']:.1f} % of the warps' 4-round slots lie in "
           f"classes' last tiles; slots / rounds holding a LOR {ft['slots_per_round']:.3f}")
 
 
-def forward_padding(s, k, taps, span_z, lors_per_block=1024):
+def forward_padding(s, k, taps, span_z, lors_per_block=2048):
     """The default forward's padded positions for rows of classes k with `taps` taps and q_z box spans
     span_z (cells - 1): each class's rows of pos_z + g positions, g its widest span; the multiply-adds
     (every position of a row times its taps, signs included) and the blocks of lors_per_block positions,

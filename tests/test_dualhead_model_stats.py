@@ -139,8 +139,8 @@ def test_forward_padding_matches_a_count_per_class(stats, small_model):
                 spans.append(int(q_z.max() - q_z.min()))
         padded += class_taps * n_signs * pos_y * (pos_z + g)
         unpadded += class_taps * n_signs * pos_y * pos_z
-        blocks_padded += n_signs * -(-(pos_y * (pos_z + g)) // 1024)
-        blocks_unpadded += n_signs * -(-(pos_y * pos_z) // 1024)
+        blocks_padded += n_signs * -(-(pos_y * (pos_z + g)) // 2048)
+        blocks_unpadded += n_signs * -(-(pos_y * pos_z) // 2048)
     got = stats.forward_padding(s, np.array(k_rows), np.array(taps), np.array(spans))
     assert got["work_ratio"] == pytest.approx(padded / unpadded, rel=1e-12)
     assert got["blocks_ratio"] == pytest.approx(blocks_padded / blocks_unpadded, rel=1e-12)
