@@ -30,10 +30,12 @@
 //   that read the polyphase image / the LOR values from global memory with the same offsets.
 //
 // Floor (per full projection; M multiply-adds = sum over LORs of their taps over all planes):
-//   forward: per tap and warp one 16-byte broadcast load (two taps) + 4 shared loads (+4 IADD, 4 FMA)
-//     for 4 x 32 MACs: bound by shared-memory bandwidth (one warp-wide load per SM and clock) at
-//     4.5 / 128 loads per MAC, i.e. ~28% of the FMA rate; plus the image windows from L2: at least
-//     D^2 floats per LOR and plane with taps (halo 1.3-1.6x on top).
+//   forward: per tap and warp half a 16-byte broadcast load (two taps) + 8 shared loads (+1 IADD,
+//     8 FMA) for 8 x 32 MACs: bound by shared-memory bandwidth (one warp-wide load per SM and clock) at
+//     4.25 / 128 loads per MAC (4 / 128 for any kernel that loads each LOR's value per tap; the
+//     benchmark's floor keeps the 4-round kernel's 4.5 / 128), times the padding positions' work
+//     (~1.23 on the full-size model); plus the image windows from L2: at least D^2 floats per LOR and
+//     plane with taps (halo 1.3-1.6x on top).
 //   back: 16 FMAs per shared LOR load (plus 5 broadcast loads per q for 4 cells): FMA-bound on
 //     M_dense = sum over LORs and planes of (distinct q) x D^2 = M / fill (fill = taps / (16 q), ~0.55
 //     for physical patches), times the edge work of tiles that a q only partly reaches (~1.3x).
