@@ -73,7 +73,8 @@ def main():
     n_q = distinct["distinct cell offsets q"][full]
     cs = cell_residues(row, q_y, q_z, r_y, r_z, lors)
     print(f"per cell offset q (LOR-weighted mean): taps {cs['taps']:.2f} of {D * D}, rows r_y with a tap "
-          f"{cs['rows']:.2f} of {D}, columns r_z with a tap {cs['cols']:.2f} of {D}")
+          f"{cs['rows']:.2f} of {D}, columns r_z with a tap {cs['cols']:.2f} of {D}, column hull {cs['hull']:.2f}; "
+          f"distinct column hulls per row {cs['hulls_per_row']:.2f}")
     box = [f(q, first) for q in (q_y, q_z) for f in (np.minimum.reduceat, np.maximum.reduceat)]
     if "--skip-back" not in sys.argv[1:]:
         print_back_steps(back_steps(s, np.nonzero(full)[0] // P, n_q, *box))
@@ -122,8 +123,10 @@ def forward_tiles(s, lors_per_block=1024, threads=256, rounds=4):
 
 
 def cell_residues(row, q_y, q_z, r_y, r_z, lors):
-    """Per distinct (row, q) of the taps: the taps, and the rows r_y and columns r_z of the D x D residue
-    block that hold one; means weighted by the row's LORs (lors, per row)."""
+    """Per distinct (row, q) of the taps: the taps, the rows r_y and columns r_z of the D x D residue block
+    that hold one, and the width of the columns' hull (lowest to highest column with a tap); per row, its
+    distinct hulls (the runs that a back projection ordered by hull would meet). Means weighted by the
+    row's LORs (lors, per row)."""
     cell, inv = np.unique((row * 4096 + q_y) * 4096 + q_z, return_inverse=True)
     rows = np.zeros(cell.size, dtype=np.int64)
     cols = np.zeros(cell.size, dtype=np.int64)
@@ -132,7 +135,13 @@ def cell_residues(row, q_y, q_z, r_y, r_z, lors):
     weight = lors[cell // 4096 ** 2]
     bits = lambda m: np.unpackbits(m.astype(">u8").view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1)
     mean = lambda v: float(v @ weight / weight.sum())
-    return dict(taps=mean(np.bincount(inv)), rows=mean(bits(rows)), cols=mean(bits(cols)))
+    lo = np.log2(cols & -cols).astype(np.int64)
+    hi = np.log2(cols).astype(np.int64)
+    crow = cell // 4096 ** 2
+    hulls = np.bincount(np.unique((crow * 64 + lo) * 64 + hi) // 64 ** 2)
+    listed = np.unique(crow)
+    return dict(taps=mean(np.bincount(inv)), rows=mean(bits(rows)), cols=mean(bits(cols)), hull=mean(hi - lo + 1),
+                hulls_per_row=float(hulls[listed] @ lors[listed] / lors[listed].sum()))
 
 
 def back_steps(s, k, n_q, y_lo, y_hi, z_lo, z_hi, unit_rows=16, unit_cols=8, round_rows=4):

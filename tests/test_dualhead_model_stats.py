@@ -71,9 +71,16 @@ def test_cell_residues_match_a_count_per_cell(stats, small_model):
     w = np.array([lors[r] for r, _, _ in cells])
     expect = {name: float(np.array([c[i] if i == 0 else len(c[i]) for c in cells.values()]) @ w / w.sum())
               for i, name in enumerate(("taps", "rows", "cols"))}
+    expect["hull"] = float(np.array([max(c[2]) - min(c[2]) + 1 for c in cells.values()]) @ w / w.sum())
+    hulls = {}
+    for (r, _, _), c in cells.items():
+        hulls.setdefault(r, set()).add((min(c[2]), max(c[2])))
+    w_rows = np.array([lors[r] for r in hulls])
+    expect["hulls_per_row"] = float(np.array([len(h) for h in hulls.values()]) @ w_rows / w_rows.sum())
     got = stats.cell_residues(row, dy // D, dz // D, dy % D, dz % D, lors)
     for name in expect:
         assert got[name] == pytest.approx(expect[name], rel=1e-12)
+    assert got["hull"] >= got["cols"] and got["hulls_per_row"] > 1
     assert 1 < got["rows"] < D and 1 < got["cols"] < D     # some cells partly filled, not a trivial case
 
 
