@@ -103,8 +103,8 @@ def forward_padding(s, k, taps, span_z, lors_per_block=2048):
 
 
 def forward_tiles(s, lors_per_block=1024, threads=256, rounds=4):
-    """The default forward's tiles (csrc/dualhead/tiles.hpp: a block holds lors_per_block consecutive
-    positions of one class and sign, position f0 + r * threads + t in round r of thread t): for the
+    """The default forward's former tiles (csrc/dualhead/tiles.hpp up to 0ce29f7: a block held lors_per_block
+    consecutive positions of one class and sign, position f0 + r * threads + t in round r of thread t): for the
     warps that hold a LOR, their 4-round slots, the share of them in each class's last tile, and the
     slots per round that holds a LOR. Narrow classes given fewer LORs per block are not modelled."""
     a_y, a_z = s.class_of(np.arange(s.n_classes))

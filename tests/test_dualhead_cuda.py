@@ -154,14 +154,17 @@ def test_gpu_default_global_memory_fallback(models, case, rng):
 
 
 @pytest.mark.parametrize("narrow", [False, True])
-@pytest.mark.parametrize("limit", [32768, 12000, 1])
+@pytest.mark.parametrize("limit", [0, 40000, 32768, 1])
 def test_gpu_default_window_limits(limit, narrow, rng):
-    """A 24 x 20 head, D = 4, under window limits that send its classes to the large-window launches
-    or (narrow blocks) to blocks of 1024, 512 or 256 LORs (narrow classes have tall windows), and to
-    the global-memory kernels: always the same operator."""
-    s = DualHeadScanner.small(n_y=24, n_z=20, voxels_per_crystal=4, n_planes=5)
+    """A 64 x 40 head, D = 4, under window limits (bytes of a block's two windows; 0: the device's) that
+    send its classes to the small- or large-window launches or (narrow blocks) to blocks of 1024 or 512
+    padded positions, and to the global-memory kernels: always the same operator. Class 0 (2560
+    positions, no padding) spans two to five tiles: its windows take 68 / 35 / 19 KB at 2048 / 1024 /
+    512 positions per block, so 40000 and 32768 pick 1024 and 512 with narrow blocks (the global-memory
+    kernels without), and 0 the staged kernel at 2048."""
+    s = DualHeadScanner.small(n_y=64, n_z=40, voxels_per_crystal=4, n_planes=5)
     _check_window_limit(compact_model(s, rng, taps_per_row=40), limit, rng,
-                        classes=np.array([0, 1, 20, 21, s.n_classes - 1, 100, 0], np.int32), narrow=narrow)
+                        classes=np.array([0, 1, 40, 41, s.n_classes - 1, 100, 0], np.int32), narrow=narrow)
 
 
 def _check_window_limit(model, limit, rng, classes=None, narrow=False):
@@ -197,8 +200,9 @@ def test_gpu_default_plane_groups(models, groups, rng):
 
 
 def test_gpu_large_head(rng):
-    """A 40 x 30 head, D = 4, 119 planes, ~60 compact taps per row (index ranges, multi-tile classes, many
-    window shapes): every method on a mixed class subset, and the default on all classes."""
+    """A 40 x 30 head, D = 4, 119 planes, ~60 compact taps per row (index ranges, many window shapes; the
+    default forward's classes fit one tile of 2048 positions here, test_gpu_default_window_limits has
+    classes of several): every method on a mixed class subset, and the default on all classes."""
     s = DualHeadScanner(n_y=40, n_z=30, voxels_per_crystal=4, n_planes=119)
     model = compact_model(s, rng, taps_per_row=60, spread=3.0, empty=0.02)
     cpu = DualHeadProjector(model, "default", backend="cpu")

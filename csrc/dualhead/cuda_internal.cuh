@@ -43,7 +43,7 @@ __host__ __device__ inline size_t align16(size_t x) { return (x + 15) & ~size_t(
 struct FwdLaunch {
     Layout L;
     int n_entries, p_begin, n_planes, accumulate, win_cap;
-    int lpb;   // LORs per block (<= kFwdLors)
+    int lpb;   // padded positions per block (<= kFwdLors)
     int k[kMaxEntries];
     int pitch[kMaxEntries];   // per class: its padded rows (fwd_pitch) and window plane stride (fwd_plane_stride)
     int plane[kMaxEntries];

@@ -26,7 +26,7 @@ namespace dp::dualhead::tiles {
 // per LOR against 1024.
 constexpr int kThreads = 256;                     // threads per block of the default forward
 constexpr int kFwdRounds = 8;                     // LORs per thread in the forward
-constexpr int kFwdLors = kThreads * kFwdRounds;   // most LORs (flattened positions of one sign) per block
+constexpr int kFwdLors = kThreads * kFwdRounds;   // most padded positions of one sign per block
 constexpr int kBackRounds = 4;                    // back projection: warp tiles per warp (rounds)
 constexpr int kTileY = 4, kTileZ = 8;             // a warp tile: 4 cell rows x 8 cell columns
 constexpr int kGroups = 16;                       // voxel residues per back warp (D <= 4: all of them)
