@@ -33,6 +33,7 @@ from directpet.dualhead import DualHeadScanner, PatchModel, build_patch_model
 
 
 def main():
+    skip_back = "--skip-back" in sys.argv[1:]
     args = [a for a in sys.argv[1:] if a != "--skip-back"]
     path = args[0] if args else None
     if path and os.path.exists(path):
@@ -76,14 +77,22 @@ def main():
           f"{cs['rows']:.2f} of {D}, columns r_z with a tap {cs['cols']:.2f} of {D}, column hull {cs['hull']:.2f}; "
           f"distinct column hulls per row {cs['hulls_per_row']:.2f}")
     box = [f(q, first) for q in (q_y, q_z) for f in (np.minimum.reduceat, np.maximum.reduceat)]
-    if "--skip-back" not in sys.argv[1:]:
-        print_back_steps(back_steps(s, np.nonzero(full)[0] // P, n_q, *box))
-    fp = forward_padding(s, np.nonzero(full)[0] // P, taps[full], spans["q_z"])
+    k_full = np.nonzero(full)[0] // P                              # the class of each row with taps
+    if not skip_back:
+        print_back_steps(back_steps(s, k_full, n_q, *box))
+    fp = forward_padding(s, k_full, taps[full], spans["q_z"])
     print(f"forward padded positions: tap work / unpadded {fp['work_ratio']:.4f}; blocks of 2048 positions / "
           f"unpadded {fp['blocks_ratio']:.4f}")
     ft = forward_tiles(s)
     print(f"forward tiles of 1024 unpadded positions (256 threads x 4 rounds): {100 * ft['last_share']:.1f} % of the warps' 4-round slots lie in "
           f"classes' last tiles; slots / rounds holding a LOR {ft['slots_per_round']:.3f}")
+
+
+def class_shapes(s):
+    """Per class: its signs and its shift positions pos_y, pos_z (int64 arrays over all classes)."""
+    a_y, a_z = s.class_of(np.arange(s.n_classes))
+    pos_y, pos_z = s.n_y - a_y, s.n_z - a_z
+    return s.class_lor_counts() // (pos_y * pos_z), pos_y, pos_z
 
 
 def forward_padding(s, k, taps, span_z, lors_per_block=2048):
@@ -93,9 +102,7 @@ def forward_padding(s, k, taps, span_z, lors_per_block=2048):
     each as a ratio to unpadded rows."""
     g = np.zeros(s.n_classes, dtype=np.int64)
     np.maximum.at(g, k, span_z)
-    a_y, a_z = s.class_of(np.arange(s.n_classes))
-    signs = (1 + (a_y > 0)) * (1 + (a_z > 0))
-    pos_y, pos_z = s.n_y - a_y, s.n_z - a_z
+    signs, pos_y, pos_z = class_shapes(s)
     lor_taps = np.bincount(k, weights=taps, minlength=s.n_classes) * signs * pos_y
     blocks = lambda width: float(signs @ -(-(pos_y * width) // lors_per_block))
     return dict(work_ratio=float(lor_taps @ (pos_z + g)) / float(lor_taps @ pos_z),
@@ -107,9 +114,8 @@ def forward_tiles(s, lors_per_block=1024, threads=256, rounds=4):
     consecutive positions of one class and sign, position f0 + r * threads + t in round r of thread t): for the
     warps that hold a LOR, their 4-round slots, the share of them in each class's last tile, and the
     slots per round that holds a LOR. Narrow classes given fewer LORs per block are not modelled."""
-    a_y, a_z = s.class_of(np.arange(s.n_classes))
-    signs = (1 + (a_y > 0)) * (1 + (a_z > 0))
-    n_pos = (s.n_y - a_y) * (s.n_z - a_z)
+    signs, pos_y, pos_z = class_shapes(s)
+    n_pos = pos_y * pos_z
     full, rest = np.divmod(n_pos, lors_per_block)
     warps = threads // 32
     first = 32 * np.arange(warps)[:, None] + threads * np.arange(rounds)[None, :]   # [warp, round]
@@ -132,12 +138,12 @@ def cell_residues(row, q_y, q_z, r_y, r_z, lors):
     cols = np.zeros(cell.size, dtype=np.int64)
     np.bitwise_or.at(rows, inv, np.left_shift(1, r_y))
     np.bitwise_or.at(cols, inv, np.left_shift(1, r_z))
-    weight = lors[cell // 4096 ** 2]
+    crow = cell // 4096 ** 2                # the row of each cell
+    weight = lors[crow]
     bits = lambda m: np.unpackbits(m.astype(">u8").view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1)
     mean = lambda v: float(v @ weight / weight.sum())
     lo = np.log2(cols & -cols).astype(np.int64)
     hi = np.log2(cols).astype(np.int64)
-    crow = cell // 4096 ** 2
     hulls = np.bincount(np.unique((crow * 64 + lo) * 64 + hi) // 64 ** 2)
     listed = np.unique(crow)
     return dict(taps=mean(np.bincount(inv)), rows=mean(bits(rows)), cols=mean(bits(cols)), hull=mean(hi - lo + 1),
