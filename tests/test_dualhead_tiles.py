@@ -40,6 +40,7 @@ int main() {
         const int pitch = fwd_pitch(pos_z, g), plane = fwd_plane_stride(pos_y, pitch, sy, lpb);
         if (fwd_window_bound(pos_y, pitch, D, sy, lpb) != int64_t(D) * plane) return 2;
         const int n_tiles = (pos_y * pitch + lpb - 1) / lpb;
+        if (fwd_tiles(pos_y, pitch, lpb) != n_tiles) return 3;
         for (int tile = 0; tile < n_tiles; ++tile) {
             const FwdTile T = fwd_tile(pos_y, pitch, tile, lpb);
             for (int y_hi : {0, sy})

@@ -192,7 +192,7 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
     const int k = P.k[e];
     const ClassInfo c = class_info(L, k);
     const int npos = c.pos_y * c.pos_z, pitch = P.pitch[e];
-    const int ntiles = (c.pos_y * pitch + P.lpb - 1) / P.lpb;
+    const int ntiles = fwd_tiles(c.pos_y, pitch, P.lpb);
     const int local = b - P.first_block[e];
     const int s = local / ntiles;
     const FwdTile T = fwd_tile(c.pos_y, pitch, local - s * ntiles, P.lpb);
@@ -288,7 +288,7 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
     const int ry_stride = int(int64_t(D) * nyz);   // X's r_y stride: D x n_y x n_z cells, far below 2^31
     auto stage = [&](const Step& st, const Window& w, int buf) {
         if constexpr (kStaged) {
-            const float* src0 = plane_ptr(st) + int64_t(w.i_ref + w.y_ref) * L.n_z + (w.j_ref + w.z_ref);
+            const float* src0 = plane_ptr(st) + int64_t(w.i_ref + w.y_ref) * L.n_z + w.z_ref;
             float* dst0 = win + buf * P.win_cap;
             const int plane = w.plane;
             if (D == 4) {
@@ -352,7 +352,7 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
         for (int q = 0; q < kTapsPerThread; ++q) {
             const int t = tid + q * kThreads;
             if (t < st.nt) {
-                const int dy = (pre[q].x << 16) >> 16, dz = pre[q].x >> 16;   // DTap's int16 fields
+                const int dy = static_cast<int16_t>(pre[q].x), dz = pre[q].x >> 16;   // DTap's int16 fields
                 const int ey = signed_offset(dy, Wy, s_y), qy = cells_of(ey), ry = ey - qy * D;
                 const int qz = cells_of(signed_offset(dz, Wz, s_z));
                 const int off = fwd_tap_offset(w, ry, qy, qz);
@@ -808,7 +808,7 @@ void forward_default(Impl& m, const ClassList& C, const float* image, const floa
                     P.plane[P.n_entries] = fwd_plane_stride(c.pos_y, pitch, m.sy_max[k], lors);
                     P.out[P.n_entries] = C.offset[a0 + q];
                     P.first_block[P.n_entries] = static_cast<int>(blocks);
-                    blocks += int64_t(c.n_signs) * div_up(int64_t(c.pos_y) * pitch, lors);
+                    blocks += int64_t(c.n_signs) * fwd_tiles(c.pos_y, pitch, lors);
                     cap = std::max(cap, need[q]);
                     ++P.n_entries;
                 }

@@ -67,6 +67,9 @@ struct FwdTile {
     int f0, f1, i_a, i_b;
 };
 
+// A sign's tiles: its pos_y * pitch padded positions in blocks of lpb.
+DP_HD int fwd_tiles(int pos_y, int pitch, int lpb) { return (pos_y * pitch + lpb - 1) / lpb; }
+
 DP_HD FwdTile fwd_tile(int pos_y, int pitch, int tile, int lpb) {
     FwdTile t;
     const int n = pos_y * pitch;
@@ -78,12 +81,12 @@ DP_HD FwdTile fwd_tile(int pos_y, int pitch, int tile, int lpb) {
 }
 
 // Where a block reads one (plane, r_z) step: address of LOR (i, j) with tap (r_y, q_y, q_z) is
-// r_y * plane + (i - i_ref + q_y - y_ref) * pitch + (j - j_ref + q_z - z_ref), i.e. base + offset.
+// r_y * plane + (i - i_ref + q_y - y_ref) * pitch + (j + q_z - z_ref), i.e. base + offset.
 // Staged: the cells the tile's LORs reach, `rows` x `cols` per residue plane r_y, in shared memory at
-// rows `pitch` apart and planes `plane` apart; origin the cell (i_ref + y_ref, j_ref + z_ref). Global:
+// rows `pitch` apart and planes `plane` apart; origin the cell (i_ref + y_ref, z_ref). Global:
 // the polyphase plane itself (all refs 0).
 struct Window {
-    int i_ref, j_ref, y_ref, z_ref;
+    int i_ref, y_ref, z_ref;
     int rows, cols, pitch, plane;
 };
 
@@ -104,7 +107,6 @@ DP_HD int64_t fwd_window_bound(int pos_y, int pitch, int D, int sy_max, int lpb)
 DP_HD Window fwd_window(const FwdTile& t, const Box& sb, int pos_z, int pitch, int plane) {
     Window w;
     w.i_ref = t.i_a;
-    w.j_ref = 0;
     w.y_ref = sb.y_lo;
     w.z_ref = sb.z_lo;
     w.rows = (t.i_b - t.i_a) + (sb.y_hi - sb.y_lo) + 1;
@@ -116,7 +118,7 @@ DP_HD Window fwd_window(const FwdTile& t, const Box& sb, int pos_z, int pitch, i
 
 DP_HD Window fwd_global_window(const Layout& L) {
     Window w;
-    w.i_ref = w.j_ref = w.y_ref = w.z_ref = 0;
+    w.i_ref = w.y_ref = w.z_ref = 0;
     w.rows = L.n_y;
     w.cols = L.n_z;
     w.pitch = L.n_z;
@@ -129,7 +131,7 @@ DP_HD int fwd_tap_offset(const Window& w, int ry, int qy, int qz) {
     return ry * w.plane + (qy - w.y_ref) * w.pitch + (qz - w.z_ref);
 }
 
-DP_HD int fwd_lor_base(const Window& w, int i, int j) { return (i - w.i_ref) * w.pitch + (j - w.j_ref); }
+DP_HD int fwd_lor_base(const Window& w, int i, int j) { return (i - w.i_ref) * w.pitch + j; }
 
 // --- back projection -------------------------------------------------------------------------------
 // A warp owns one unit of an image plane: kBackRounds warp tiles of 4 x 8 cells stacked in y, i.e.
