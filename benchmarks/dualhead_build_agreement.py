@@ -57,6 +57,8 @@ def compare(a, b, subsets) -> None:
         for op in ("fp", "bp"):
             u, v = a[f"{op}{k}"].astype(np.float64).ravel(), b[f"{op}{k}"].astype(np.float64).ravel()
             big = np.abs(u) > 1e-3 * np.abs(u).max()
+            if not big.any():
+                raise SystemExit(f"subset {k} {op}: the before build's projection is all zeros: nothing to compare")
             d = v - u
             print(f"subset {k:2d} {op}: identical {np.array_equal(u, v)}, relative norm "
                   f"{np.linalg.norm(d) / np.linalg.norm(u):.3e}, mean relative {np.mean(d[big] / np.abs(u[big])):.3e}, "
@@ -79,6 +81,10 @@ def main():
         return
     if not (args.before and args.after):
         ap.error("--before and --after are required")
+    origins = {name: build_origin(getattr(args, name)) for name in ("before", "after")}
+    if origins["before"] == origins["after"]:
+        # a --before folder without a build falls through to the installed package: the same build twice
+        raise SystemExit(f"--before and --after import the same build ({origins['after']}): nothing to compare")
     with tempfile.TemporaryDirectory() as tmp:
         out = {}
         for name in ("before", "after"):
@@ -86,7 +92,7 @@ def main():
             out[name] = os.path.join(tmp, f"{name}.npz")
             subprocess.run([python, os.path.abspath(__file__), "--model", args.model, "--subsets", args.subsets,
                             "--backend", args.backend, "--project-to", out[name]], env=env, check=True)
-            print(f"{name}: {build_origin(getattr(args, name))}")
+            print(f"{name}: {origins[name]}")
         compare(np.load(out["before"]), np.load(out["after"]), subsets)
 
 

@@ -67,8 +67,9 @@ struct FwdTile {
     int f0, f1, i_a, i_b;
 };
 
-// A sign's tiles: its pos_y * pitch padded positions in blocks of lpb (pos_y * pitch < 2^31: heads of at
-// most 32767 voxels per axis, dualhead/geometry.py INT16_MAX).
+// A sign's tiles: its pos_y * pitch padded positions in blocks of lpb. The int product cannot overflow:
+// pitch <= n_z (a class's boxes span at most a_z cells in q_z, so sz_max <= a_z), and heads have at most
+// 32767 voxels per axis (dualhead/geometry.py INT16_MAX), so pos_y * pitch < 32767^2.
 DP_HD int fwd_tiles(int pos_y, int pitch, int lpb) { return (pos_y * pitch + lpb - 1) / lpb; }
 
 DP_HD FwdTile fwd_tile(int pos_y, int pitch, int tile, int lpb) {
