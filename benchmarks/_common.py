@@ -205,6 +205,16 @@ def build_origin(spec: str) -> str:
     return subprocess.run([python, "-c", code], env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
+def distinct_build_origins(builds: dict) -> dict:
+    """name -> :func:`build_origin` of each spec in ``builds`` (name -> spec), for a comparison of a
+    before and an after build; exits when both import the same build (a --before folder without a build
+    falls through to the installed package)."""
+    origins = {name: build_origin(spec) for name, spec in builds.items()}
+    if origins["before"] == origins["after"]:
+        raise SystemExit(f"--before and --after import the same build ({origins['after']}): nothing to compare")
+    return origins
+
+
 def alternate_builds(builds: dict, benchmarks, rounds: int, keep, key) -> dict:
     """Run benchmark scripts under several directpet builds in alternation (every build once per round),
     so that all see the same machine state. ``builds``: name -> a :func:`build_interpreter` spec;

@@ -25,7 +25,7 @@ import argparse
 import os
 import statistics
 
-from _common import alternate_builds, build_origin, gpu_name, print_table, stamp, write_records
+from _common import alternate_builds, distinct_build_origins, gpu_name, print_table, stamp, write_records
 
 FAMILIES = {
     "direct": (
@@ -65,10 +65,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "before_after.json"))
     args = ap.parse_args()
     builds = {"before": args.before, "after": args.after}
-    origins = {name: build_origin(spec) for name, spec in builds.items()}
-    if origins["before"] == origins["after"]:
-        # a --before folder without a build falls through to the installed package: the same build twice
-        raise SystemExit(f"--before and --after import the same build ({origins['after']}): nothing to compare")
+    origins = distinct_build_origins(builds)
     benchmarks = [(script, extra + (["--model", args.model] if args.model and args.family == "dualhead" else []))
                   for script, extra in FAMILIES[args.family]]
     times = alternate_builds(builds, benchmarks, args.rounds, keep=kept, key=key)

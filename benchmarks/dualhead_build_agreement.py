@@ -23,7 +23,7 @@ import tempfile
 
 import numpy as np
 
-from _common import build_interpreter, build_origin
+from _common import build_interpreter, distinct_build_origins
 
 
 def project(model_path: str, subsets, backend: str, out: str) -> None:
@@ -81,10 +81,7 @@ def main():
         return
     if not (args.before and args.after):
         ap.error("--before and --after are required")
-    origins = {name: build_origin(getattr(args, name)) for name in ("before", "after")}
-    if origins["before"] == origins["after"]:
-        # a --before folder without a build falls through to the installed package: the same build twice
-        raise SystemExit(f"--before and --after import the same build ({origins['after']}): nothing to compare")
+    origins = distinct_build_origins({"before": args.before, "after": args.after})
     with tempfile.TemporaryDirectory() as tmp:
         out = {}
         for name in ("before", "after"):
