@@ -184,6 +184,25 @@ def _check_window_limit(model, limit, rng, classes=None, narrow=False):
     assert rel(eng.back(y, classes, np.empty(s.grid.shape, np.float32)), cpu.adjoint(y, classes)) < TOL
 
 
+@pytest.mark.parametrize("limit", [0, 1])
+@pytest.mark.parametrize("case", ["D4", "D5_two_residue_chunks"])
+def test_gpu_default_back_block_order(models, case, limit, rng):
+    """The back projection's blocks started heaviest first (the default) or in index order: each block owns
+    its cells and sums them alike, so the results are identical, and the CPU's operator (staged and, with
+    no window memory allowed, global-memory kernels; one and two residue chunks)."""
+    model = models[case]
+    s = model.scanner
+    eng = _engine(model, "default", window_limit=limit)
+    assert eng.model.back_heavy_first
+    classes = np.array([3, 0, s.n_classes - 1, 3, 1], np.int32)
+    y = rng.uniform(0.1, 1.0, s.lor_count(classes)).astype(np.float32)
+    heavy = eng.back(y, classes, np.empty(s.grid.shape, np.float32))
+    eng.model.back_heavy_first = False
+    plain = eng.back(y, classes, np.empty(s.grid.shape, np.float32))
+    np.testing.assert_array_equal(heavy, plain)
+    assert rel(heavy, DualHeadProjector(model, "default", backend="cpu").adjoint(y, classes)) < TOL
+
+
 @pytest.mark.parametrize("groups", [1, 2, 5, 131])
 def test_gpu_default_plane_groups(models, groups, rng):
     """Plane-range launches accumulating into y give the same projection (up to rounding)."""

@@ -39,7 +39,10 @@ void register_dualhead_cuda(py::module_& m) {
                       "Plane-range launches of the default forward (accumulating into y); 0: automatic.")
         .def_property("narrow_blocks", &DeviceModel::narrow_blocks, &DeviceModel::set_narrow_blocks,
                       "Default forward: give classes with wide windows blocks of fewer LORs (two blocks per SM) "
-                      "instead of larger-shared-memory launches.");
+                      "instead of larger-shared-memory launches.")
+        .def_property("back_heavy_first", &DeviceModel::back_heavy_first, &DeviceModel::set_back_heavy_first,
+                      "Default back projection: start the blocks in decreasing estimated cost (on by default); off: "
+                      "in index order. The same results either way.");
     m.def("dualhead_forward_cuda",
           [](const std::string& method, DeviceModel& model, uintptr_t image, const py::array& classes, uintptr_t skip,
              uintptr_t out, uintptr_t stream) {

@@ -44,6 +44,11 @@ public:
     // of a larger-shared-memory launch. Off by default (measured slower on the H200, see RESULTS.md).
     bool narrow_blocks() const;
     void set_narrow_blocks(bool on);
+    // Default back projection: blocks started in decreasing estimated cost (longest first), so that the
+    // launch does not end on a few heavy blocks; off: in index order (unit fastest, then plane). Same
+    // results either way (each block owns its cells). On by default (benchmarks/RESULTS.md section 14n).
+    bool back_heavy_first() const;
+    void set_back_heavy_first(bool on);
 
     struct Impl;
     Impl& impl() { return *impl_; }

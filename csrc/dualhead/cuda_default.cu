@@ -25,7 +25,9 @@
 //     its unit, without waiting for any other warp; per step it stages (one step ahead, asynchronous
 //     copies) the LOR values its cells reach (zero outside the orientation's positions) and the q list
 //     (weights mirrored for the sign), and applies every q to every tile the step reaches (the zeros of
-//     the window stand for the LORs it does not have). The polyphase result is rearranged into the image.
+//     the window stand for the LORs it does not have). The blocks start heaviest first (a cost per block
+//     from the steps that reach it, sorted on the device), so that a launch does not end on a few long
+//     blocks. The polyphase result is rearranged into the image.
 //   Windows too large for shared memory (very wide patches on very large heads) fall back to kernels
 //   that read the polyphase image / the LOR values from global memory with the same offsets.
 //
@@ -40,6 +42,7 @@
 //     M_dense = sum over LORs and planes of (distinct q) x D^2 = M / fill (fill = taps / (16 q), ~0.55
 //     for physical patches), times the edge work of tiles that a q only partly reaches (~1.3x).
 //   benchmarks/dualhead_projectors.py prints the counts and the fractions reached.
+#include <cub/device/device_radix_sort.cuh>
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
@@ -461,20 +464,70 @@ struct BackStep {
     int2 box;
 };
 
+// Whether the back step of (entry e, sign slot s) at plane p has cell offsets and reaches unit U; cnt: its
+// row's offset count. The walk of back_default_kernel and the blocks' costs (back_block_cost_kernel) test
+// the same way.
+__device__ __forceinline__ bool back_step_reaches(const BackLaunch& P, const int64_t* __restrict__ q_start,
+                                                  const short4* __restrict__ boxes, int e, int s, int p,
+                                                  const BackUnit& U, int& cnt) {
+    const ClassInfo c = class_info_of(P.L, P.cls[e] >> 16, P.cls[e] & 0xffff);
+    cnt = 0;
+    if (s >= c.n_signs) return false;
+    const int64_t row = int64_t(P.k[e]) * P.L.n_planes + p;
+    cnt = static_cast<int>(q_start[row + 1] - q_start[row]);
+    int s_y, s_z;
+    class_sign(c, s, s_y, s_z);
+    const short4 bx = boxes[row];
+    const Box sb = signed_box(Box{bx.x, bx.y, bx.z, bx.w}, c.a_y, c.a_z, s_y, s_z);
+    return cnt > 0 && back_reaches(sb, c.pos_y, c.pos_z, U.cy_a, U.cy_b, U.cz_a, U.cz_b);
+}
+
+// The back projection's blocks, heaviest first. A launch's blocks (unit, plane) differ in work by the
+// steps that reach them, and the GPU starts blocks in index order: in plane order, the last blocks to
+// start included heavy ones, whose SMs then ran with few warps while the rest had finished (over the 72
+// subsets' launches, SMs active 93.6 % of the elapsed cycles, 12.4 of the 16 resident warps per SM on
+// average: benchmarks/RESULTS.md section 14n). Each block's cost is estimated from the steps that reach it,
+// kBackStepCost + its q's per step (a step's set-up costs about as many instructions as 8 q's over
+// four rounds, section 14m), and the blocks are started in decreasing cost (longest first): SMs active
+// 98.0 %, 14.3 resident warps, the full iteration's back projection 313.9 -> 289.0 ms on an H200 (same
+// build, section 14n).
+constexpr unsigned kBackStepCost = 8;
+
+__global__ void __launch_bounds__(256)
+back_block_cost_kernel(const __grid_constant__ BackLaunch P, int n_units, const int64_t* __restrict__ q_start,
+                       const short4* __restrict__ boxes, unsigned* __restrict__ cost, int* __restrict__ block) {
+    const int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= n_units * P.L.n_planes) return;
+    const int p = b / n_units;
+    const BackUnit U = back_unit(back_units(P.L.n_y, P.L.n_z), P.L.n_y, P.L.n_z, b - p * n_units);
+    unsigned c = 0;
+    for (int e = 0; e < P.n_entries; ++e)
+        for (int s = 0; s < 4; ++s) {
+            int cnt;
+            if (back_step_reaches(P, q_start, boxes, e, s, p, U, cnt))
+                c += kBackStepCost * static_cast<unsigned>((cnt + kQCap - 1) / kQCap) + static_cast<unsigned>(cnt);
+        }
+    cost[b] = c;
+    block[b] = b;
+}
+
 // kStaged: LOR windows in shared memory (else read from y with bounds tests); kFull: the chunk has all
 // kGroups residues (D = 4, or the full chunks of larger D)
 template <bool kStaged, bool kFull>
 __global__ void __launch_bounds__(32, 16)
 back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const float* __restrict__ y,
                     const int64_t* __restrict__ q_start, const int* __restrict__ q_pos, const float* __restrict__ q_w,
-                    const short4* __restrict__ boxes, float* __restrict__ Xb) {
+                    const short4* __restrict__ boxes, const int* __restrict__ order, float* __restrict__ Xb) {
     extern __shared__ __align__(16) unsigned char smem[];
     const Layout L = P.L;
     const int D = L.D, D2 = D * D;
     const int lane = threadIdx.x;
-    const BackUnit U = back_unit(back_units(L.n_y, L.n_z), L.n_y, L.n_z, blockIdx.x);
-    const int p = blockIdx.y;
-    const int g0 = (chunk0 + blockIdx.z) * kGroups, ng = kFull ? kGroups : min(kGroups, D2 - g0);
+    // block (unit, plane) = order[blockIdx.x] (heaviest first) or blockIdx.x, unit fastest
+    const BackUnits G = back_units(L.n_y, L.n_z);
+    const int b = order ? order[blockIdx.x] : static_cast<int>(blockIdx.x);
+    const int p = b / G.n_units;
+    const BackUnit U = back_unit(G, L.n_y, L.n_z, b - p * G.n_units);
+    const int g0 = (chunk0 + blockIdx.y) * kGroups, ng = kFull ? kGroups : min(kGroups, D2 - g0);
     const BackSmem S = back_smem(P.y_cap);
     float* qwt = reinterpret_cast<float*>(smem + S.qw);   // [2][kQCap][kGroups]
     int* qdec = reinterpret_cast<int*>(smem + S.qd);       // [2][kQCap]
@@ -498,14 +551,8 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
         const int idx = cand + lane;
         bool ok = false;
         if (idx < n_cand) {
-            const int e = idx >> 2, s = idx & 3;
-            const ClassInfo c = class_of(e);
-            if (s < c.n_signs) {
-                const int64_t row = row_of(e);
-                int s_y, s_z;
-                const Box sb = signed_box_of(c, s, *reinterpret_cast<const int2*>(boxes + row), s_y, s_z);
-                ok = q_start[row + 1] > q_start[row] && back_reaches(sb, c.pos_y, c.pos_z, U.cy_a, U.cy_b, U.cz_a, U.cz_b);
-            }
+            int cnt;
+            ok = back_step_reaches(P, q_start, boxes, idx >> 2, idx & 3, p, U, cnt);
         }
         hits = __ballot_sync(0xffffffffu, ok);
         cand += 32;
@@ -831,6 +878,31 @@ void forward_default(Impl& m, const ClassList& C, const float* image, const floa
     });
 }
 
+// The launch's blocks in decreasing estimated cost (back_block_cost_kernel), sorted on the device (CUB's
+// radix sort, stable: equal costs keep their index order); a device array of n_units x n_planes block
+// indices in the model's workspace, valid until the next call.
+const int* back_block_order(Impl& m, const BackLaunch& P, int n_units, cudaStream_t s) {
+    const int n = n_units * P.L.n_planes;
+    size_t sort_bytes = 0;
+    DP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, sort_bytes, static_cast<const unsigned*>(nullptr),
+                                                            static_cast<unsigned*>(nullptr), static_cast<const int*>(nullptr),
+                                                            static_cast<int*>(nullptr), n, 0, 32, s));
+    const size_t arrays = 4 * size_t(n) * sizeof(int), temp = (sort_bytes + 255) / 256 * 256;
+    m.back_order.reserve(temp + arrays);
+    char* base = m.back_order.as<char>();
+    void* sort_temp = base;
+    unsigned* cost = reinterpret_cast<unsigned*>(base + temp);
+    unsigned* cost_sorted = cost + n;
+    int* index = reinterpret_cast<int*>(cost_sorted + n);
+    int* order = index + n;
+    back_block_cost_kernel<<<div_up(n, 256), 256, 0, s>>>(P, n_units, m.q_start.as<int64_t>(), m.boxes.as<short4>(),
+                                                          cost, index);
+    DP_CUDA_CHECK_LAUNCH("back_block_cost_kernel");
+    DP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(sort_temp, sort_bytes, cost, cost_sorted, index, order, n,
+                                                            0, 32, s));
+    return order;
+}
+
 void back_default(Impl& m, const ClassList& C, const float* y, float* image, cudaStream_t s) {
     const Layout& L = m.L;
     if (L.n_planes > 65535) throw ValueError("n_planes: the CUDA back projector handles at most 65535 planes");
@@ -839,6 +911,9 @@ void back_default(Impl& m, const ClassList& C, const float* y, float* image, cud
         throw ValueError("n_y, n_z: the CUDA back projector handles at most 32767 crystal cells per axis");
     float* Xb = m.workspace(m.back_work);
     const BackUnits G = back_units(L.n_y, L.n_z);
+    if (int64_t(G.n_units) * L.n_planes > 0x7fffffff)
+        throw ValueError("n_y, n_z, n_planes: the CUDA back projector handles at most 2^31 - 1 (unit, plane) blocks");
+    const unsigned n_blocks = static_cast<unsigned>(G.n_units) * static_cast<unsigned>(L.n_planes);
     const int chunks = div_up(int64_t(L.D) * L.D, kGroups);
     const size_t fixed = back_smem(0).total;
     const size_t budget = window_budget(m, fixed + 1024);
@@ -874,13 +949,14 @@ void back_default(Impl& m, const ClassList& C, const float* y, float* image, cud
             P.accumulate = first ? 0 : 1;
             first = false;
             const size_t smem = back_smem(P.y_cap).total;
+            const int* order = m.back_heavy_first ? back_block_order(m, P, G.n_units, s) : nullptr;
             // residue chunks of kGroups (all full for D = 4; a partial last chunk otherwise)
             const int full = (L.D * L.D) / kGroups, part = chunks - full;
             auto launch = [&](auto kernel, int n_chunks, int first_chunk) {
                 if (n_chunks == 0) return;
-                kernel<<<dim3(G.n_units, L.n_planes, n_chunks), 32, smem, s>>>(
+                kernel<<<dim3(n_blocks, n_chunks), 32, smem, s>>>(
                     P, first_chunk, y, m.q_start.as<int64_t>(), m.q_pos.as<int>(), m.q_w.as<float>(),
-                    m.boxes.as<short4>(), Xb);
+                    m.boxes.as<short4>(), order, Xb);
                 DP_CUDA_CHECK_LAUNCH("back_default_kernel");
             };
             if (t == 2) {

@@ -105,11 +105,13 @@ struct DeviceModel::Impl {
     std::vector<int> sy_max, sz_max;   // per class: widest box over the planes (cells), for the window bounds
     cuda::DeviceBuffer fwd_work, back_work;   // polyphase image for the forward / the back projection
     cuda::DeviceBuffer partial;               // alg2 partial sums
+    cuda::DeviceBuffer back_order;            // the default back projection's block order and its sort's workspace
     int max_smem = 0;                         // opt-in shared memory per block (bytes), read once
     int smem_per_sm = 0;                      // shared memory per SM (bytes), read once
     size_t window_limit = 0;
     int plane_groups = 0;
     bool narrow_blocks = false;
+    bool back_heavy_first = true;
 
     // Host arrays uploaded in chunks (the model can be several GB).
     template <typename T>

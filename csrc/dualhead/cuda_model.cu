@@ -120,7 +120,7 @@ int64_t DeviceModel::n_taps() const { return impl_->n_taps; }
 size_t DeviceModel::model_bytes() const { return impl_->model_bytes(); }
 size_t DeviceModel::bytes() const {
     const Impl& m = *impl_;
-    return m.model_bytes() + m.fwd_work.bytes() + m.back_work.bytes() + m.partial.bytes();
+    return m.model_bytes() + m.fwd_work.bytes() + m.back_work.bytes() + m.partial.bytes() + m.back_order.bytes();
 }
 int DeviceModel::plane_groups() const { return impl_->plane_groups; }
 void DeviceModel::set_plane_groups(int groups) {
@@ -129,6 +129,8 @@ void DeviceModel::set_plane_groups(int groups) {
 }
 bool DeviceModel::narrow_blocks() const { return impl_->narrow_blocks; }
 void DeviceModel::set_narrow_blocks(bool on) { impl_->narrow_blocks = on; }
+bool DeviceModel::back_heavy_first() const { return impl_->back_heavy_first; }
+void DeviceModel::set_back_heavy_first(bool on) { impl_->back_heavy_first = on; }
 
 Method parse_method(const std::string& name) {
     if (name == "default") return Method::Default;
