@@ -185,12 +185,17 @@ def _check_window_limit(model, limit, rng, classes=None, narrow=False):
 
 
 @pytest.mark.parametrize("limit", [0, 1])
-@pytest.mark.parametrize("case", ["D4", "D5_two_residue_chunks"])
+@pytest.mark.parametrize("case", ["D4", "D5_two_residue_chunks", "head_64x40"])
 def test_gpu_default_back_block_order(models, case, limit, rng):
     """The back projection's blocks started heaviest first (the default) or in index order: each block owns
     its cells and sums them alike, so the results are identical, and the CPU's operator (staged and, with
-    no window memory allowed, global-memory kernels; one and two residue chunks)."""
-    model = models[case]
+    no window memory allowed, global-memory kernels; one and two residue chunks; the 64 x 40 head has 20
+    units of 16 x 8 cells per plane, so a block's unit and plane are both decoded from its index)."""
+    if case == "head_64x40":
+        s = DualHeadScanner.small(n_y=64, n_z=40, voxels_per_crystal=4, n_planes=5)
+        model = compact_model(s, rng, taps_per_row=40)
+    else:
+        model = models[case]
     s = model.scanner
     eng = _engine(model, "default", window_limit=limit)
     assert eng.model.back_heavy_first

@@ -26,8 +26,8 @@
 //     copies) the LOR values its cells reach (zero outside the orientation's positions) and the q list
 //     (weights mirrored for the sign), and applies every q to every tile the step reaches (the zeros of
 //     the window stand for the LORs it does not have). The blocks start heaviest first (a cost per block
-//     from the steps that reach it, sorted on the device), so that a launch does not end on a few long
-//     blocks. The polyphase result is rearranged into the image.
+//     from the steps that reach it, sorted on the device; DeviceModel::back_heavy_first, on by default),
+//     so that a launch does not end on a few long blocks. The polyphase result is rearranged into the image.
 //   Windows too large for shared memory (very wide patches on very large heads) fall back to kernels
 //   that read the polyphase image / the LOR values from global memory with the same offsets.
 //
@@ -483,10 +483,10 @@ __device__ __forceinline__ bool back_step_reaches(const BackLaunch& P, const int
 }
 
 // The back projection's blocks, heaviest first. A launch's blocks (unit, plane) differ in work by the
-// steps that reach them, and the GPU starts blocks in index order: in plane order, the last blocks to
-// start included heavy ones, whose SMs then ran with few warps while the rest had finished (over the 72
-// subsets' launches, SMs active 93.6 % of the elapsed cycles, 12.4 of the 16 resident warps per SM on
-// average: benchmarks/RESULTS.md section 14n). Each block's cost is estimated from the steps that reach it,
+// steps that reach them, and the GPU starts blocks in index order, plane by plane. In that order the 72
+// subsets' launches kept their SMs active 93.6 % of the elapsed cycles, with 12.4 of the 16 possible warps
+// per SM on average (benchmarks/RESULTS.md section 14n): the launches ended on few blocks (which blocks ran
+// last was not measured). Each block's cost is estimated from the steps that reach it,
 // kBackStepCost + its q's per step (a step's set-up costs about as many instructions as 8 q's over
 // four rounds, section 14m), and the blocks are started in decreasing cost (longest first): SMs active
 // 98.0 %, 14.3 resident warps, the full iteration's back projection 313.9 -> 289.0 ms on an H200 (same
@@ -496,6 +496,8 @@ constexpr unsigned kBackStepCost = 8;
 __global__ void __launch_bounds__(256)
 back_block_cost_kernel(const __grid_constant__ BackLaunch P, int n_units, const int64_t* __restrict__ q_start,
                        const short4* __restrict__ boxes, unsigned* __restrict__ cost, int* __restrict__ block) {
+    // an int in practice: back_default keeps n_units * n_planes below 2^31, and Xb holds 2^11 floats per
+    // block (a launch of 2^31 blocks would need 16 TB)
     const int b = blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= n_units * P.L.n_planes) return;
     const int p = b / n_units;
@@ -881,7 +883,7 @@ void forward_default(Impl& m, const ClassList& C, const float* image, const floa
 // The launch's blocks in decreasing estimated cost (back_block_cost_kernel), sorted on the device (CUB's
 // radix sort, stable: equal costs keep their index order); a device array of n_units x n_planes block
 // indices in the model's workspace, valid until the next call.
-const int* back_block_order(Impl& m, const BackLaunch& P, int n_units, cudaStream_t s) {
+static const int* back_block_order(Impl& m, const BackLaunch& P, int n_units, cudaStream_t s) {
     const int n = n_units * P.L.n_planes;
     size_t sort_bytes = 0;
     DP_CUDA_CHECK(cub::DeviceRadixSort::SortPairsDescending(nullptr, sort_bytes, static_cast<const unsigned*>(nullptr),
@@ -905,7 +907,6 @@ const int* back_block_order(Impl& m, const BackLaunch& P, int n_units, cudaStrea
 
 void back_default(Impl& m, const ClassList& C, const float* y, float* image, cudaStream_t s) {
     const Layout& L = m.L;
-    if (L.n_planes > 65535) throw ValueError("n_planes: the CUDA back projector handles at most 65535 planes");
     // classes (a_y, a_z), boxes and q's are packed as 16-bit fields
     if (L.n_y > 32767 || L.n_z > 32767)
         throw ValueError("n_y, n_z: the CUDA back projector handles at most 32767 crystal cells per axis");
