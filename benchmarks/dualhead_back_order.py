@@ -18,10 +18,10 @@ import statistics
 
 import numpy as np
 
-from directpet.dualhead import DualHeadProjector, DualHeadScanner, PatchModel, build_patch_model
+from directpet.dualhead import DualHeadProjector, DualHeadScanner
 
 from _common import gpu_name, print_table, stamp, write_records
-from dualhead_projectors import dense_macs, device_numbers, subsets_of
+from dualhead_projectors import dense_macs, device_numbers, load_model, subsets_of
 
 
 def main():
@@ -33,12 +33,7 @@ def main():
     import cupy as cp
 
     scanner = DualHeadScanner()
-    if args.model and os.path.exists(args.model):
-        model = PatchModel.load(args.model)
-    else:
-        model = build_patch_model(scanner, backend="cuda")
-        if args.model:
-            model.save(args.model)
+    model, _ = load_model(argparse.Namespace(model=args.model, small=False, synthetic=False), scanner)
     subsets, _ = subsets_of(scanner, 72)
     rng = np.random.default_rng(7)
     ratios = [cp.asarray(rng.uniform(0.5, 1.5, scanner.lor_count(k)).astype(np.float32)) for k in subsets]

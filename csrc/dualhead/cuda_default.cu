@@ -456,13 +456,31 @@ __host__ __device__ inline BackSmem back_smem(int y_cap) {
 }
 
 // A back step: the cell offsets [t, t + nt) of the row of (class entry e, sign slot s) at this plane,
-// whose offsets start at q0 (cnt of them) and whose (+,+) box is box (short4 as two ints). No step:
-// e = n_entries, cnt = 0.
+// whose offsets start at q0 (cnt of them) and whose (+,+) box is box (short4 as two ints; a short4 member
+// compiled to more spills, ptxas sm_90). No step: e = n_entries, cnt = 0.
 struct BackStep {
     int e, s, t, nt, cnt;
     long long q0;
     int2 box;
 };
+
+// Launch entry e's class, its row at plane p, and a row's (+,+) box mirrored for sign slot s (the signs in
+// s_y, s_z): the decoding that the back kernel's walk, staging and compute and the blocks' costs share.
+// L is P.L; the back kernel passes its local copy, which compiles to the instructions measured in
+// benchmarks/RESULTS.md section 14n (with P.L the hot kernel compiles without its 20-byte spill: not timed).
+__device__ __forceinline__ ClassInfo back_class(const Layout& L, const BackLaunch& P, int e) {
+    return class_info_of(L, P.cls[e] >> 16, P.cls[e] & 0xffff);
+}
+__device__ __forceinline__ int64_t back_row(const Layout& L, const BackLaunch& P, int e, int p) {
+    return int64_t(P.k[e]) * L.n_planes + p;
+}
+__device__ __forceinline__ Box back_signed_box(const ClassInfo& c, int s, short4 bx, int& s_y, int& s_z) {
+    class_sign(c, s, s_y, s_z);
+    return signed_box(Box{bx.x, bx.y, bx.z, bx.w}, c.a_y, c.a_z, s_y, s_z);
+}
+__device__ __forceinline__ Box back_signed_box(const ClassInfo& c, int s, int2 packed, int& s_y, int& s_z) {
+    return back_signed_box(c, s, *reinterpret_cast<const short4*>(&packed), s_y, s_z);
+}
 
 // Whether the back step of (entry e, sign slot s) at plane p has cell offsets and reaches unit U; cnt: its
 // row's offset count. The walk of back_default_kernel and the blocks' costs (back_block_cost_kernel) test
@@ -470,15 +488,13 @@ struct BackStep {
 __device__ __forceinline__ bool back_step_reaches(const BackLaunch& P, const int64_t* __restrict__ q_start,
                                                   const short4* __restrict__ boxes, int e, int s, int p,
                                                   const BackUnit& U, int& cnt) {
-    const ClassInfo c = class_info_of(P.L, P.cls[e] >> 16, P.cls[e] & 0xffff);
+    const ClassInfo c = back_class(P.L, P, e);
     cnt = 0;
     if (s >= c.n_signs) return false;
-    const int64_t row = int64_t(P.k[e]) * P.L.n_planes + p;
+    const int64_t row = back_row(P.L, P, e, p);
     cnt = static_cast<int>(q_start[row + 1] - q_start[row]);
     int s_y, s_z;
-    class_sign(c, s, s_y, s_z);
-    const short4 bx = boxes[row];
-    const Box sb = signed_box(Box{bx.x, bx.y, bx.z, bx.w}, c.a_y, c.a_z, s_y, s_z);
+    const Box sb = back_signed_box(c, s, boxes[row], s_y, s_z);
     return cnt > 0 && back_reaches(sb, c.pos_y, c.pos_z, U.cy_a, U.cy_b, U.cz_a, U.cz_b);
 }
 
@@ -535,20 +551,12 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
     int* qdec = reinterpret_cast<int*>(smem + S.qd);       // [2][kQCap]
     float* ywin = reinterpret_cast<float*>(smem + S.win);  // [2][y_cap]
 
-    auto class_of = [&](int e) { return class_info_of(L, P.cls[e] >> 16, P.cls[e] & 0xffff); };
-    auto signed_box_of = [&](const ClassInfo& c, int s, int2 packed, int& s_y, int& s_z) {
-        class_sign(c, s, s_y, s_z);
-        const short4 bx = *reinterpret_cast<const short4*>(&packed);
-        return signed_box(Box{bx.x, bx.y, bx.z, bx.w}, c.a_y, c.a_z, s_y, s_z);
-    };
-
     // The walk over the pairs idx = 4 e + s: each lane tests one pair of the batch [cand - 32, cand); the
     // warp takes the hits from the ballot in order and reads the hit's row again (uniform loads, cached),
     // which keeps no per-lane state but the ballot live through the steps.
     const int n_cand = 4 * P.n_entries;
     int cand = 0;
     unsigned hits = 0;
-    auto row_of = [&](int e) { return int64_t(P.k[e]) * L.n_planes + p; };
     auto test_batch = [&]() {
         const int idx = cand + lane;
         bool ok = false;
@@ -575,7 +583,7 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
         n.e = idx >> 2;
         n.s = idx & 3;
         n.t = 0;
-        const int64_t row = row_of(n.e);
+        const int64_t row = back_row(L, P, n.e, p);
         n.q0 = q_start[row];
         n.cnt = static_cast<int>(q_start[row + 1] - n.q0);
         n.box = *reinterpret_cast<const int2*>(boxes + row);
@@ -586,9 +594,9 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
     // LOR window (zero outside the orientation's positions), the q's and their weights of the chunk's
     // voxel residues, mirrored for the sign (voxel residue (r_y, r_z) <- model residue of the mirrored cell)
     auto stage = [&](const BackStep& st, int buf) {
-        const ClassInfo c = class_of(st.e);
+        const ClassInfo c = back_class(L, P, st.e);
         int s_y, s_z;
-        const Box sb = signed_box_of(c, st.s, st.box, s_y, s_z);
+        const Box sb = back_signed_box(c, st.s, st.box, s_y, s_z);
         if constexpr (kStaged) {
             // Row by row: a half-warp per row when the window is at most 16 columns wide (else the
             // whole warp, in column chunks of 32). A lane keeps its column; the rows holding valid LORs
@@ -644,9 +652,9 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
 
     // one step's multiply-adds, its copies landed
     auto compute = [&](const BackStep& st, int buf) {
-        const ClassInfo c = class_of(st.e);
+        const ClassInfo c = back_class(L, P, st.e);
         int s_y, s_z;
-        const Box sb = signed_box_of(c, st.s, st.box, s_y, s_z);
+        const Box sb = back_signed_box(c, st.s, st.box, s_y, s_z);
         const LorWindow w = back_window(U, sb);
         // the q's decoded in place: byte offsets in the window (or signed packed q's)
         if (lane < st.nt) {
