@@ -3,11 +3,14 @@
 A portable build (the default, and every wheel: no -march=native, the hot loops runtime-dispatched,
 csrc/common/cpu_dispatch.hpp) must stay within 10 % of a build tuned for the machine. This script
 runs ``benchmarks/direct_cpu.py`` (the DIRECT CPU projectors, clinical and stress kernels, 1 and all
-threads) and the CPU prior benchmark (``recon_priors.py --cpu``) against two importable directpet
+threads), ``benchmarks/first_dualhead_cpu.py`` (the FIRST `fast` and dual-head `default` CPU projectors;
+its dual-head model from --model, built there once when missing) and the CPU prior benchmark
+(``recon_priors.py --cpu``) against two importable directpet
 packages in alternation (native, portable, native, portable, ...: the same machine state for
 both), and records per case the median over the rounds and the ratio portable / native.
 
-    python benchmarks/portable_vs_native.py --native DIR [--portable DIR] [--wheel PYTHON] [--rounds 2] [--out FILE]
+    python benchmarks/portable_vs_native.py --native DIR [--portable DIR] [--wheel PYTHON] [--rounds 2] [--model M.npz]
+        [--out FILE]
 
 DIR is a folder holding a ``directpet`` package with its built ``_core`` (e.g. a copy of
 ``src/directpet`` with the extension of ``cmake -DDIRECTPET_NATIVE=ON`` / ``OFF``). PYTHON is the
@@ -46,6 +49,7 @@ def main():
     ap.add_argument("--portable", help="a package folder of the portable source build")
     ap.add_argument("--wheel", help="the python of a venv holding the installed, repaired wheel")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--model", default=None, help="first_dualhead_cpu.py's dual-head model (.npz), built there when missing")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "portable_vs_native.json"))
     args = ap.parse_args()
     builds = {"native": args.native}
@@ -56,7 +60,9 @@ def main():
     for name, level in levels.items():
         print(f"{name}: {level}")
     # direct_cpu's float64 reference rows left out
-    times = alternate_builds(builds, (("direct_cpu.py", []), ("recon_priors.py", ["--cpu"])), args.rounds,
+    model = ["--model", args.model] if args.model else []
+    times = alternate_builds(builds, (("direct_cpu.py", []), ("first_dualhead_cpu.py", model),
+                                      ("recon_priors.py", ["--cpu"])), args.rounds,
                              keep=lambda rec: rec.get("method", "cpu") == "cpu", key=key)
     records, columns = [], ["case", "op", "shape", "threads", "native_ms"]
     for name in builds:
