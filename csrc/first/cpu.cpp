@@ -12,8 +12,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
+#include "../common/cpu_dispatch.hpp"
 #include "../common/errors.hpp"
 #include "model.hpp"
 
@@ -86,17 +88,99 @@ struct SinogramLayerReader {
 };
 
 // --- fast (factored) -----------------------------------------------------------------------------
-// Lattice buffer of one angle: R[i][z][row'], row' = rho + j + J in [0, n + 2J).
-int64_t lattice_size(const Dims& D) { return static_cast<int64_t>(D.n) * D.nz * D.n_rows_ext(); }
+// Lattice buffers of one angle, R (forward: the resampled image) and G (back: its transpose),
+// [i][z][row'] with row' = rho + j + J in [0, n + 2J). Their rows are padded to lattice_stride
+// floats so that the register blocks below (kBlock radial positions, read or written at shifts
+// 0..2J) stay inside their row; the padding of R holds zeros, that of G takes zeros.
+//
+// A register block is kBlock / 8 vectors of 8 floats (GCC's vector extension: one AVX2 register,
+// two SSE registers in the baseline clone). Written as vectors, not as a float array under
+// `omp simd`: GCC kept such an array in memory (a load and a store per multiply-add) once the
+// weights' address changed with i.
+constexpr int kVec = 8, kBlock = 64, kBlockVecs = kBlock / kVec;
+typedef float Vec8 __attribute__((vector_size(kVec * sizeof(float))));
+
+int radial_blocks(int width) { return (width + kBlock - 1) / kBlock; }
+
+int64_t lattice_stride(const Dims& D) {
+    const int width = std::max(radial_blocks(D.n), radial_blocks(D.n_rows_ext())) * kBlock + 2 * D.J;
+    return (width + 15) / 16 * 16;
+}
+
+int64_t lattice_size(const Dims& D) { return static_cast<int64_t>(D.n) * D.nz * lattice_stride(D); }
 
 void resample_angle(const HostModel& M, const float* image, int a, float* R) {
     const Dims& D = M.D;
-    const int64_t plane = static_cast<int64_t>(D.n) * D.n;
+    const int64_t plane = static_cast<int64_t>(D.n) * D.n, stride = lattice_stride(D);
     for (int i = 0; i < D.n; ++i)
         for (int rr = 0; rr < D.n_rows_ext(); ++rr) {
             const FootprintRead f = footprint_at(D, M.footprints(), a, i, rr);
             for (int z = 0; z < D.nz; ++z)
-                R[(static_cast<int64_t>(i) * D.nz + z) * D.n_rows_ext() + rr] = footprint_read(image + z * plane, f);
+                R[(static_cast<int64_t>(i) * D.nz + z) * stride + rr] = footprint_read(image + z * plane, f);
+        }
+}
+
+// acc[v] += w * src[8 v .. 8 v + 8) for the kBlock floats from src (unaligned).
+inline void add_scaled(Vec8* acc, float w, const float* src) {
+#pragma GCC unroll 8
+    for (int v = 0; v < kBlockVecs; ++v) {
+        Vec8 x;
+        std::memcpy(&x, src + v * kVec, sizeof x);
+        acc[v] += w * x;
+    }
+}
+
+// One LOR row (ring difference d, axial centre kc) from its angle's lattice R:
+//     out[rho] = sum over i, t, j of Q[d][i][j][t] R[i][kc + base[d][i] - K + t][rho + j],
+// each rho summed in that order (i, t, j), kBlock radial positions at a time in registers.
+DP_CPU_CLONES void stencil_forward_row(const Dims& D, const float* Q, const int* base, const float* R, int d, int kc,
+                                       float* out) {
+    const int64_t stride = lattice_stride(D);
+    const int nj = D.n_j(), ntaps = D.n_taps();
+    for (int rho0 = 0; rho0 < D.n; rho0 += kBlock) {
+        Vec8 acc[kBlockVecs] = {};
+        for (int i = 0; i < D.n; ++i) {
+            const int z0 = kc + base[static_cast<int64_t>(d) * D.n + i] - D.K;
+            const float* Qi = Q + q_index(D, d, i, 0, 0);
+            for (int t = 0; t < ntaps; ++t) {
+                const int z = z0 + t;
+                if (z < 0 || z >= D.nz) continue;
+                const float* row = R + (static_cast<int64_t>(i) * D.nz + z) * stride + rho0;
+                for (int jj = 0; jj < nj; ++jj) add_scaled(acc, Qi[jj * ntaps + t], row + jj);
+            }
+        }
+        float sums[kBlock];
+        std::memcpy(sums, acc, sizeof sums);
+        std::copy(sums, sums + std::min(kBlock, D.n - rho0), out + rho0);
+    }
+}
+
+// The transpose for one along-sample i of one angle: G_i[z][row'] = sum over the LOR rows
+// (r1, r2), the taps t reaching z and j of Q[d][i][j][t] y[r1][r2][row' - j], from the angle's
+// sinogram rows padded by 2J zeros on the left (y_pad[row][2J + rho] = y[row][rho], zeros elsewhere).
+// Each G value sums in the order (r1, r2, t, j), kBlock values at a time in registers.
+DP_CPU_CLONES void stencil_back_sample(const Dims& D, const float* Q, const int* base, const float* y_pad, int i,
+                                       float* Gi) {
+    const int64_t stride = lattice_stride(D);
+    const int nj = D.n_j(), ntaps = D.n_taps(), n_blocks = radial_blocks(D.n_rows_ext());
+    std::fill(Gi, Gi + D.nz * stride, 0.0f);
+    for (int r1 = 0; r1 < D.n_rows; ++r1)
+        for (int r2 = 0; r2 < D.n_rows; ++r2) {
+            const int d = r2 - r1 + D.n_rows - 1;
+            const float* y = y_pad + (static_cast<int64_t>(r1) * D.n_rows + r2) * stride + 2 * D.J;
+            const int z0 = r1 + r2 + base[static_cast<int64_t>(d) * D.n + i] - D.K;
+            const float* Qi = Q + q_index(D, d, i, 0, 0);
+            for (int t = 0; t < ntaps; ++t) {
+                const int z = z0 + t;
+                if (z < 0 || z >= D.nz) continue;
+                for (int blk = 0; blk < n_blocks; ++blk) {
+                    float* g = Gi + z * stride + blk * kBlock;
+                    Vec8 acc[kBlockVecs];
+                    std::memcpy(acc, g, sizeof acc);
+                    for (int jj = 0; jj < nj; ++jj) add_scaled(acc, Qi[jj * ntaps + t], y + blk * kBlock - jj);
+                    std::memcpy(g, acc, sizeof acc);
+                }
+            }
         }
 }
 
@@ -106,7 +190,7 @@ void forward_fast(const HostModel& M, const AngleList& A, const float* image, fl
     const int64_t L = lattice_size(D);
     const int nt = thread_count(threads);
     const int chunk = std::max(1, std::min(n_sel, nt));
-    std::vector<float> R(static_cast<size_t>(chunk) * L);
+    std::vector<float> R(static_cast<size_t>(chunk) * L, 0.0f);   // the rows' padding stays zero
     for (int a0 = 0; a0 < n_sel; a0 += chunk) {
         const int na = std::min(chunk, n_sel - a0);
 #pragma omp parallel num_threads(nt)
@@ -116,25 +200,9 @@ void forward_fast(const HostModel& M, const AngleList& A, const float* image, fl
 #pragma omp for collapse(3) schedule(dynamic, 2)
             for (int q = 0; q < na; ++q)
                 for (int r1 = 0; r1 < D.n_rows; ++r1)
-                    for (int r2 = 0; r2 < D.n_rows; ++r2) {
-                        const int d = r2 - r1 + D.n_rows - 1, kc = r1 + r2;
-                        float* out = sino + sino_index(D, a0 + q, r1, r2, 0);
-                        std::fill(out, out + D.n, 0.0f);
-                        const float* Rq = R.data() + q * L;
-                        for (int i = 0; i < D.n; ++i) {
-                            const int z0 = kc + M.base[static_cast<int64_t>(d) * D.n + i] - D.K;
-                            for (int t = 0; t < D.n_taps(); ++t) {
-                                const int z = z0 + t;
-                                if (z < 0 || z >= D.nz) continue;
-                                const float* row = Rq + (static_cast<int64_t>(i) * D.nz + z) * D.n_rows_ext();
-                                for (int jj = 0; jj < D.n_j(); ++jj) {
-                                    const float w = M.Q[q_index(D, d, i, jj, t)];
-#pragma omp simd
-                                    for (int rho = 0; rho < D.n; ++rho) out[rho] += w * row[rho + jj];
-                                }
-                            }
-                        }
-                    }
+                    for (int r2 = 0; r2 < D.n_rows; ++r2)
+                        stencil_forward_row(D, M.Q.data(), M.base.data(), R.data() + q * L, r2 - r1 + D.n_rows - 1,
+                                            r1 + r2, sino + sino_index(D, a0 + q, r1, r2, 0));
         }
     }
 }
@@ -142,38 +210,28 @@ void forward_fast(const HostModel& M, const AngleList& A, const float* image, fl
 void back_fast(const HostModel& M, const AngleList& A, const float* sino, float* image, int threads) {
     const Dims& D = M.D;
     const int n_sel = static_cast<int>(A.index.size());
-    const int64_t L = lattice_size(D);
+    const int64_t L = lattice_size(D), stride = lattice_stride(D), rows = static_cast<int64_t>(D.n_rows) * D.n_rows;
     const int nt = thread_count(threads);
     const int chunk = std::max(1, std::min(n_sel, nt));
     std::vector<float> G(static_cast<size_t>(chunk) * L);
+    std::vector<float> y_pad(static_cast<size_t>(chunk * rows * stride), 0.0f);   // the padding stays zero
     std::fill(image, image + D.image_size(), 0.0f);
     for (int a0 = 0; a0 < n_sel; a0 += chunk) {
         const int na = std::min(chunk, n_sel - a0);
 #pragma omp parallel num_threads(nt)
         {
+#pragma omp for collapse(2) schedule(static)
+            for (int q = 0; q < na; ++q)
+                for (int64_t r = 0; r < rows; ++r) {
+                    const float* src = sino + sino_index(D, a0 + q, 0, 0, 0) + r * D.n;
+                    std::copy(src, src + D.n, y_pad.data() + (q * rows + r) * stride + 2 * D.J);
+                }
             // G[i][z][row'] = sum over LORs of the folded taps times y (the transpose of the stencil).
 #pragma omp for collapse(2) schedule(dynamic, 4)
             for (int q = 0; q < na; ++q)
-                for (int i = 0; i < D.n; ++i) {
-                    float* Gi = G.data() + q * L + static_cast<int64_t>(i) * D.nz * D.n_rows_ext();
-                    std::fill(Gi, Gi + static_cast<int64_t>(D.nz) * D.n_rows_ext(), 0.0f);
-                    for (int r1 = 0; r1 < D.n_rows; ++r1)
-                        for (int r2 = 0; r2 < D.n_rows; ++r2) {
-                            const int d = r2 - r1 + D.n_rows - 1;
-                            const float* y = sino + sino_index(D, a0 + q, r1, r2, 0);
-                            const int z0 = r1 + r2 + M.base[static_cast<int64_t>(d) * D.n + i] - D.K;
-                            for (int t = 0; t < D.n_taps(); ++t) {
-                                const int z = z0 + t;
-                                if (z < 0 || z >= D.nz) continue;
-                                float* row = Gi + static_cast<int64_t>(z) * D.n_rows_ext();
-                                for (int jj = 0; jj < D.n_j(); ++jj) {
-                                    const float w = M.Q[q_index(D, d, i, jj, t)];
-#pragma omp simd
-                                    for (int rho = 0; rho < D.n; ++rho) row[rho + jj] += w * y[rho];
-                                }
-                            }
-                        }
-                }
+                for (int i = 0; i < D.n; ++i)
+                    stencil_back_sample(D, M.Q.data(), M.base.data(), y_pad.data() + q * rows * stride, i,
+                                        G.data() + q * L + static_cast<int64_t>(i) * D.nz * stride);
             // image += the transposed resampling, gathered per voxel column.
 #pragma omp for schedule(dynamic, 4)
             for (int iy = 0; iy < D.n; ++iy)
@@ -183,9 +241,9 @@ void back_fast(const HostModel& M, const AngleList& A, const float* sino, float*
                         const float* Gq = G.data() + q * L;
                         for_each_overlapping_lattice_point(D, M.footprints(), A.index[a0 + q], ix, iy, A.cos[a0 + q],
                                                            A.sin[a0 + q], [&](int i, int row, float w) {
-                            const float* g = Gq + static_cast<int64_t>(i) * D.nz * D.n_rows_ext() + row + D.J;
+                            const float* g = Gq + static_cast<int64_t>(i) * D.nz * stride + row + D.J;
                             for (int z = 0; z < D.nz; ++z)
-                                col[static_cast<int64_t>(z) * D.n * D.n] += w * g[static_cast<int64_t>(z) * D.n_rows_ext()];
+                                col[static_cast<int64_t>(z) * D.n * D.n] += w * g[static_cast<int64_t>(z) * stride];
                         });
                     }
                 }
