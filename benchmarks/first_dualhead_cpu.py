@@ -9,15 +9,21 @@ median of repeats after a warm-up.
 Floor first: the multiply-adds each projection must do are counted from the sizes and the model
 (FIRST: the folded slice taps of every LOR and along-sample, plus the 3 x 3 footprint resampling;
 dual-head: every (LOR, tap) pair) and printed as GFLOP/s per core next to the time, with the
-fraction of the core's vector FMA peak given by --peak-gflops (per core).
+fraction of one core's 8-lane FMA peak: measured (--measure-peak: benchmarks/cpu_fma_peak.cpp compiled
+with the system's C++ compiler and run, the machine otherwise idle) or given (--peak-gflops).
 
-    python benchmarks/first_dualhead_cpu.py [--model dh_small.npz] [--quick] [--peak-gflops G] [--out FILE]
+    python benchmarks/first_dualhead_cpu.py [--model dh_small.npz] [--quick] [--measure-peak | --peak-gflops G]
+        [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import shutil
+import subprocess
+import tempfile
 import time
 
 import numpy as np
@@ -51,14 +57,31 @@ def dualhead_model(path: str | None, scanner: DualHeadScanner) -> PatchModel:
     return model
 
 
+def measured_peak() -> float:
+    """One core's 8-lane fp32 FMA peak (GFLOP/s) from benchmarks/cpu_fma_peak.cpp."""
+    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    if not cxx:
+        raise SystemExit("--measure-peak needs a C++ compiler (c++ or g++ on PATH, or CXX)")
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpu_fma_peak.cpp")
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = os.path.join(tmp, "cpu_fma_peak")
+        subprocess.run([cxx, "-O2", "-march=native", source, "-o", exe], check=True)
+        out = subprocess.run([exe], check=True, capture_output=True, text=True).stdout
+    return float(re.match(r"([\d.]+) GFLOP/s", out).group(1))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "first_dualhead_cpu.json"))
     ap.add_argument("--model", default=None, help="the dual-head model (.npz): loaded, or built and saved there")
     ap.add_argument("--quick", action="store_true", help="fewer repeats")
-    ap.add_argument("--peak-gflops", type=float, default=None,
-                    help="one core's fp32 FMA peak in GFLOP/s, for the fraction printed (not recorded when absent)")
+    peak = ap.add_mutually_exclusive_group()
+    peak.add_argument("--measure-peak", action="store_true", help="measure one core's FMA peak first (cpu_fma_peak.cpp)")
+    peak.add_argument("--peak-gflops", type=float, default=None, help="one core's fp32 FMA peak in GFLOP/s")
     args = ap.parse_args()
+    if args.measure_peak:
+        args.peak_gflops = measured_peak()
+        print(f"one core's 8-lane FMA peak: {args.peak_gflops:.1f} GFLOP/s (benchmarks/cpu_fma_peak.cpp)")
     repeat = 2 if args.quick else 3
     n_threads = os.cpu_count() or 1
     dispatch = directpet.build_info().get("cpu_dispatch")
@@ -103,6 +126,8 @@ def main():
         if case == "first_fast":
             rec["note"] = f"one subset of {len(FIRST_SUBSET)} of the {s.n_angles} angles (every 13th)"
         if args.peak_gflops:
+            rec["peak_gflops_per_core"] = args.peak_gflops
+            rec["peak_source"] = "measured: benchmarks/cpu_fma_peak.cpp" if args.measure_peak else "given: --peak-gflops"
             rec["peak_fraction"] = per_core / args.peak_gflops
         records.append(stamp(rec, device=cpu_device()))
         print(f"  {case} {op} {threads} thread(s): {ms:.1f} ms, {per_core:.1f} GFLOP/s per core", flush=True)
