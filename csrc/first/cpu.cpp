@@ -109,14 +109,33 @@ int64_t lattice_stride(const Dims& D) {
 
 int64_t lattice_size(const Dims& D) { return static_cast<int64_t>(D.n) * D.nz * lattice_stride(D); }
 
-void resample_angle(const HostModel& M, const float* image, int a, float* R) {
+// The image with z fastest, [y][x][z] (from [z][y][x]): a footprint's 3 x 3 voxel columns are then
+// contiguous runs of nz floats. Inside a parallel region.
+void to_z_fastest(const Dims& D, const float* image, float* columns) {
+    const int64_t plane = static_cast<int64_t>(D.n) * D.n;
+#pragma omp for schedule(static)
+    for (int64_t v = 0; v < plane; ++v)
+        for (int z = 0; z < D.nz; ++z) columns[v * D.nz + z] = image[z * plane + v];
+}
+
+// Lattice R of angle a from the z-fastest image: every lattice point reads its footprint's voxel
+// columns for all slices at once (each value summed over the 9 slots in footprint_read's order);
+// col: nz floats of scratch.
+DP_CPU_CLONES void resample_angle(const HostModel& M, const float* columns, int a, float* R, float* col) {
     const Dims& D = M.D;
-    const int64_t plane = static_cast<int64_t>(D.n) * D.n, stride = lattice_stride(D);
+    const int64_t stride = lattice_stride(D);
+    const int nz = D.nz;
     for (int i = 0; i < D.n; ++i)
         for (int rr = 0; rr < D.n_rows_ext(); ++rr) {
             const FootprintRead f = footprint_at(D, M.footprints(), a, i, rr);
-            for (int z = 0; z < D.nz; ++z)
-                R[(static_cast<int64_t>(i) * D.nz + z) * stride + rr] = footprint_read(image + z * plane, f);
+            std::fill(col, col + nz, 0.0f);
+            for (int k = 0; k < kFootprintSlots; ++k) {
+                const float w = f.w[k];
+                const float* src = columns + static_cast<int64_t>(f.off[k]) * nz;
+#pragma omp simd
+                for (int z = 0; z < nz; ++z) col[z] += w * src[z];
+            }
+            for (int z = 0; z < nz; ++z) R[(static_cast<int64_t>(i) * nz + z) * stride + rr] = col[z];
         }
 }
 
@@ -184,6 +203,36 @@ DP_CPU_CLONES void stencil_back_sample(const Dims& D, const float* Q, const int*
         }
 }
 
+// G_i [z][row'] (lattice_stride apart) -> GT_i [row'][z], the layout the gather below reads.
+void transpose_sample(const Dims& D, const float* Gi, float* GTi) {
+    const int64_t stride = lattice_stride(D);
+    for (int z = 0; z < D.nz; ++z)
+        for (int r = 0; r < D.n_rows_ext(); ++r) GTi[static_cast<int64_t>(r) * D.nz + z] = Gi[z * stride + r];
+}
+
+// Voxel column (ix, iy) += the transposed resampling of angles [a0, a0 + na) of the list: for every
+// lattice point whose cell overlaps the voxel, its weight times that point's transposed lattice column
+// (GT: per angle, [i][row'][z]), all slices at once, the points and angles in the order of
+// for_each_overlapping_lattice_point; col: nz floats of scratch.
+DP_CPU_CLONES void unresample_column(const HostModel& M, const AngleList& A, int a0, int na, const float* GT, int ix,
+                                     int iy, float* col, float* image) {
+    const Dims& D = M.D;
+    const int nz = D.nz;
+    const int64_t plane = static_cast<int64_t>(D.n) * D.n, LT = static_cast<int64_t>(D.n) * D.n_rows_ext() * nz;
+    float* voxel = image + static_cast<int64_t>(iy) * D.n + ix;
+    for (int z = 0; z < nz; ++z) col[z] = voxel[z * plane];
+    for (int q = 0; q < na; ++q) {
+        const float* GTq = GT + q * LT;
+        for_each_overlapping_lattice_point(D, M.footprints(), A.index[a0 + q], ix, iy, A.cos[a0 + q], A.sin[a0 + q],
+                                           [&](int i, int row, float w) {
+            const float* g = GTq + (static_cast<int64_t>(i) * D.n_rows_ext() + row + D.J) * nz;
+#pragma omp simd
+            for (int z = 0; z < nz; ++z) col[z] += w * g[z];
+        });
+    }
+    for (int z = 0; z < nz; ++z) voxel[z * plane] = col[z];
+}
+
 void forward_fast(const HostModel& M, const AngleList& A, const float* image, float* sino, int threads) {
     const Dims& D = M.D;
     const int n_sel = static_cast<int>(A.index.size());
@@ -191,12 +240,16 @@ void forward_fast(const HostModel& M, const AngleList& A, const float* image, fl
     const int nt = thread_count(threads);
     const int chunk = std::max(1, std::min(n_sel, nt));
     std::vector<float> R(static_cast<size_t>(chunk) * L, 0.0f);   // the rows' padding stays zero
+    std::vector<float> columns(static_cast<size_t>(D.image_size()));
+#pragma omp parallel num_threads(nt)
+    to_z_fastest(D, image, columns.data());
     for (int a0 = 0; a0 < n_sel; a0 += chunk) {
         const int na = std::min(chunk, n_sel - a0);
 #pragma omp parallel num_threads(nt)
         {
+            std::vector<float> col(static_cast<size_t>(D.nz));
 #pragma omp for schedule(static)
-            for (int q = 0; q < na; ++q) resample_angle(M, image, A.index[a0 + q], R.data() + q * L);
+            for (int q = 0; q < na; ++q) resample_angle(M, columns.data(), A.index[a0 + q], R.data() + q * L, col.data());
 #pragma omp for collapse(3) schedule(dynamic, 2)
             for (int q = 0; q < na; ++q)
                 for (int r1 = 0; r1 < D.n_rows; ++r1)
@@ -210,43 +263,36 @@ void forward_fast(const HostModel& M, const AngleList& A, const float* image, fl
 void back_fast(const HostModel& M, const AngleList& A, const float* sino, float* image, int threads) {
     const Dims& D = M.D;
     const int n_sel = static_cast<int>(A.index.size());
-    const int64_t L = lattice_size(D), stride = lattice_stride(D), rows = static_cast<int64_t>(D.n_rows) * D.n_rows;
+    const int64_t stride = lattice_stride(D), rows = static_cast<int64_t>(D.n_rows) * D.n_rows;
     const int nt = thread_count(threads);
     const int chunk = std::max(1, std::min(n_sel, nt));
-    std::vector<float> G(static_cast<size_t>(chunk) * L);
+    // per angle, the stencil's transpose G transposed to [i][row'][z] for the gather
+    const int64_t LT = static_cast<int64_t>(D.n) * D.n_rows_ext() * D.nz;
+    std::vector<float> GT(static_cast<size_t>(chunk) * LT);
     std::vector<float> y_pad(static_cast<size_t>(chunk * rows * stride), 0.0f);   // the padding stays zero
     std::fill(image, image + D.image_size(), 0.0f);
     for (int a0 = 0; a0 < n_sel; a0 += chunk) {
         const int na = std::min(chunk, n_sel - a0);
 #pragma omp parallel num_threads(nt)
         {
+            std::vector<float> col(static_cast<size_t>(D.nz)), Gi(static_cast<size_t>(D.nz * stride));
 #pragma omp for collapse(2) schedule(static)
             for (int q = 0; q < na; ++q)
                 for (int64_t r = 0; r < rows; ++r) {
                     const float* src = sino + sino_index(D, a0 + q, 0, 0, 0) + r * D.n;
                     std::copy(src, src + D.n, y_pad.data() + (q * rows + r) * stride + 2 * D.J);
                 }
-            // G[i][z][row'] = sum over LORs of the folded taps times y (the transpose of the stencil).
+            // G_i[z][row'] = sum over LORs of the folded taps times y (the transpose of the stencil).
 #pragma omp for collapse(2) schedule(dynamic, 4)
             for (int q = 0; q < na; ++q)
-                for (int i = 0; i < D.n; ++i)
-                    stencil_back_sample(D, M.Q.data(), M.base.data(), y_pad.data() + q * rows * stride, i,
-                                        G.data() + q * L + static_cast<int64_t>(i) * D.nz * stride);
+                for (int i = 0; i < D.n; ++i) {
+                    stencil_back_sample(D, M.Q.data(), M.base.data(), y_pad.data() + q * rows * stride, i, Gi.data());
+                    transpose_sample(D, Gi.data(), GT.data() + q * LT + static_cast<int64_t>(i) * D.n_rows_ext() * D.nz);
+                }
             // image += the transposed resampling, gathered per voxel column.
 #pragma omp for schedule(dynamic, 4)
             for (int iy = 0; iy < D.n; ++iy)
-                for (int ix = 0; ix < D.n; ++ix) {
-                    float* col = image + static_cast<int64_t>(iy) * D.n + ix;
-                    for (int q = 0; q < na; ++q) {
-                        const float* Gq = G.data() + q * L;
-                        for_each_overlapping_lattice_point(D, M.footprints(), A.index[a0 + q], ix, iy, A.cos[a0 + q],
-                                                           A.sin[a0 + q], [&](int i, int row, float w) {
-                            const float* g = Gq + static_cast<int64_t>(i) * D.nz * stride + row + D.J;
-                            for (int z = 0; z < D.nz; ++z)
-                                col[static_cast<int64_t>(z) * D.n * D.n] += w * g[static_cast<int64_t>(z) * stride];
-                        });
-                    }
-                }
+                for (int ix = 0; ix < D.n; ++ix) unresample_column(M, A, a0, na, GT.data(), ix, iy, col.data(), image);
         }
     }
 }
