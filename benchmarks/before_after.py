@@ -53,7 +53,6 @@ FAMILIES = {
 MODEL_SCRIPTS = ("dualhead_projectors.py", "first_dualhead_cpu.py")   # the benchmarks that take --model
 
 
-
 def kept(rec) -> bool:
     """The records compared: timed ones; of the dual-head benchmark, the full iteration only; of the CPU
     benchmarks, the compiled paths (not the float64 reference)."""

@@ -36,7 +36,7 @@ from _common import cpu_device, print_table, stamp, time_host, today, write_reco
 from dualhead_projectors import subset_macs
 from first_projectors import work_counts
 
-FIRST_SUBSET = np.arange(0, 130, 13, dtype=np.int32)   # one OSEM subset of the full scanner's 130 angles
+FIRST_SUBSETS = 13   # the FIRST subset timed: every 13th angle, one OSEM subset of the full scanner's 130
 
 
 def dualhead_model(path: str | None, scanner: DualHeadScanner) -> PatchModel:
@@ -91,17 +91,18 @@ def main():
     s = RotatingScanner()
     table = build_super_lor_table(s)
     counts = work_counts(s)
-    share = len(FIRST_SUBSET) / s.n_angles
+    first_angles = np.arange(0, s.n_angles, FIRST_SUBSETS, dtype=np.int32)
+    share = len(first_angles) / s.n_angles
     first_flop = counts["fast_flop"] * share
     x_f = rng.uniform(0.1, 1.0, s.grid.shape).astype(np.float32)
-    y_f = rng.uniform(0.1, 1.0, (len(FIRST_SUBSET),) + s.sinogram_shape[1:]).astype(np.float32)
-    first_shape = [len(FIRST_SUBSET)] + list(s.sinogram_shape[1:])
+    y_f = rng.uniform(0.1, 1.0, (len(first_angles),) + s.sinogram_shape[1:]).astype(np.float32)
+    first_shape = [len(first_angles)] + list(s.sinogram_shape[1:])
     for threads in sorted({1, n_threads}):
         P = SuperLORProjector(table, "fast", backend="cpu", threads=threads, check_finite=False)
         cases.append(("first_fast", "fp", threads, first_shape, first_flop,
-                      lambda P=P: P.forward(x_f, FIRST_SUBSET)))
+                      lambda P=P: P.forward(x_f, first_angles)))
         cases.append(("first_fast", "bp", threads, first_shape, first_flop,
-                      lambda P=P: P.adjoint(y_f, FIRST_SUBSET)))
+                      lambda P=P: P.adjoint(y_f, first_angles)))
 
     scanner = DualHeadScanner.small(n_y=32, n_z=24, voxels_per_crystal=4, n_planes=59, plane_mm=1.0)
     model = dualhead_model(args.model, scanner)
@@ -115,7 +116,7 @@ def main():
         cases.append(("dualhead_default", "fp", threads, dh_shape, dh_flop, lambda P=P: P.forward(x_d)))
         cases.append(("dualhead_default", "bp", threads, dh_shape, dh_flop, lambda P=P: P.adjoint(y_d)))
 
-    print(f"FIRST fast: {first_flop / 1e9:.1f} GFLOP per projection of {len(FIRST_SUBSET)} angles; dual-head "
+    print(f"FIRST fast: {first_flop / 1e9:.1f} GFLOP per projection of {len(first_angles)} angles; dual-head "
           f"default: {dh_flop / 1e9:.2f} GFLOP per projection ({model.n_taps:,} taps, {scanner.n_lors:,} LORs)")
     records = []
     for case, op, threads, shape, flop, fn in cases:
@@ -124,7 +125,7 @@ def main():
         rec = dict(case=case, method="cpu", op=op, threads=threads, ms=ms, shape=shape, gflop=flop / 1e9,
                    gflops_per_core=per_core, cpu_dispatch=dispatch)
         if case == "first_fast":
-            rec["note"] = f"one subset of {len(FIRST_SUBSET)} of the {s.n_angles} angles (every 13th)"
+            rec["note"] = f"one subset of {len(first_angles)} of the {s.n_angles} angles (every {FIRST_SUBSETS}th)"
         if args.peak_gflops:
             rec["peak_gflops_per_core"] = args.peak_gflops
             rec["peak_source"] = "measured: benchmarks/cpu_fma_peak.cpp" if args.measure_peak else "given: --peak-gflops"

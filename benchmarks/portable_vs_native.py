@@ -4,7 +4,8 @@ A portable build (the default, and every wheel: no -march=native, the hot loops 
 csrc/common/cpu_dispatch.hpp) must stay within 10 % of a build tuned for the machine. This script
 runs ``benchmarks/direct_cpu.py`` (the DIRECT CPU projectors, clinical and stress kernels, 1 and all
 threads), ``benchmarks/first_dualhead_cpu.py`` (the FIRST `fast` and dual-head `default` CPU projectors;
-its dual-head model from --model, built there once when missing) and the CPU prior benchmark
+its dual-head model from --model, built and saved there when missing; without --model it is built in every
+run, about a minute on 2 cores) and the CPU prior benchmark
 (``recon_priors.py --cpu``) against two importable directpet
 packages in alternation (native, portable, native, portable, ...: the same machine state for
 both), and records per case the median over the rounds and the ratio portable / native.

@@ -138,11 +138,11 @@ def test_fast_equals_matched(volume):
     assert _rel(fast.adjoint(y), matched.adjoint(y).astype(np.float64)) < 1e-5
 
 
-@pytest.mark.parametrize("n_radial, J, K", [(63, 2, 1), (64, 2, 1), (65, 1, 2), (133, 3, 1)])
+@pytest.mark.parametrize("n_radial, J, K", [(63, 2, 1), (64, 2, 1), (65, 1, 2), (133, 3, 1), (60, 2, 1), (65, 0, 0)])
 def test_cpu_fast_across_its_register_blocks(n_radial, J, K, volume):
     """The CPU `fast` path takes 64 radial positions at a time (csrc/first/cpu.cpp), its lattice rows
-    n + 2J wide: radial sizes just below, at and past one block and past two, with other tube widths,
-    agree bin by bin with `matched` (one LOR / one voxel at a time, another code path) and stay exact
+    n + 2J wide: radial sizes just below, at and past one block and past two, lattice rows of exactly one
+    block (60 + 2 * 2) and the thinnest tube (J = K = 0), agree bin by bin with `matched` (one LOR / one voxel at a time, another code path) and stay exact
     transposes. The last radial bins and the first and last slices are checked on their own: an edge
     block that dropped or doubled lanes would show there first."""
     s = RotatingScanner(n_rows=3, n_angles=3, n_radial=n_radial, n_columns=24)

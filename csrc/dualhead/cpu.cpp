@@ -98,8 +98,9 @@ int64_t tap_base(const PlaneMajor& X, int D, const Sign& g, int p, int dy, int d
 // R rows x W positions of accumulators (row stride wz) take taps [0, nt) in order:
 // r[q][l] += w[t] * x0[base[t] + q SI + l].
 template <int R, int W>
-__attribute__((always_inline)) inline void forward_block(const float* __restrict__ x0, const int64_t* __restrict__ base, const float* __restrict__ w,
-                   int64_t nt, int64_t SI, float* __restrict__ acc, int64_t wz) {
+__attribute__((always_inline)) inline void forward_block(const float* __restrict__ x0, const int64_t* __restrict__ base,
+                                                        const float* __restrict__ w, int64_t nt, int64_t SI,
+                                                        float* __restrict__ acc, int64_t wz) {
     float r[R][W];
     for (int q = 0; q < R; ++q)
 #pragma omp simd
@@ -272,8 +273,9 @@ void fill_padded(const Layout& L, const ClassList& C, int a0, int a1, const floa
 // Rows q < R (strides SI in x, wz in v): x[base[t] + q SI + l] += w[t] * v[q wz + l] for the taps t in
 // order, one block of W positions (v held in registers).
 template <int R, int W>
-__attribute__((always_inline)) inline void back_block(float* x, const int64_t* __restrict__ base, const float* __restrict__ w, int64_t nt,
-                const float* __restrict__ v, int64_t SI, int64_t wz) {
+__attribute__((always_inline)) inline void back_block(float* x, const int64_t* __restrict__ base,
+                                                     const float* __restrict__ w, int64_t nt, const float* __restrict__ v,
+                                                     int64_t SI, int64_t wz) {
     float r[R][W];
     for (int q = 0; q < R; ++q)
 #pragma omp simd
@@ -289,7 +291,8 @@ __attribute__((always_inline)) inline void back_block(float* x, const int64_t* _
 
 // (runtime-dispatched, as forward_rows)
 template <int R>
-DP_CPU_CLONES void back_rows_of(float* x, const int64_t* base, const float* w, int64_t nt, const float* v, int64_t SI, int64_t wz) {
+DP_CPU_CLONES void back_rows_of(float* x, const int64_t* base, const float* w, int64_t nt, const float* v, int64_t SI,
+                                int64_t wz) {
     int64_t j0 = 0;
     for (; j0 + kLanes <= wz; j0 += kLanes) back_block<R, kLanes>(x + j0, base, w, nt, v + j0, SI, wz);
     if (j0 < wz) back_block<R, kTail>(x + j0, base, w, nt, v + j0, SI, wz);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "../common/cpu_dispatch.hpp"
@@ -88,34 +89,47 @@ struct SinogramLayerReader {
 };
 
 // --- fast (factored) -----------------------------------------------------------------------------
-// Lattice buffers of one angle, R (forward: the resampled image) and G (back: its transpose),
-// [i][z][row'] with row' = rho + j + J in [0, n + 2J). Their rows are padded to lattice_stride
-// floats so that the register blocks below (kBlock radial positions, read or written at shifts
-// 0..2J) stay inside their row; the padding of R holds zeros, that of G takes zeros.
+// Lattice buffers, row' = rho + j + J in [0, n + 2J): R (forward: one angle's resampled image,
+// [i][z][row']) and G_i (back: the stencil's transpose for one along-sample i, [z][row'], then turned
+// to GT [i][row'][z] for the gather). Their rows are padded to lattice_stride floats so that the
+// register blocks below (kBlock radial positions, read or written at shifts 0..2J) stay inside their
+// row; the padding of R holds zeros, that of G_i takes zeros.
 //
 // A register block is kBlock / 8 vectors of 8 floats (GCC's vector extension: one AVX2 register,
 // two SSE registers in the baseline clone). Written as vectors, not as a float array under
 // `omp simd`: GCC kept such an array in memory (a load and a store per multiply-add) once the
-// weights' address changed with i.
+// weights' address changed with i. Each value sums in the order of the one-bin loops these replaced;
+// the AVX2 / AVX-512 clones contract each multiply-add into an FMA, so the last bits depend on the clone.
 constexpr int kVec = 8, kBlock = 64, kBlockVecs = kBlock / kVec;
 typedef float Vec8 __attribute__((vector_size(kVec * sizeof(float))));
 
 int radial_blocks(int width) { return (width + kBlock - 1) / kBlock; }
 
+// The blocks of the widest row (n + 2J) plus the 2J shifts read past the last block.
 int64_t lattice_stride(const Dims& D) {
-    const int width = std::max(radial_blocks(D.n), radial_blocks(D.n_rows_ext())) * kBlock + 2 * D.J;
-    return (width + 15) / 16 * 16;
+    return static_cast<int64_t>(radial_blocks(D.n_rows_ext())) * kBlock + 2 * D.J;
 }
 
+// Where a sinogram row starts in its padded copy (y_pad, lattice_stride floats a row): after 2J zeros,
+// which the back stencil reads at shifts -j.
+int64_t y_pad_offset(const Dims& D) { return 2 * D.J; }
+
 int64_t lattice_size(const Dims& D) { return static_cast<int64_t>(D.n) * D.nz * lattice_stride(D); }
+
+// Columns [c0, c1) of a rows x cols array (rows src_stride apart) as contiguous runs:
+// dst[c * rows + r] = src[r * src_stride + c].
+void columns_to_runs(const float* src, int64_t rows, int64_t src_stride, int64_t c0, int64_t c1, float* dst) {
+    for (int64_t c = c0; c < c1; ++c)
+        for (int64_t r = 0; r < rows; ++r) dst[c * rows + r] = src[r * src_stride + c];
+}
 
 // The image with z fastest, [y][x][z] (from [z][y][x]): a footprint's 3 x 3 voxel columns are then
 // contiguous runs of nz floats. Inside a parallel region.
 void to_z_fastest(const Dims& D, const float* image, float* columns) {
-    const int64_t plane = static_cast<int64_t>(D.n) * D.n;
+    const int64_t plane = static_cast<int64_t>(D.n) * D.n, chunk = 256;
 #pragma omp for schedule(static)
-    for (int64_t v = 0; v < plane; ++v)
-        for (int z = 0; z < D.nz; ++z) columns[v * D.nz + z] = image[z * plane + v];
+    for (int64_t v = 0; v < plane; v += chunk)
+        columns_to_runs(image, D.nz, plane, v, std::min(v + chunk, plane), columns);
 }
 
 // Lattice R of angle a from the z-fastest image: every lattice point reads its footprint's voxel
@@ -140,7 +154,7 @@ DP_CPU_CLONES void resample_angle(const HostModel& M, const float* columns, int 
 }
 
 // acc[v] += w * src[8 v .. 8 v + 8) for the kBlock floats from src (unaligned).
-inline void add_scaled(Vec8* acc, float w, const float* src) {
+__attribute__((always_inline)) inline void add_scaled(Vec8* acc, float w, const float* src) {
 #pragma GCC unroll 8
     for (int v = 0; v < kBlockVecs; ++v) {
         Vec8 x;
@@ -186,7 +200,7 @@ DP_CPU_CLONES void stencil_back_sample(const Dims& D, const float* Q, const int*
     for (int r1 = 0; r1 < D.n_rows; ++r1)
         for (int r2 = 0; r2 < D.n_rows; ++r2) {
             const int d = r2 - r1 + D.n_rows - 1;
-            const float* y = y_pad + (static_cast<int64_t>(r1) * D.n_rows + r2) * stride + 2 * D.J;
+            const float* y = y_pad + (static_cast<int64_t>(r1) * D.n_rows + r2) * stride + y_pad_offset(D);
             const int z0 = r1 + r2 + base[static_cast<int64_t>(d) * D.n + i] - D.K;
             const float* Qi = Q + q_index(D, d, i, 0, 0);
             for (int t = 0; t < ntaps; ++t) {
@@ -203,12 +217,6 @@ DP_CPU_CLONES void stencil_back_sample(const Dims& D, const float* Q, const int*
         }
 }
 
-// G_i [z][row'] (lattice_stride apart) -> GT_i [row'][z], the layout the gather below reads.
-void transpose_sample(const Dims& D, const float* Gi, float* GTi) {
-    const int64_t stride = lattice_stride(D);
-    for (int z = 0; z < D.nz; ++z)
-        for (int r = 0; r < D.n_rows_ext(); ++r) GTi[static_cast<int64_t>(r) * D.nz + z] = Gi[z * stride + r];
-}
 
 // Voxel column (ix, iy) += the transposed resampling of angles [a0, a0 + na) of the list: for every
 // lattice point whose cell overlaps the voxel, its weight times that point's transposed lattice column
@@ -240,16 +248,17 @@ void forward_fast(const HostModel& M, const AngleList& A, const float* image, fl
     const int nt = thread_count(threads);
     const int chunk = std::max(1, std::min(n_sel, nt));
     std::vector<float> R(static_cast<size_t>(chunk) * L, 0.0f);   // the rows' padding stays zero
-    std::vector<float> columns(static_cast<size_t>(D.image_size()));
+    std::unique_ptr<float[]> columns(new float[static_cast<size_t>(D.image_size())]);   // filled below
 #pragma omp parallel num_threads(nt)
-    to_z_fastest(D, image, columns.data());
+    to_z_fastest(D, image, columns.get());
     for (int a0 = 0; a0 < n_sel; a0 += chunk) {
         const int na = std::min(chunk, n_sel - a0);
 #pragma omp parallel num_threads(nt)
         {
             std::vector<float> col(static_cast<size_t>(D.nz));
 #pragma omp for schedule(static)
-            for (int q = 0; q < na; ++q) resample_angle(M, columns.data(), A.index[a0 + q], R.data() + q * L, col.data());
+            for (int q = 0; q < na; ++q)
+                resample_angle(M, columns.get(), A.index[a0 + q], R.data() + q * L, col.data());
 #pragma omp for collapse(3) schedule(dynamic, 2)
             for (int q = 0; q < na; ++q)
                 for (int r1 = 0; r1 < D.n_rows; ++r1)
@@ -280,14 +289,15 @@ void back_fast(const HostModel& M, const AngleList& A, const float* sino, float*
             for (int q = 0; q < na; ++q)
                 for (int64_t r = 0; r < rows; ++r) {
                     const float* src = sino + sino_index(D, a0 + q, 0, 0, 0) + r * D.n;
-                    std::copy(src, src + D.n, y_pad.data() + (q * rows + r) * stride + 2 * D.J);
+                    std::copy(src, src + D.n, y_pad.data() + (q * rows + r) * stride + y_pad_offset(D));
                 }
             // G_i[z][row'] = sum over LORs of the folded taps times y (the transpose of the stencil).
 #pragma omp for collapse(2) schedule(dynamic, 4)
             for (int q = 0; q < na; ++q)
                 for (int i = 0; i < D.n; ++i) {
                     stencil_back_sample(D, M.Q.data(), M.base.data(), y_pad.data() + q * rows * stride, i, Gi.data());
-                    transpose_sample(D, Gi.data(), GT.data() + q * LT + static_cast<int64_t>(i) * D.n_rows_ext() * D.nz);
+                    columns_to_runs(Gi.data(), D.nz, stride, 0, D.n_rows_ext(),
+                                    GT.data() + q * LT + static_cast<int64_t>(i) * D.n_rows_ext() * D.nz);
                 }
             // image += the transposed resampling, gathered per voxel column.
 #pragma omp for schedule(dynamic, 4)
