@@ -466,8 +466,9 @@ struct BackStep {
 
 // Launch entry e's class, its row at plane p, and a row's (+,+) box mirrored for sign slot s (the signs in
 // s_y, s_z): the decoding that the back kernel's walk, staging and compute and the blocks' costs share.
-// L is P.L; the back kernel passes its local copy, which compiles to the instructions measured in
-// benchmarks/RESULTS.md section 14n (with P.L the hot kernel compiles without its 20-byte spill: not timed).
+// L is P.L. The back kernel reads it from the parameter block too: a local copy of the layout compiled
+// the hot kernel to a 20-byte spill (ptxas, sm_90), and without it the full iteration's back projection
+// went from 289.0 to 280.5 ms on an H200 (benchmarks/RESULTS.md section 14p).
 __device__ __forceinline__ ClassInfo back_class(const Layout& L, const BackLaunch& P, int e) {
     return class_info_of(L, P.cls[e] >> 16, P.cls[e] & 0xffff);
 }
@@ -537,7 +538,7 @@ back_default_kernel(const __grid_constant__ BackLaunch P, int chunk0, const floa
                     const int64_t* __restrict__ q_start, const int* __restrict__ q_pos, const float* __restrict__ q_w,
                     const short4* __restrict__ boxes, const int* __restrict__ order, float* __restrict__ Xb) {
     extern __shared__ __align__(16) unsigned char smem[];
-    const Layout L = P.L;
+    const Layout& L = P.L;   // from the parameter block, not a local copy: see back_class
     const int D = L.D, D2 = D * D;
     const int lane = threadIdx.x;
     // block (unit, plane) = order[blockIdx.x] (heaviest first) or blockIdx.x, unit fastest
