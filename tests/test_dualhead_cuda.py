@@ -223,6 +223,43 @@ def test_gpu_default_plane_groups(models, groups, rng):
         eng.model.plane_groups = -1
 
 
+@pytest.mark.parametrize("case, groups, per_launch, limit", [
+    ("planes_131", 2, 0, 0), ("planes_131", 5, 2, 0), ("planes_131", 131, 0, 0), ("planes_131", 131, 7, 0),
+    ("planes_131", 5, 0, 1), ("D4", 3, 0, 0), ("D5_two_residue_chunks", 2, 0, 0)])
+def test_gpu_default_plane_groups_per_launch(models, case, groups, per_launch, limit, rng):
+    """Several plane groups in one forward launch (a tile's last block adds the groups' sums into y in
+    plane order) give the very floats of one launch per group: all groups in one launch, launches of
+    fewer groups than there are (5 in launches of 2, 2, 1; 131 in launches of 7) that add onto what the
+    earlier ones wrote, the global-memory kernel (limit 1 byte), and the zero-count skip with whole
+    classes skipped (blocks that return early in every group) or random LORs skipped."""
+    model = models[case]
+    s = model.scanner
+    eng = _engine(model, "default", window_limit=limit)
+    assert eng.model.fwd_groups_per_launch == 0
+    eng.model.plane_groups = groups
+    x = rng.uniform(0.1, 1.0, s.grid.shape).astype(np.float32)
+    skip = (rng.random(s.n_lors) < 0.7).astype(np.float32)
+    skip[: s.n_lors // 3] = 0.0
+    classes = np.array([s.n_classes - 1, 0, 2, 1], np.int32)
+    n_sub = s.lor_count(classes)
+
+    def run():
+        return [eng.forward(x, None, None, np.empty(s.n_lors, np.float32)),
+                eng.forward(x, None, skip, np.empty(s.n_lors, np.float32)),
+                eng.forward(x, classes, None, np.empty(n_sub, np.float32))]
+
+    eng.model.fwd_groups_per_launch = 1
+    per_group = run()
+    eng.model.fwd_groups_per_launch = per_launch
+    together = run()
+    for a, b in zip(together, per_group):
+        np.testing.assert_array_equal(a, b)
+    assert np.all(together[1][skip == 0] == 0.0)
+    assert rel(together[0], DualHeadProjector(model, "default", backend="cpu").forward(x)) < TOL
+    with pytest.raises(ValueError, match="fwd_groups_per_launch"):
+        eng.model.fwd_groups_per_launch = -1
+
+
 def test_gpu_large_head(rng):
     """A 40 x 30 head, D = 4, 119 planes, ~60 compact taps per row (index ranges, many window shapes; the
     default forward's classes fit one tile of 2048 positions here, test_gpu_default_window_limits has

@@ -42,7 +42,11 @@ void register_dualhead_cuda(py::module_& m) {
                       "instead of larger-shared-memory launches.")
         .def_property("back_heavy_first", &DeviceModel::back_heavy_first, &DeviceModel::set_back_heavy_first,
                       "Default back projection: start the blocks in decreasing estimated cost (on by default); off: "
-                      "in index order. The same results either way.");
+                      "in index order. The same results either way.")
+        .def_property("fwd_groups_per_launch", &DeviceModel::fwd_groups_per_launch,
+                      &DeviceModel::set_fwd_groups_per_launch,
+                      "Default forward: plane groups per launch (0, the default: all whose sums fit a 64 MB "
+                      "workspace; 1: one launch per group, as before; n: at most n). The same results either way.");
     m.def("dualhead_forward_cuda",
           [](const std::string& method, DeviceModel& model, uintptr_t image, const py::array& classes, uintptr_t skip,
              uintptr_t out, uintptr_t stream) {

@@ -49,6 +49,13 @@ public:
     // results either way (each block owns its cells). On by default (benchmarks/RESULTS.md section 14n).
     bool back_heavy_first() const;
     void set_back_heavy_first(bool on);
+    // Default forward: plane groups per launch. Several groups in one launch write their tiles' sums to
+    // a workspace, and a tile's last block adds them into y in plane order, so the results equal those
+    // of one launch per group bit for bit; a launch of G groups' blocks ends on one partly filled wave
+    // instead of G (benchmarks/RESULTS.md section 14r). 0 (the default): all groups whose sums fit the
+    // workspace cap (64 MB); 1: one launch per group; n: at most n.
+    int fwd_groups_per_launch() const;
+    void set_fwd_groups_per_launch(int groups);
 
     struct Impl;
     Impl& impl() { return *impl_; }

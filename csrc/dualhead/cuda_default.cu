@@ -14,8 +14,10 @@
 //     taps being block-uniform (broadcast). The window's rows lie `pitch` apart, as the padded
 //     positions do: a thread's 8 LORs sit at fixed distances in it (one address per tap, the rounds
 //     immediate offsets) and a warp's 32 LORs read 32 consecutive words. LORs whose skip value is 0 get 0; warps (and
-//     blocks) whose LORs are all skipped do no work. Plane-group launches (accumulating into y) keep
-//     the image slice that the running blocks read in L2.
+//     blocks) whose LORs are all skipped do no work. The planes are split into groups (image slices of
+//     at most ~24 MB) that keep the slice the running blocks read in L2; one launch holds every group's
+//     blocks, group-major, and the last block of a tile to finish adds the groups' sums into y in plane
+//     order (a launch per group ended on as many partly filled waves: benchmarks/RESULTS.md section 14r).
 //   back: a gather, no atomics: a warp (a block of its own) owns one unit of 16 x 8 image cells of one
 //     plane (tiles.hpp: four warp tiles of 4 x 8 cells, one per round), each lane one cell per round
 //     with one accumulator per voxel residue of the cell (D x D, up to 16; larger D loops over residue
@@ -183,14 +185,18 @@ template <bool kStaged>
 __global__ void __launch_bounds__(kThreads, kFwdBlocksPerSm)
 fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict__ X, const DTap* __restrict__ taps,
                    const int64_t* __restrict__ row_start, const int* __restrict__ rzg, const short4* __restrict__ boxes,
-                   const float* __restrict__ skip, float* __restrict__ y) {
+                   const float* __restrict__ skip, float* __restrict__ y, float* __restrict__ partial,
+                   unsigned* __restrict__ tile_done) {
     extern __shared__ __align__(16) unsigned char smem[];
     const Layout L = P.L;
-    const int D = L.D, np = P.n_planes;
+    const int D = L.D;
     const int tid = threadIdx.x;
 
-    // class, sign and tile of this block
-    const int b = blockIdx.x;
+    // plane group (group-major), class, sign and tile of this block
+    const int n_tiles = P.first_block[P.n_entries];   // blocks per plane group
+    const int grp = static_cast<int>(blockIdx.x) / n_tiles;
+    const int b = static_cast<int>(blockIdx.x) - grp * n_tiles;
+    const int p_begin = (P.group0 + grp) * P.per, np = min(P.per, L.n_planes - p_begin);
     const int e = find_entry(P.first_block, P.n_entries, b);
     const int k = P.k[e];
     const ClassInfo c = class_info(L, k);
@@ -220,8 +226,8 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
         on[r] = real && (skip == nullptr || skip[lor0 + lor[r]] != 0.0f);
         if (__any_sync(0xffffffffu, on[r])) rounds |= 1u << r;
     }
-    if (!__syncthreads_or(rounds != 0)) {   // every LOR of the block skipped
-        if (!P.accumulate)
+    if (!__syncthreads_or(rounds != 0)) {   // every LOR of the block skipped (in every plane group alike)
+        if (!P.accumulate && grp == 0)
 #pragma unroll
             for (int r = 0; r < kFwdRounds; ++r)
                 if (lor[r] >= 0) y[lor0 + lor[r]] = 0.0f;
@@ -235,7 +241,7 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
     int* m_rzg = reinterpret_cast<int*>(smem + S.rzg);   // [np][D + 1]: start of the taps with r_z = 0..D
     int2* dtap = reinterpret_cast<int2*>(smem + S.tap);
     float* win = reinterpret_cast<float*>(smem + S.win);
-    const int64_t row0 = int64_t(k) * L.n_planes + P.p_begin;
+    const int64_t row0 = int64_t(k) * L.n_planes + p_begin;
     for (int pi = tid; pi < np; pi += kThreads) {
         m_row[pi] = row_start[row0 + pi];
         m_box[pi] = boxes[row0 + pi];
@@ -279,7 +285,7 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
                           P.plane[e]);
     };
     // the step's residue planes r_y = 0 .. D-1 at (p, r_z), from X
-    auto plane_ptr = [&](const Step& st) { return X + (int64_t(P.p_begin + st.pi) * D * D + st.rz) * nyz; };
+    auto plane_ptr = [&](const Step& st) { return X + (int64_t(p_begin + st.pi) * D * D + st.rz) * nyz; };
     // The window is copied with a flattened walk: thread tid takes elements tid, tid + kThreads, ... of the
     // row-major window (every thread busy on every copy) and copies each element's D residue planes
     // r_y. D = 4 (the scanners' crystals of 4 voxels) carries its source pointer and shared-memory
@@ -415,12 +421,40 @@ fwd_default_kernel(const __grid_constant__ FwdLaunch P, const float* __restrict_
             buf ^= 1;
         }
     }
+    if (P.n_groups == 1) {
+#pragma unroll
+        for (int r = 0; r < kFwdRounds; ++r)
+            if (lor[r] >= 0) {
+                const int64_t o = lor0 + lor[r];
+                const float v = on[r] ? acc[r] : 0.0f;
+                y[o] = P.accumulate ? y[o] + v : v;
+            }
+        return;
+    }
+    // Several plane groups: each block leaves its tile's sums in the workspace (slot (group, tile), the
+    // thread's positions r kThreads + tid < lpb), and the tile's last block to finish adds them into y
+    // group by group, in the order that one launch per group adds them (the same floats). The fence
+    // orders each thread's stores before the counter's increment (the pattern of the CUDA samples'
+    // threadFenceReduction); the last block reads the sums through L2 (__ldcg), not from L1.
+    float* mine = partial + (int64_t(grp) * n_tiles + b) * P.lpb;
+#pragma unroll
+    for (int r = 0; r < kFwdRounds; ++r)
+        if (lor[r] >= 0) mine[r * kThreads + tid] = on[r] ? acc[r] : 0.0f;
+    __threadfence();
+    __syncthreads();
+    // (no static shared flag: the kernel's opt-in limit is set for its dynamic shared memory alone)
+    const bool last = tid == 0 && atomicAdd(tile_done + b, 1u) == static_cast<unsigned>(P.n_groups - 1);
+    if (!__syncthreads_or(last)) return;
+    __threadfence();
+    const int64_t slot = int64_t(n_tiles) * P.lpb;
 #pragma unroll
     for (int r = 0; r < kFwdRounds; ++r)
         if (lor[r] >= 0) {
             const int64_t o = lor0 + lor[r];
-            const float v = on[r] ? acc[r] : 0.0f;
-            y[o] = P.accumulate ? y[o] + v : v;
+            const float* part = partial + int64_t(b) * P.lpb + r * kThreads + tid;
+            float v = P.accumulate ? y[o] + __ldcg(part) : __ldcg(part);
+            for (int g = 1; g < P.n_groups; ++g) v += __ldcg(part + g * slot);
+            y[o] = v;
         }
 }
 
@@ -810,7 +844,7 @@ static size_t window_budget(const Impl& m, size_t fixed) {
     return m.window_limit > 0 ? std::min(device, m.window_limit) : device;
 }
 
-static int planes_per_launch(const Impl& m) {
+static int planes_per_group(const Impl& m) {
     const Layout& L = m.L;
     int groups = m.plane_groups;
     if (groups == 0) {   // automatic: image slices of at most ~24 MB per launch
@@ -823,11 +857,23 @@ static int planes_per_launch(const Impl& m) {
     return std::max(1, std::min(per, meta_cap));
 }
 
+// The default forward's plane groups per launch: as many as DeviceModel::fwd_groups_per_launch allows
+// (0: all), as far as their sums fit kFwdPartialCap (a tile's lpb floats per group: 16.6 MB for the 3
+// groups of one of the full-size head's 72 orientation subsets) and the grid's 2^31 - 1 blocks.
+constexpr size_t kFwdPartialCap = size_t(64) << 20;
+
+static int fwd_groups_per_launch(const Impl& m, int groups, int64_t blocks, int lpb) {
+    const int64_t asked = m.fwd_groups_per_launch > 0 ? m.fwd_groups_per_launch : groups;
+    const int64_t by_memory = int64_t(kFwdPartialCap / (size_t(blocks) * size_t(lpb) * sizeof(float)));
+    const int64_t by_grid = int64_t(0x7fffffff) / blocks;
+    return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({int64_t(groups), asked, by_memory, by_grid})));
+}
+
 void forward_default(Impl& m, const ClassList& C, const float* image, const float* skip, float* y, cudaStream_t s) {
     const Layout& L = m.L;
     float* X = m.workspace(m.fwd_work);
     rearrange(L, image, X, true, s);
-    const int per = planes_per_launch(m);
+    const int per = planes_per_group(m), groups = div_up(L.n_planes, per);
     const size_t fixed = fwd_smem(per, L.D, 0).total;
     const size_t budget = window_budget(m, fixed + 1024);
     const size_t small = small_windows(m, fixed, kFwdBlocksPerSm, 2048, budget);
@@ -873,15 +919,29 @@ void forward_default(Impl& m, const ClassList& C, const float* image, const floa
                 if (P.n_entries == 0) continue;
                 P.first_block[P.n_entries] = static_cast<int>(blocks);
                 P.win_cap = static_cast<int>(cap);
-                for (int p0 = 0; p0 < L.n_planes; p0 += per) {
-                    P.p_begin = p0;
-                    P.n_planes = std::min(per, L.n_planes - p0);
-                    P.accumulate = p0 > 0;
-                    const size_t smem = fwd_smem(P.n_planes, L.D, P.win_cap).total;
-                    if (t == 2) fwd_default_kernel<false><<<static_cast<unsigned>(blocks), kThreads, smem, s>>>(
-                        P, X, m.taps.as<DTap>(), m.row_start.as<int64_t>(), m.rzg.as<int>(), m.boxes.as<short4>(), skip, y);
-                    else fwd_default_kernel<true><<<static_cast<unsigned>(blocks), kThreads, smem, s>>>(
-                        P, X, m.taps.as<DTap>(), m.row_start.as<int64_t>(), m.rzg.as<int>(), m.boxes.as<short4>(), skip, y);
+                P.per = per;
+                const int per_launch = fwd_groups_per_launch(m, groups, blocks, lors);
+                float* partial = nullptr;
+                unsigned* done = nullptr;
+                if (per_launch > 1) {
+                    m.fwd_partial.reserve(size_t(per_launch) * size_t(blocks) * size_t(lors) * sizeof(float));
+                    m.fwd_done.reserve(size_t(blocks) * sizeof(unsigned));
+                    partial = m.fwd_partial.as<float>();
+                    done = m.fwd_done.as<unsigned>();
+                }
+                const size_t smem = fwd_smem(std::min(per, L.n_planes), L.D, P.win_cap).total;
+                for (int g0 = 0; g0 < groups; g0 += per_launch) {
+                    P.group0 = g0;
+                    P.n_groups = std::min(per_launch, groups - g0);
+                    P.accumulate = g0 > 0;
+                    if (P.n_groups > 1) DP_CUDA_CHECK(cudaMemsetAsync(done, 0, size_t(blocks) * sizeof(unsigned), s));
+                    const unsigned grid = static_cast<unsigned>(blocks * P.n_groups);
+                    if (t == 2) fwd_default_kernel<false><<<grid, kThreads, smem, s>>>(
+                        P, X, m.taps.as<DTap>(), m.row_start.as<int64_t>(), m.rzg.as<int>(), m.boxes.as<short4>(), skip, y,
+                        partial, done);
+                    else fwd_default_kernel<true><<<grid, kThreads, smem, s>>>(
+                        P, X, m.taps.as<DTap>(), m.row_start.as<int64_t>(), m.rzg.as<int>(), m.boxes.as<short4>(), skip, y,
+                        partial, done);
                     DP_CUDA_CHECK_LAUNCH("fwd_default_kernel");
                 }
             }

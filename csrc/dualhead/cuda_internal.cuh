@@ -42,8 +42,12 @@ __host__ __device__ inline size_t align16(size_t x) { return (x + 15) & ~size_t(
 // --- launch parameter blocks (passed by value, < 4 KB) -------------------------------------------
 struct FwdLaunch {
     Layout L;
-    int n_entries, p_begin, n_planes, accumulate, win_cap;
+    int n_entries, win_cap;
     int lpb;   // padded positions per block (<= kFwdLors)
+    // plane groups: group g holds planes [g per, min((g + 1) per, n_planes)); this launch computes
+    // groups [group0, group0 + n_groups), each over all of the entries' tiles (group-major block
+    // order). accumulate: add to y (an earlier launch wrote it).
+    int per, group0, n_groups, accumulate;
     int k[kMaxEntries];
     int pitch[kMaxEntries];   // per class: its padded rows (fwd_pitch) and window plane stride (fwd_plane_stride)
     int plane[kMaxEntries];
@@ -104,6 +108,7 @@ struct DeviceModel::Impl {
     cuda::DeviceBuffer boxes;          // per row: q_y / q_z range of its taps (short4; empty: lo > hi)
     std::vector<int> sy_max, sz_max;   // per class: widest box over the planes (cells), for the window bounds
     cuda::DeviceBuffer fwd_work, back_work;   // polyphase image for the forward / the back projection
+    cuda::DeviceBuffer fwd_partial, fwd_done; // the forward's per-plane-group sums of a tile and their counters
     cuda::DeviceBuffer partial;               // alg2 partial sums
     cuda::DeviceBuffer back_order;            // the default back projection's block order and its sort's workspace
     int max_smem = 0;                         // opt-in shared memory per block (bytes), read once
@@ -112,6 +117,7 @@ struct DeviceModel::Impl {
     int plane_groups = 0;
     bool narrow_blocks = false;
     bool back_heavy_first = true;
+    int fwd_groups_per_launch = 0;            // the forward's plane groups per launch (0: all that fit)
 
     // Host arrays uploaded in chunks (the model can be several GB).
     template <typename T>

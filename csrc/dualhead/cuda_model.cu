@@ -120,7 +120,8 @@ int64_t DeviceModel::n_taps() const { return impl_->n_taps; }
 size_t DeviceModel::model_bytes() const { return impl_->model_bytes(); }
 size_t DeviceModel::bytes() const {
     const Impl& m = *impl_;
-    return m.model_bytes() + m.fwd_work.bytes() + m.back_work.bytes() + m.partial.bytes() + m.back_order.bytes();
+    return m.model_bytes() + m.fwd_work.bytes() + m.back_work.bytes() + m.partial.bytes() + m.back_order.bytes() +
+           m.fwd_partial.bytes() + m.fwd_done.bytes();
 }
 int DeviceModel::plane_groups() const { return impl_->plane_groups; }
 void DeviceModel::set_plane_groups(int groups) {
@@ -131,6 +132,12 @@ bool DeviceModel::narrow_blocks() const { return impl_->narrow_blocks; }
 void DeviceModel::set_narrow_blocks(bool on) { impl_->narrow_blocks = on; }
 bool DeviceModel::back_heavy_first() const { return impl_->back_heavy_first; }
 void DeviceModel::set_back_heavy_first(bool on) { impl_->back_heavy_first = on; }
+int DeviceModel::fwd_groups_per_launch() const { return impl_->fwd_groups_per_launch; }
+void DeviceModel::set_fwd_groups_per_launch(int groups) {
+    if (groups < 0)
+        throw ValueError("fwd_groups_per_launch: expected >= 0 (0: all that fit), got " + std::to_string(groups));
+    impl_->fwd_groups_per_launch = groups;
+}
 
 Method parse_method(const std::string& name) {
     if (name == "default") return Method::Default;
