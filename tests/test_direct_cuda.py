@@ -102,11 +102,14 @@ def test_gpu_full_size_view(kname, rng):
     for forward in (True, False):
         chosen = lut.slab_launch(forward)
         assert chosen["float4_staging"] and chosen["halo"] % 4 == 0 and chosen["tile"] in ((16, 8), (32, 4))
+        # the clinical kernel's 1 MB table is gathered with its whole column plan staged once per block;
+        # the stress kernel's factored weights are staged per kernel row
+        assert chosen["whole_plan"] == (kname != "stress")
 
 
 def test_gpu_slab_staging_variants_agree(rng):
-    """The tuned slab (rows staged as float4) and the issue-17 baseline slab_r16 (element copies)
-    compute the same projections; a source pointer off 16-byte alignment falls back to element
+    """The tuned slab (rows staged as float4, the column plan staged once) and the issue-17 baseline
+    slab_r16 (element copies, the plan staged per kernel row) compute the same projections; a source pointer off 16-byte alignment falls back to element
     copies of the same rounded halo."""
     cupy = pytest.importorskip("cupy", reason="CuPy not installed")
     grid = dp.ImageGrid((37, 40, 48), 4.0)
@@ -125,6 +128,7 @@ def test_gpu_slab_staging_variants_agree(rng):
     tuned, old = lut.slab_launch(True), base._engine.device_lut(0).slab_launch(True, "slab_r16")
     assert tuned["float4_staging"] and tuned["halo"] % 4 == 0
     assert not old["float4_staging"] and old["halo"] <= tuned["halo"]
+    assert tuned["whole_plan"] and not old["whole_plan"]   # the plan staged once / per kernel row: both checked
     buf = cupy.empty(x.size + 1, dtype=cupy.float32)       # x at a 4-byte offset: not 16-byte aligned
     shifted = buf[1:].reshape(grid.shape)
     shifted[...] = cupy.asarray(x)

@@ -107,12 +107,13 @@ void register_direct_cuda(py::module_& m) {
                 d["halo"] = c.halo;
                 d["float4_staging"] = c.vec;
                 d["row_split"] = c.row_split;
+                d["whole_plan"] = c.whole_plan_groups > 0;
                 d["shared_bytes"] = c.bytes;
             }
             return d;
         }, py::arg("forward"), py::arg("method") = "default",
         "The launch the slab kernel chose for this LUT, direction and variant at its first projection (a dict: "
-        "tile, staged halo, float4 staging, row split, shared bytes; columns=True when the halo is too wide "
+        "tile, staged halo, float4 staging, row split, whole plan staged once, shared bytes; columns=True when the halo is too wide "
         "to stage), or None before it.");
     m.def("direct_project_cuda",
           [](bool forward, const std::string& method, uintptr_t src, uintptr_t dst,

@@ -75,6 +75,7 @@ struct SlabLaunch {
     int halo = 0;                  // staged x halo (the kernel's, rounded up to 4 with vec)
     bool vec = false;              // rows staged as float4 (when the source is 16-byte aligned)
     bool factored = false;         // the kernel gathers the factored weights (radial), not the per-tap table
+    int whole_plan_groups = 0;     // > 0: the whole plan (this many groups, every row info) staged once per block
 };
 
 // One view's LUTs resident on the device, plus the column plan of the fast methods:
@@ -92,6 +93,7 @@ public:
 
     const int* groups() const { return groups_.as<int>(); }
     const int* rows() const { return rows_.as<int>(); }
+    int n_groups() const { return static_cast<int>(groups_.bytes() / sizeof(int[4])); }
     int n_rows() const { return n_rows_; }
     int halo_x() const { return halo_x_; }
     int z_lo() const { return z_lo_; }      // smallest dz read by any column

@@ -296,20 +296,25 @@ constexpr int kShortClasses = 4;  // spans 1 to 4: the kernels compiled for LUTs
 template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS, int kClasses>
 __global__ void __launch_bounds__(TX * TY, 4)
 slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, ColumnPlan p, int halo,
-            int z_lo, int z_ext, int max_row_groups, int max_row_taps, int row_split, bool vec_stage) {
+            int z_lo, int z_ext, int max_row_groups, int max_row_taps, int row_split, bool vec_stage,
+            int whole_plan_groups) {
     static_assert(SLOTS == TY + 1 || SLOTS == TY + 2, "ring depth");
     constexpr int kSlots = SLOTS, kPlanBuffers = SLOTS == TY + 2 ? 3 : 2;
-    // Shared memory: source [z_ext][kSlots][PITCH]; identifiers [kSlots][PITCH] (forward);
-    // row groups [kPlanBuffers][max_row_groups]; tap factors [kPlanBuffers][staged_tap_stride] (factored);
-    // row infos [kPlanBuffers][kRowInts].
+    // Shared memory: source [z_ext][kSlots][PITCH]; identifiers [kSlots][PITCH] (forward); then the plan:
+    // per kernel row, row groups [kPlanBuffers][max_row_groups]; tap factors [kPlanBuffers][staged_tap_stride]
+    // (factored); row infos [kPlanBuffers][kRowInts]. Or, with whole_plan_groups > 0 (the table path, when
+    // the whole plan fits: whole_plan_groups groups), every group and every row info, staged once at the
+    // start: the per-row copies and their bounds cost about 5 % of the clinical kernel's instructions
+    // (benchmarks/RESULTS.md section 14t).
     extern __shared__ __align__(16) float smem[];
     constexpr int R = kSlabRun;
     constexpr int kZStride = kSlots * PITCH;
+    const bool whole_plan = !kFactored && whole_plan_groups > 0;
     float* slab = smem;
     int* ring_ids = reinterpret_cast<int*>(slab + z_ext * kZStride);
     int4* group_buf = reinterpret_cast<int4*>(ring_ids + (kForward ? kSlots * PITCH : 0));
     const int tap_stride = kFactored ? staged_tap_stride(max_row_taps) : 0;  // the table path stages no tap factors
-    float* tap_buf = reinterpret_cast<float*>(group_buf + kPlanBuffers * max_row_groups);
+    float* tap_buf = reinterpret_cast<float*>(group_buf + (whole_plan ? whole_plan_groups : kPlanBuffers * max_row_groups));
     int* row_buf = reinterpret_cast<int*>(tap_buf + kPlanBuffers * tap_stride);
 
     const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * TX + tx;
@@ -383,6 +388,13 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
                                         sizeof(int), in ? 0 : sizeof(int));
             }
     };
+    // Asynchronous copy of the whole plan (every group, every row info), once, where it fits.
+    auto stage_whole_plan = [&]() {
+        for (int g = tid; g < whole_plan_groups; g += kThreads)
+            __pipeline_memcpy_async(group_buf + g, p.groups + g, sizeof(int4));
+        for (int k = tid; k < p.n_rows * kRowInts; k += kThreads)
+            __pipeline_memcpy_async(row_buf + k, p.rows + k, sizeof(int));
+    };
     // Asynchronous copy of kernel row `row`'s groups and tap factors into plan buffer `buf`.
     auto stage_plan = [&](int row, int buf) {
         const int* info = p.rows + row * kRowInts;
@@ -422,12 +434,13 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
         for (int k = 0; k < TY; ++k) stage_row(y0 + dy + k, advance(top, k, kSlots));
     };
     stage_ring();
-    stage_plan(row_begin, buf);
+    if (whole_plan) stage_whole_plan();
+    else stage_plan(row_begin, buf);
     __pipeline_commit();
     for (int row = row_begin; row < row_end; ++row) {
         if (row > row_begin) {
             const int prev_dy = dy;
-            dy = __ldg(p.rows + row * kRowInts);
+            dy = whole_plan ? row_buf[row * kRowInts] : __ldg(p.rows + row * kRowInts);
             buf = advance(buf, 1, kPlanBuffers);
             top = advance(top, 1, kSlots);
             // A gap in dy (not produced by ellipsoidal supports) needs the whole ring restaged.
@@ -443,7 +456,7 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
         if (kSlots == TY + 1 && row > row_begin) __syncthreads();  // the refilled slot is free
         if (row + 1 < row_end) {
             stage_row(y0 + dy + TY, advance(top, TY, kSlots));
-            stage_plan(row + 1, advance(buf, 1, kPlanBuffers));
+            if (!whole_plan) stage_plan(row + 1, advance(buf, 1, kPlanBuffers));
         }
         __pipeline_commit();
         __pipeline_wait_prior(1);
@@ -452,9 +465,9 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
             const int slot = advance(top, ty, kSlots);
             const RingSlab<PITCH, SLOTS> in{slab + slot * PITCH + tx + halo - z_lo * kZStride,
                                      ring_ids + slot * PITCH + tx + halo};
-            const int* info = row_buf + buf * kRowInts;
+            const int* info = row_buf + (whole_plan ? row : buf) * kRowInts;
             const int g_begin = info[kRowClassBegin], t_begin = info[kRowTapBegin];
-            row_classes<kForward, R, kFactored>(in, p, group_buf + buf * max_row_groups - g_begin,
+            row_classes<kForward, R, kFactored>(in, p, whole_plan ? group_buf : group_buf + buf * max_row_groups - g_begin,
                                                 tap_buf + buf * tap_stride - staged_tap_begin(t_begin), info, d, x, y, z0,
                                                 own_id, acc, std::make_integer_sequence<int, kClasses>{});
         }
@@ -473,12 +486,15 @@ int slab_pitch(int tx, int halo) {
     return width <= 48 ? 48 : width <= 80 ? 80 : width <= 144 ? 144 : width <= 272 ? 272 : 0;
 }
 
-size_t slab_bytes(bool forward, bool factored, const DeviceLut& lut, int tx, int slots, int slots_deep, int halo) {
+// whole_plan: the table path's whole plan staged once (every group and row info) instead of per kernel row.
+size_t slab_bytes(bool forward, bool factored, const DeviceLut& lut, int tx, int slots, int slots_deep, int halo,
+                  bool whole_plan) {
     const size_t pitch = slab_pitch(tx, halo);
     const size_t buffers = slots == slots_deep ? 3 : 2;
     const size_t taps = factored ? staged_tap_stride(lut.max_row_taps()) : 0;
-    return sizeof(float) * slots * pitch * (lut.z_span() + kSlabRun - 1) + (forward ? sizeof(int) * slots * pitch : 0) +
-           buffers * (sizeof(int4) * lut.max_row_groups() + sizeof(float) * taps + sizeof(int) * kRowInts);
+    const size_t plan = whole_plan ? sizeof(int4) * lut.n_groups() + sizeof(int) * kRowInts * lut.n_rows()
+                                   : buffers * (sizeof(int4) * lut.max_row_groups() + sizeof(float) * taps + sizeof(int) * kRowInts);
+    return sizeof(float) * slots * pitch * (lut.z_span() + kSlabRun - 1) + (forward ? sizeof(int) * slots * pitch : 0) + plan;
 }
 
 // The staged halo: the kernel's, rounded up to a multiple of 4 when rows can be staged as float4.
@@ -504,7 +520,7 @@ void launch_columns(const float* src, float* dst, const DeviceLut& lut, cudaStre
 }
 
 // Every slab_kernel instantiation has this signature.
-using SlabKernel = void (*)(const float*, float*, Dims, ColumnPlan, int, int, int, int, int, int, bool);
+using SlabKernel = void (*)(const float*, float*, Dims, ColumnPlan, int, int, int, int, int, int, bool, int);
 
 // The launch of one slab variant for this LUT: its grid and, when the tiles fill the GPU's block slots
 // badly (e.g. 540 tiles on 396 slots: the second wave 36 % full), each tile's kernel rows split over two
@@ -512,7 +528,7 @@ using SlabKernel = void (*)(const float*, float*, Dims, ColumnPlan, int, int, in
 // split restages rows). The kernel is allowed the device's whole opt-in shared memory once, so that
 // LUTs of any size can share it.
 template <bool kForward, int TX, int TY, int PITCH, bool kFactored, int SLOTS, int kClasses>
-void configure_slab(const DeviceLut& lut, int halo, bool vec, size_t bytes, int max_block, SlabLaunch& c) {
+void configure_slab(const DeviceLut& lut, int halo, bool vec, bool whole_plan, size_t bytes, int max_block, SlabLaunch& c) {
     const Dims d = lut.dims();
     // the kernel's row loop visits only its kClasses span classes: a longer column would be skipped
     if (lut.max_span_class() >= kClasses)
@@ -535,11 +551,12 @@ void configure_slab(const DeviceLut& lut, int halo, bool vec, size_t bytes, int 
     c.halo = halo;
     c.vec = vec;
     c.factored = kFactored;
+    c.whole_plan_groups = whole_plan ? lut.n_groups() : 0;
 }
 
 template <bool kForward, int TX, int TY, int SLOTS>
-void configure_slab_pitch(const DeviceLut& lut, bool factored, int halo, bool vec, size_t bytes, int max_block,
-                          SlabLaunch& c) {
+void configure_slab_pitch(const DeviceLut& lut, bool factored, int halo, bool vec, bool whole_plan, size_t bytes,
+                          int max_block, SlabLaunch& c) {
     const int pitch = slab_pitch(TX, halo);
     constexpr int P[4] = {TX == 32 ? 64 : 48, TX == 32 ? 128 : 80, TX == 32 ? 256 : 144, TX == 32 ? 256 : 272};
     auto go = [&](auto pitch_c) {
@@ -547,8 +564,8 @@ void configure_slab_pitch(const DeviceLut& lut, bool factored, int halo, bool ve
         auto with_weights = [&](auto factored_c) {
             constexpr bool F = decltype(factored_c)::value;
             if (lut.max_span_class() < kShortClasses)
-                return configure_slab<kForward, TX, TY, PC, F, SLOTS, kShortClasses>(lut, halo, vec, bytes, max_block, c);
-            return configure_slab<kForward, TX, TY, PC, F, SLOTS, kNumSpanClasses>(lut, halo, vec, bytes, max_block, c);
+                return configure_slab<kForward, TX, TY, PC, F, SLOTS, kShortClasses>(lut, halo, vec, whole_plan, bytes, max_block, c);
+            return configure_slab<kForward, TX, TY, PC, F, SLOTS, kNumSpanClasses>(lut, halo, vec, whole_plan, bytes, max_block, c);
         };
         if (factored) return with_weights(std::true_type{});
         return with_weights(std::false_type{});
@@ -565,7 +582,8 @@ void configure_slab_pitch(const DeviceLut& lut, bool factored, int halo, bool ve
 // then 32 x 4 with the shallow ring while one block fits at all; past that the columns kernel
 // (same result, source through the caches) takes over. The tuned variants (slab, slab_table) stage
 // rows as float4 where nx allows; slab_r16 keeps element copies (the default before issue 17, the
-// baseline).
+// baseline). The tuned table path (not the factored one, not slab_r16) stages its whole column plan
+// once per block where the shape's shared memory still fits as well, else per kernel row.
 template <bool kForward>
 void configure_slab_launch(const DeviceLut& lut, SlabVariant variant, SlabLaunch& c) {
     int device = 0, max_block = 0, max_sm = 0;
@@ -580,16 +598,24 @@ void configure_slab_launch(const DeviceLut& lut, SlabVariant variant, SlabLaunch
     const bool vec = variant != SlabVariant::r16 && lut.dims().nx % 4 == 0;
     const int halo = staged_halo(lut, vec);
     auto fits4 = [&](size_t bytes) { return 4 * (bytes + 1024) <= static_cast<size_t>(max_sm); };
+    auto fits1 = [&](size_t bytes) { return bytes <= static_cast<size_t>(max_block); };
     c.columns = false;
-    const size_t narrow = slab_bytes(kForward, factored, lut, 16, 10, 10, halo);
-    if (slab_pitch(16, halo) != 0 && fits4(narrow))
-        return configure_slab_pitch<kForward, 16, 8, 10>(lut, factored, halo, vec, narrow, max_block, c);
-    const size_t deep = slab_bytes(kForward, factored, lut, 32, 6, 6, halo);
-    const size_t shallow = slab_bytes(kForward, factored, lut, 32, 5, 6, halo);
+    // Each shape with the whole plan staged once where it fits as well (the table path only), else per row.
+    auto bytes = [&](int tx, int slots, int slots_deep, bool whole) {
+        return slab_bytes(kForward, factored, lut, tx, slots, slots_deep, halo, whole);
+    };
+    auto choose = [&](int tx, int slots, int slots_deep, auto fits, bool& whole) {
+        whole = !factored && variant != SlabVariant::r16 && fits(bytes(tx, slots, slots_deep, true));
+        return whole || fits(bytes(tx, slots, slots_deep, false));
+    };
+    bool whole = false;
+    if (slab_pitch(16, halo) != 0 && choose(16, 10, 10, fits4, whole))
+        return configure_slab_pitch<kForward, 16, 8, 10>(lut, factored, halo, vec, whole, bytes(16, 10, 10, whole), max_block, c);
     if (slab_pitch(32, halo) != 0) {
-        if (fits4(deep)) return configure_slab_pitch<kForward, 32, 4, 6>(lut, factored, halo, vec, deep, max_block, c);
-        if (shallow <= static_cast<size_t>(max_block))
-            return configure_slab_pitch<kForward, 32, 4, 5>(lut, factored, halo, vec, shallow, max_block, c);
+        if (choose(32, 6, 6, fits4, whole))
+            return configure_slab_pitch<kForward, 32, 4, 6>(lut, factored, halo, vec, whole, bytes(32, 6, 6, whole), max_block, c);
+        if (choose(32, 5, 6, fits1, whole))
+            return configure_slab_pitch<kForward, 32, 4, 5>(lut, factored, halo, vec, whole, bytes(32, 5, 6, whole), max_block, c);
     }
     c.columns = true;
 }
@@ -611,7 +637,7 @@ void launch_slab(const float* src, float* dst, const DeviceLut& lut, SlabVariant
     const auto kernel = reinterpret_cast<SlabKernel>(const_cast<void*>(c.kernel));
     kernel<<<dim3(c.grid[0], c.grid[1], c.grid[2]), dim3(c.block[0], c.block[1], c.block[2]), c.bytes, stream>>>(
         src, dst, d, column_plan(kForward, lut, c.factored), c.halo, lut.z_lo(), lut.z_span() + kSlabRun - 1,
-        lut.max_row_groups(), lut.max_row_taps(), c.row_split, vec);
+        lut.max_row_groups(), lut.max_row_taps(), c.row_split, vec, c.whole_plan_groups);
     DP_CUDA_CHECK_LAUNCH("direct slab_kernel");
 }
 
