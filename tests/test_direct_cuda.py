@@ -105,6 +105,13 @@ def test_gpu_full_size_view(kname, rng):
         # the clinical kernel's 1 MB table is gathered with its whole column plan staged once per block;
         # the stress kernel's factored weights are staged per kernel row
         assert chosen["whole_plan"] == (kname != "stress")
+    if kname == "stress":
+        # the stress kernel's table (slab_table) stages per kernel row: its whole plan would leave one
+        # block per SM where per-row staging keeps three
+        table = HistoImageProjector(grid, gpu.views, kernel, backend="cuda", method="slab_table", luts={0: cpu.lut(0)})
+        assert rel(table.forward(x, 0), cpu.forward(x, 0)) < 1e-5
+        chosen = table._engine.device_lut(0).slab_launch(True, "slab_table")
+        assert not chosen["whole_plan"] and chosen["row_split"] > 0
 
 
 def test_gpu_slab_staging_variants_agree(rng):

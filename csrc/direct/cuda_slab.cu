@@ -583,7 +583,7 @@ void configure_slab_pitch(const DeviceLut& lut, bool factored, int halo, bool ve
 // (same result, source through the caches) takes over. The tuned variants (slab, slab_table) stage
 // rows as float4 where nx allows; slab_r16 keeps element copies (the default before issue 17, the
 // baseline). The tuned table path (not the factored one, not slab_r16) stages its whole column plan
-// once per block where the shape's shared memory still fits as well, else per kernel row.
+// once per block where the shape still fits with as many blocks per SM, else per kernel row.
 template <bool kForward>
 void configure_slab_launch(const DeviceLut& lut, SlabVariant variant, SlabLaunch& c) {
     int device = 0, max_block = 0, max_sm = 0;
@@ -600,13 +600,18 @@ void configure_slab_launch(const DeviceLut& lut, SlabVariant variant, SlabLaunch
     auto fits4 = [&](size_t bytes) { return 4 * (bytes + 1024) <= static_cast<size_t>(max_sm); };
     auto fits1 = [&](size_t bytes) { return bytes <= static_cast<size_t>(max_block); };
     c.columns = false;
-    // Each shape with the whole plan staged once where it fits as well (the table path only), else per row.
+    // Blocks per SM that a block's shared memory allows (1 KB of it reserved per block by the runtime).
+    auto blocks_per_sm = [&](size_t bytes) { return static_cast<size_t>(max_sm) / (bytes + 1024); };
+    // Each shape with the whole plan staged once (the table path only) where that fits as well and keeps
+    // as many blocks per SM as staging per row (the stress kernel's table on the shallow ring would take
+    // 139 972 bytes a block instead of 71 720: 1 block per SM instead of 3), else per row.
     auto bytes = [&](int tx, int slots, int slots_deep, bool whole) {
         return slab_bytes(kForward, factored, lut, tx, slots, slots_deep, halo, whole);
     };
     auto choose = [&](int tx, int slots, int slots_deep, auto fits, bool& whole) {
-        whole = !factored && variant != SlabVariant::r16 && fits(bytes(tx, slots, slots_deep, true));
-        return whole || fits(bytes(tx, slots, slots_deep, false));
+        const size_t per_row = bytes(tx, slots, slots_deep, false), once = bytes(tx, slots, slots_deep, true);
+        whole = !factored && variant != SlabVariant::r16 && fits(once) && blocks_per_sm(once) >= blocks_per_sm(per_row);
+        return whole || fits(per_row);
     };
     bool whole = false;
     if (slab_pitch(16, halo) != 0 && choose(16, 10, 10, fits4, whole))
