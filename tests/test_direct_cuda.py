@@ -116,8 +116,8 @@ def test_gpu_full_size_view(kname, rng):
 
 def test_gpu_slab_staging_variants_agree(rng):
     """The tuned slab (rows staged as float4, the column plan staged once) and the issue-17 baseline
-    slab_r16 (element copies, the plan staged per kernel row) compute the same projections; a source pointer off 16-byte alignment falls back to element
-    copies of the same rounded halo."""
+    slab_r16 (element copies, the plan staged per kernel row) compute the same projections; a source
+    pointer off 16-byte alignment falls back to element copies of the same rounded halo."""
     cupy = pytest.importorskip("cupy", reason="CuPy not installed")
     grid = dp.ImageGrid((37, 40, 48), 4.0)
     views = [View.from_degrees(31.5, 6.67)]

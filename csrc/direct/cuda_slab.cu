@@ -302,10 +302,10 @@ slab_kernel(const float* __restrict__ src, float* __restrict__ dst, Dims d, Colu
     constexpr int kSlots = SLOTS, kPlanBuffers = SLOTS == TY + 2 ? 3 : 2;
     // Shared memory: source [z_ext][kSlots][PITCH]; identifiers [kSlots][PITCH] (forward); then the plan:
     // per kernel row, row groups [kPlanBuffers][max_row_groups]; tap factors [kPlanBuffers][staged_tap_stride]
-    // (factored); row infos [kPlanBuffers][kRowInts]. Or, with whole_plan_groups > 0 (the table path, when
-    // the whole plan fits: whole_plan_groups groups), every group and every row info, staged once at the
-    // start: the per-row copies and their bounds cost about 5 % of the clinical kernel's instructions
-    // (benchmarks/RESULTS.md section 14t).
+    // (factored); row infos [kPlanBuffers][kRowInts]. Or, with whole_plan_groups > 0 (the table path, where
+    // the launch found that it costs no blocks per SM), all whole_plan_groups groups and every row info,
+    // staged once at the start: without the per-row copies and their bounds the clinical kernel executes
+    // 3.5 % fewer instructions and runs 5-6 % faster (benchmarks/RESULTS.md section 14t).
     extern __shared__ __align__(16) float smem[];
     constexpr int R = kSlabRun;
     constexpr int kZStride = kSlots * PITCH;
@@ -597,11 +597,11 @@ void configure_slab_launch(const DeviceLut& lut, SlabVariant variant, SlabLaunch
     const bool factored = variant != SlabVariant::table && lut.factored(kForward) && lut.table_bytes() > kCachedTableBytes;
     const bool vec = variant != SlabVariant::r16 && lut.dims().nx % 4 == 0;
     const int halo = staged_halo(lut, vec);
-    auto fits4 = [&](size_t bytes) { return 4 * (bytes + 1024) <= static_cast<size_t>(max_sm); };
-    auto fits1 = [&](size_t bytes) { return bytes <= static_cast<size_t>(max_block); };
-    c.columns = false;
     // Blocks per SM that a block's shared memory allows (1 KB of it reserved per block by the runtime).
     auto blocks_per_sm = [&](size_t bytes) { return static_cast<size_t>(max_sm) / (bytes + 1024); };
+    auto fits4 = [&](size_t bytes) { return blocks_per_sm(bytes) >= 4; };
+    auto fits1 = [&](size_t bytes) { return bytes <= static_cast<size_t>(max_block); };
+    c.columns = false;
     // Each shape with the whole plan staged once (the table path only) where that fits as well and keeps
     // as many blocks per SM as staging per row (the stress kernel's table on the shallow ring would take
     // 139 972 bytes a block instead of 71 720: 1 block per SM instead of 3), else per row.
