@@ -12,10 +12,13 @@
 //           points; reading it through the footprint first keeps every voxel's projected total
 //           independent of the angle (tube.hpp).
 //           back: one thread per voxel; the sinogram (and the factors, for the sensitivity image in
-//           the same pass) as a layered texture, one layer per angle and ring difference (radial x
-//           axial, hardware bilinear filtering); the tube values from a shared-memory copy of the
-//           Super-LOR tables, ring differences grouped by Super-LOR; reads whose footprint lies
-//           outside a ring difference's LORs (which would return 0) skipped.
+//           the same pass) staged as layers, one per angle and ring difference (radial x axial); the
+//           tube values from a shared-memory copy of the Super-LOR tables, ring differences grouped
+//           by Super-LOR; reads whose footprint lies outside a ring difference's LORs (which would
+//           return 0) skipped. For the paper's 5 x 3 tube the layers are read from global memory,
+//           each value once for all the bilinear reads that cover it (tube.hpp
+//           voxel_back_faithful_once); other tubes read them through a layered texture with the
+//           paper's hardware bilinear filtering.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -117,6 +120,32 @@ struct TexCorr {
     }
 };
 
+// The staged layers read directly, for voxel_back_faithful_once (the paper's tube: each bin read
+// once, 18 values per ring difference where 15 hardware bilinear reads fetch 60 texels): (ratio,
+// factor) pairs, or the ratio alone when no sensitivity is wanted.
+template <bool kSens>
+struct LayerRows {
+    using Texel = typename std::conditional<kSens, float2, float>::type;
+    const Texel* layers;   // (chunk * n_deltas, n_rows, n)
+    int n, n_rows, layer0;
+    struct Row {
+        const Texel* bins;
+        __device__ void read(int rho, float* ratio, float* factor) const {
+            if constexpr (kSens) {
+                const float2 v = __ldg(bins + rho);
+                *ratio = v.x;
+                *factor = v.y;
+            } else {
+                *ratio = __ldg(bins + rho);
+                *factor = 0.0f;
+            }
+        }
+    };
+    __device__ Row row(int d, int m) const {
+        return {layers + (static_cast<int64_t>(layer0 + d) * n_rows + m) * n};
+    }
+};
+
 // Tube values through the texture unit (linear in i): used when the tables do not fit shared memory.
 struct TexProb {
     cudaTextureObject_t t;
@@ -128,16 +157,18 @@ struct TexProb {
 
 constexpr int kFaithfulBackThreads = 256;   // 32 x 8 voxels; 3 blocks (and table copies) per SM
 
+// NJ, NK > 0 (the paper's 5 x 3 tube): the sinogram values come from the staged layers in global
+// memory, each read once (tube.hpp voxel_back_faithful_once), in software arithmetic. The hardware
+// bilinear reads of the paper (NJ = NK = 0: other tubes) fetch each value for up to 4 reads, and the
+// texture unit bounded the kernel (§14d: 154 ms for back + sensitivity, texture stalls 40 %).
 // kSmemTable: the tube values are read from a shared-memory copy of the Super-LOR tables (linear in
-// i, exact float) rather than through the texture unit, which the sinogram reads keep busy: a voxel
-// makes one sinogram read per (ring difference, j, k) and, for the paper's 5 x 3 tube (known at compile
-// time, values kept in registers: tube.hpp voxel_back_faithful), one table read per (group, j, k);
-// other tubes read the table per (ring difference, j, k). Tables larger than half the shared memory fall
-// back to the table texture.
+// i, exact float) rather than through the texture unit: for the paper's tube once per (group, j, k),
+// for other tubes per (ring difference, j, k). Tables larger than half the shared memory fall back to
+// the table texture.
 template <bool kSens, bool kSmemTable, int NJ, int NK>
 __global__ void __launch_bounds__(kFaithfulBackThreads, 3)
-faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr, cudaTextureObject_t table_tex,
-                     const float* __restrict__ table, const __grid_constant__ DeltaGroups groups,
+faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr, const void* __restrict__ layers,
+                     cudaTextureObject_t table_tex, const float* __restrict__ table, const __grid_constant__ DeltaGroups groups,
                      const float* __restrict__ slope, float* __restrict__ image, float* __restrict__ sens,
                      bool accumulate) {
     extern __shared__ float table_s[];
@@ -157,9 +188,17 @@ faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr,
         prob = TableLerp{table_s, D.n, D.n_j(), D.n_k()};
     else
         prob = TexProb{table_tex, D.n_k()};
-    for (int q = 0; q < A.n; ++q)
-        voxel_back_faithful<NJ, NK>(D, groups, slope, ix, iy, iz, A.c[q], A.s[q],
-                                    TexCorr<kSens>{corr, q * D.n_deltas()}, prob, &c_acc, &s_acc);
+    for (int q = 0; q < A.n; ++q) {
+        if constexpr (NJ > 0 && NK > 0) {
+            using Rows = LayerRows<kSens>;
+            const Rows rows{static_cast<const typename Rows::Texel*>(layers), D.n, D.n_rows, q * D.n_deltas()};
+            voxel_back_faithful_once<NJ, NK, kSens>(D, groups, slope, ix, iy, iz, A.c[q], A.s[q], rows, prob, &c_acc,
+                                                    &s_acc);
+        } else {
+            voxel_back_faithful(D, groups, slope, ix, iy, iz, A.c[q], A.s[q], TexCorr<kSens>{corr, q * D.n_deltas()},
+                                prob, &c_acc, &s_acc);
+        }
+    }
     const int64_t v = (static_cast<int64_t>(iz) * D.n + iy) * D.n + ix;
     image[v] = accumulate ? image[v] + c_acc : c_acc;
     if (kSens) sens[v] = accumulate ? sens[v] + s_acc : s_acc;
@@ -168,10 +207,10 @@ faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr,
 }  // namespace
 
 void allow_faithful_kernels_smem(int max_smem) {
-    for (const void* kernel : {reinterpret_cast<const void*>(faithful_back_kernel<true, true, 2 * kFastJ + 1, 2 * kFastK + 1>),
-                               reinterpret_cast<const void*>(faithful_back_kernel<true, false, 2 * kFastJ + 1, 2 * kFastK + 1>),
-                               reinterpret_cast<const void*>(faithful_back_kernel<false, true, 2 * kFastJ + 1, 2 * kFastK + 1>),
-                               reinterpret_cast<const void*>(faithful_back_kernel<false, false, 2 * kFastJ + 1, 2 * kFastK + 1>),
+    for (const void* kernel : {reinterpret_cast<const void*>(faithful_back_kernel<true, true, 2 * kPaperJ + 1, 2 * kPaperK + 1>),
+                               reinterpret_cast<const void*>(faithful_back_kernel<true, false, 2 * kPaperJ + 1, 2 * kPaperK + 1>),
+                               reinterpret_cast<const void*>(faithful_back_kernel<false, true, 2 * kPaperJ + 1, 2 * kPaperK + 1>),
+                               reinterpret_cast<const void*>(faithful_back_kernel<false, false, 2 * kPaperJ + 1, 2 * kPaperK + 1>),
                                reinterpret_cast<const void*>(faithful_back_kernel<true, true, 0, 0>),
                                reinterpret_cast<const void*>(faithful_back_kernel<true, false, 0, 0>),
                                reinterpret_cast<const void*>(faithful_back_kernel<false, true, 0, 0>),
@@ -211,8 +250,11 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
     const size_t texel = with_sens ? sizeof(float2) : sizeof(float);
     const int chunk = std::min<int>(m.faithful_chunk, static_cast<int>(angles.index.size()));
     const int n_layers = chunk * D.n_deltas();
+    // The paper's 5 x 3 tube reads the staged layers themselves; other tubes read them through a
+    // layered texture with hardware bilinear filtering.
+    const bool paper_tube = D.J == kPaperJ && D.K == kPaperK;
     TextureArray& corr = m.corrections[with_sens ? 1 : 0];
-    if (!corr.ready() || corr.bytes() < static_cast<size_t>(n_layers) * D.n_rows * D.n * texel)
+    if (!paper_tube && (!corr.ready() || corr.bytes() < static_cast<size_t>(n_layers) * D.n_rows * D.n * texel))
         corr.create(D.n, D.n_rows, n_layers, true, with_sens);
     const size_t stage_bytes = static_cast<size_t>(n_layers) * D.n_rows * D.n * texel;
     m.layers.reserve(stage_bytes);
@@ -220,17 +262,15 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
     const size_t smem = smem_table ? m.host.table.size() * sizeof(float) : 0;
     const DeltaGroups groups{m.delta_order.as<int>(), m.group_start.as<int>(), m.group_super.as<int>(),
                              m.group_flip.as<unsigned char>(), static_cast<int>(m.host.group_super.size())};
-    // The paper's 5 x 3 tube gets unrolled inner loops; other tubes run the same code with run-time
-    // loop bounds.
-    const bool paper_tube = D.J == kFastJ && D.K == kFastK;
     auto launch = [&](auto sens_tag, auto smem_tag, const AngleChunk& ch, const dim3& grid, const dim3& block) {
         constexpr bool kS = decltype(sens_tag)::value, kT = decltype(smem_tag)::value;
         auto run = [&](auto kernel) {
-            kernel<<<grid, block, smem, s>>>(D, ch, corr.tex(), m.table.tex(), m.table_linear.as<float>(), groups,
-                                             m.slope.as<float>(), image, sens, ch.first > 0);
+            kernel<<<grid, block, smem, s>>>(D, ch, corr.tex(), m.layers.get(),
+                                             m.table.tex(), m.table_linear.as<float>(), groups, m.slope.as<float>(),
+                                             image, sens, ch.first > 0);
         };
         if (paper_tube)
-            run(faithful_back_kernel<kS, kT, 2 * kFastJ + 1, 2 * kFastK + 1>);
+            run(faithful_back_kernel<kS, kT, 2 * kPaperJ + 1, 2 * kPaperK + 1>);
         else
             run(faithful_back_kernel<kS, kT, 0, 0>);
     };
@@ -241,7 +281,7 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
         else
             stage_corrections_kernel<<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, factors, m.layers.as<float>());
         DP_CUDA_CHECK_LAUNCH("stage_corrections_kernel");
-        corr.copy_from(m.layers.get(), true, s, ch.n * D.n_deltas());
+        if (!paper_tube) corr.copy_from(m.layers.get(), true, s, ch.n * D.n_deltas());
         const dim3 block(32, kFaithfulBackThreads / 32);
         const dim3 grid(div_up(D.n, 32), div_up(D.n, block.y), D.nz);
         using T = std::true_type;

@@ -33,7 +33,7 @@ namespace detail {
 constexpr int kChunk = 64;
 constexpr size_t kLatticeBudget = size_t(512) << 20;   // bytes of the fast paths' per-launch workspace
 constexpr int kFastRows = 8;        // LOR rows (m) per half-warp work unit in the fast forward
-constexpr int kFastJ = 2, kFastK = 1;
+constexpr int kFastJ = kPaperJ, kFastK = kPaperK;
 
 struct AngleChunk {
     int n;       // angles in this chunk
