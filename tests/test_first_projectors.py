@@ -4,13 +4,10 @@ invariants of a rotating scanner (a voxel's per-angle total, a smooth sensitivit
 and GPU against CPU.
 
 Tolerances: float32 projections against the float64 matrices land near 2e-7 relative (L2); 1e-5
-leaves room for the rounding of sums over ~10^3 terms. The GPU's 'faithful' forward projection, and
-its back projection for tubes other than the paper's 5 x 3, read through the texture unit, whose
-interpolation weights have 8 fractional bits (CUDA Programming Guide, texture fetching: weights in
-9-bit fixed point): errors of up to 2^-9 per weight, which average down over the thousands of
-samples of a LOR; 3e-3 relative (L2) bounds them with margin. With the paper's tube the faithful
-back projection interpolates in float arithmetic on both backends (tube.hpp
-voxel_back_faithful_once), and is held to 1e-5.
+leaves room for the rounding of sums over ~10^3 terms. The GPU's 'faithful' projectors read through
+the texture unit, whose interpolation weights have 8 fractional bits (CUDA Programming Guide,
+texture fetching: weights in 9-bit fixed point): errors of up to 2^-9 per weight, which average
+down over the thousands of samples of a LOR; 3e-3 relative (L2) bounds them with margin.
 """
 
 import numpy as np
@@ -101,8 +98,8 @@ def test_the_operator_model_over_angles(problems, method, volume):
 
 def test_a_non_default_tube(volume):
     """J = 1, K = 2 (3 x 5 tube): the CPU projectors are not tied to the paper's 5 x 3. The faithful back
-    projection of such a tube takes the general path (one bilinear read per ring difference, j and k;
-    the paper's tube reads each bin once), against its own float64 matrix."""
+    projection of such a tube takes the run-time loops (the paper's tube has compile-time ones), against
+    its own float64 matrix."""
     s = CONFIGS["small"]
     table = build_super_lor_table(s, J=1, K=2)
     H = ref.system_matrix(table)
@@ -397,9 +394,9 @@ def test_gpu_matches_cpu(method, volume):
     cpu = SuperLORProjector(table, method, backend="cpu")
     gpu = SuperLORProjector(table, method, backend="cuda")
     x, y = volume(s.grid.shape), volume(s.sinogram_shape)
-    tol = 3e-3 if method == "faithful" else 1e-5     # the faithful forward's hardware interpolation
+    tol = 3e-3 if method == "faithful" else 1e-5
     assert _rel(gpu.forward(x), cpu.forward(x).astype(np.float64)) < tol
-    assert _rel(gpu.adjoint(y), cpu.adjoint(y).astype(np.float64)) < 1e-5
+    assert _rel(gpu.adjoint(y), cpu.adjoint(y).astype(np.float64)) < tol
     angles = [5, 0, 11]
     assert _rel(gpu.forward(x, angles), cpu.forward(x, angles).astype(np.float64)) < tol
 
@@ -411,10 +408,10 @@ def test_gpu_matches_the_sparse_reference(problems, method, volume):
     s = table.scanner
     P = SuperLORProjector(table, method, backend="cuda")
     x, y = volume(s.grid.shape), volume(s.sinogram_shape)
-    tol = 3e-3 if method == "faithful" else 1e-5     # the faithful forward's hardware interpolation
+    tol = 3e-3 if method == "faithful" else 1e-5
     assert _rel(P.forward(x), (H @ x.ravel().astype(np.float64)).reshape(s.sinogram_shape)) < tol
     back_ref = (B if method == "faithful" else H.T) @ y.ravel().astype(np.float64)
-    assert _rel(P.adjoint(y), back_ref.reshape(s.grid.shape)) < 1e-5
+    assert _rel(P.adjoint(y), back_ref.reshape(s.grid.shape)) < tol
 
 
 @pytest.mark.gpu
@@ -428,7 +425,7 @@ def test_gpu_faithful_sensitivity_and_many_angles(volume):
     y, f = volume(s.sinogram_shape), volume(s.sinogram_shape)
     c1, s1 = cpu.back_with_sensitivity(y, f)
     c2, s2 = gpu.back_with_sensitivity(y, f)
-    assert _rel(c2, c1.astype(np.float64)) < 1e-5 and _rel(s2, s1.astype(np.float64)) < 1e-5
+    assert _rel(c2, c1.astype(np.float64)) < 3e-3 and _rel(s2, s1.astype(np.float64)) < 3e-3
     for m in ("fast", "matched"):
         c, g = SuperLORProjector(table, m, backend="cpu"), SuperLORProjector(table, m, backend="cuda")
         assert _rel(g.adjoint(y), c.adjoint(y).astype(np.float64)) < 1e-5
@@ -503,17 +500,40 @@ def test_gpu_faithful_back_with_tables_too_large_for_shared_memory(volume):
     cpu = SuperLORProjector(table, "faithful", backend="cpu")
     gpu = SuperLORProjector(table, "faithful", backend="cuda")
     y = volume(s.sinogram_shape)
-    assert _rel(gpu.adjoint(y), cpu.adjoint(y).astype(np.float64)) < 1e-5
+    assert _rel(gpu.adjoint(y), cpu.adjoint(y).astype(np.float64)) < 3e-3
     c1, s1 = cpu.back_with_sensitivity(y)
     c2, s2 = gpu.back_with_sensitivity(y)
-    assert _rel(c2, c1.astype(np.float64)) < 1e-5 and _rel(s2, s1.astype(np.float64)) < 1e-5
+    assert _rel(c2, c1.astype(np.float64)) < 3e-3 and _rel(s2, s1.astype(np.float64)) < 3e-3
+
+
+@pytest.mark.gpu
+def test_gpu_faithful_back_at_the_radial_edges(volume, rng):
+    """Counts only in the first and last radial bins: every voxel's value then comes from reads whose
+    bilinear footprint straddles the sinogram's radial border, where the paper tube's paired texels
+    (bins x - 1 and x in one texel, a zero texel column beyond each end) must give the same taps as
+    the CPU's software reads."""
+    s = RotatingScanner(n_rows=7, n_angles=12, n_radial=45, n_columns=24)
+    table = build_super_lor_table(s)
+    cpu = SuperLORProjector(table, "faithful", backend="cpu")
+    gpu = SuperLORProjector(table, "faithful", backend="cuda")
+    for edge in (0, -1):
+        y = np.zeros(s.sinogram_shape, np.float32)
+        y[..., edge] = rng.uniform(0.5, 1.5, y[..., edge].shape)
+        f = volume(s.sinogram_shape)
+        ref_back = cpu.adjoint(y).astype(np.float64)
+        assert np.abs(ref_back).max() > 0
+        assert _rel(gpu.adjoint(y), ref_back) < 3e-3
+        c1, s1 = cpu.back_with_sensitivity(y, f)
+        c2, _ = gpu.back_with_sensitivity(y, f)
+        assert _rel(c2, c1.astype(np.float64)) < 3e-3
 
 
 @pytest.mark.gpu
 def test_gpu_faithful_back_of_a_non_default_tube(volume):
-    """J = 1, K = 2: the GPU's faithful back projection of a tube other than the paper's reads the
-    sinogram through the layered texture (hardware bilinear weights, 3e-3), against the CPU and the
-    float64 matrix; with and without the sensitivity image, over two launches of angles."""
+    """J = 1, K = 2: the GPU's faithful back projection of a tube other than the paper's takes the
+    run-time loops (one radial offset per texture read; the paper's 5 x 3 tube reads two per texel),
+    against the CPU and the float64 matrix; with and without the sensitivity image, over two launches
+    of angles."""
     s = RotatingScanner(n_rows=6, n_angles=70, n_radial=23, n_columns=16)
     table = build_super_lor_table(s, J=1, K=2)
     cpu = SuperLORProjector(table, "faithful", backend="cpu")
@@ -539,8 +559,8 @@ def test_gpu_fast_paths_of_large_configurations(volume):
     for method in METHODS:
         cpu = SuperLORProjector(table, method, backend="cpu")
         gpu = SuperLORProjector(table, method, backend="cuda")
-        tol = 3e-3 if method == "faithful" else 1e-5     # the faithful forward's hardware interpolation
+        tol = 3e-3 if method == "faithful" else 1e-5
         angles = [0, 3] if method != "fast" else None   # the slow CPU methods on two angles
         yy = y if angles is None else y[angles]
         assert _rel(gpu.forward(x, angles), cpu.forward(x, angles).astype(np.float64)) < tol
-        assert _rel(gpu.adjoint(yy, angles), cpu.adjoint(yy, angles).astype(np.float64)) < 1e-5
+        assert _rel(gpu.adjoint(yy, angles), cpu.adjoint(yy, angles).astype(np.float64)) < tol

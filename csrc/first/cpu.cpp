@@ -4,8 +4,8 @@
 //   interpolation in z in exact float arithmetic, so the two agree here; on the GPU "faithful" reads a
 //   per-angle resampled lattice through the texture unit).
 // matched back: one voxel at a time (voxel_back_matched, the exact transpose, gathered).
-// faithful back: one voxel at a time (voxel_back_faithful_once for the paper's tube, which reads each
-//   sinogram bin once; voxel_back_faithful with software bilinear reads for other tubes).
+// faithful back: one voxel at a time (voxel_back_faithful with software bilinear reads; the paper's
+//   tube with its compile-time loops, as on the GPU).
 // fast: the factored form. Forward: per angle, resample the image once on the LOR lattice
 //   (R[i][z][row], the footprint weights), then each LOR is a sum of folded slice taps over integer
 //   offsets of R. Back: the transposed steps (G = taps^T y per angle, then the transposed resampling).
@@ -87,26 +87,10 @@ struct SinogramLayerReader {
         *ratio = r;
         *factor = f;
     }
-};
-
-// The same values row by row, for voxel_back_faithful_once (which reads each bin once).
-struct SinogramRows {
-    const Dims* D;
-    const float* sino;      // (n_sel, n_rows, n_rows, n)
-    const float* factors;   // same shape, or nullptr for ones
-    int al;
-    struct Row {
-        const float* ratio;
-        const float* factor;
-        void read(int rho, float* r, float* f) const {
-            *r = ratio[rho];
-            *f = factor ? factor[rho] : 1.0f;
-        }
-    };
-    Row row(int d, int m) const {
-        const RowPair rp = row_pair(d - (D->n_rows - 1), m);
-        const int64_t k = sino_index(*D, al, rp.r1, rp.r2, 0);
-        return {sino + k, factors ? factors + k : nullptr};
+    // The reads at rho_f and rho_f + 1 (voxel_back_faithful with the tube known at compile time).
+    void pair(int d, float rho_f, float m_f, float* r0, float* f0, float* r1, float* f1) const {
+        (*this)(d, rho_f, m_f, r0, f0);
+        (*this)(d, rho_f + 1.0f, m_f, r1, f1);
     }
 };
 
@@ -352,8 +336,8 @@ void back_faithful_cpu(const HostModel& M, const AngleList& A, const float* sino
     const int n_sel = static_cast<int>(A.index.size());
     const TableLerp prob{M.table.data(), D.n, D.n_j(), D.n_k()};
     const DeltaGroups groups = M.groups();
-    // The paper's tube reads each sinogram bin once (as the GPU does); other tubes one bilinear read
-    // per (ring difference, j, k).
+    // The paper's tube takes voxel_back_faithful's compile-time path, as on the GPU (the same sums in
+    // the same order); other tubes its run-time loops.
     const bool paper_tube = D.J == kPaperJ && D.K == kPaperK;
 #pragma omp parallel for collapse(2) schedule(dynamic, 8) num_threads(thread_count(threads))
     for (int iz = 0; iz < D.nz; ++iz)
@@ -361,16 +345,13 @@ void back_faithful_cpu(const HostModel& M, const AngleList& A, const float* sino
             for (int ix = 0; ix < D.n; ++ix) {
                 float corr = 0.0f, sn = 0.0f;
                 for (int al = 0; al < n_sel; ++al) {
-                    if (paper_tube) {
-                        const SinogramRows rows{&D, sino, factors, al};
-                        auto back = sens ? voxel_back_faithful_once<2 * kPaperJ + 1, 2 * kPaperK + 1, true, SinogramRows, TableLerp>
-                                         : voxel_back_faithful_once<2 * kPaperJ + 1, 2 * kPaperK + 1, false, SinogramRows, TableLerp>;
-                        back(D, groups, M.slope.data(), ix, iy, iz, A.cos[al], A.sin[al], rows, prob, &corr, &sn);
-                    } else {
-                        const SinogramLayerReader layer{&D, sino, factors, al};
+                    const SinogramLayerReader layer{&D, sino, factors, al};
+                    if (paper_tube)
+                        voxel_back_faithful<2 * kPaperJ + 1, 2 * kPaperK + 1>(D, groups, M.slope.data(), ix, iy, iz, A.cos[al],
+                                                                              A.sin[al], layer, prob, &corr, &sn);
+                    else
                         voxel_back_faithful(D, groups, M.slope.data(), ix, iy, iz, A.cos[al], A.sin[al], layer, prob,
                                             &corr, &sn);
-                    }
                 }
                 const int64_t v = (static_cast<int64_t>(iz) * D.n + iy) * D.n + ix;
                 image[v] = corr;

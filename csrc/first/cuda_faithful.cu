@@ -12,13 +12,13 @@
 //           points; reading it through the footprint first keeps every voxel's projected total
 //           independent of the angle (tube.hpp).
 //           back: one thread per voxel; the sinogram (and the factors, for the sensitivity image in
-//           the same pass) staged as layers, one per angle and ring difference (radial x axial); the
-//           tube values from a shared-memory copy of the Super-LOR tables, ring differences grouped
-//           by Super-LOR; reads whose footprint lies outside a ring difference's LORs (which would
-//           return 0) skipped. For the paper's 5 x 3 tube the layers are read from global memory,
-//           each value once for all the bilinear reads that cover it (tube.hpp
-//           voxel_back_faithful_once); other tubes read them through a layered texture with the
-//           paper's hardware bilinear filtering.
+//           the same pass) as a layered texture, one layer per angle and ring difference (radial x
+//           axial, hardware bilinear filtering); the tube values from a shared-memory copy of the
+//           Super-LOR tables, ring differences grouped by Super-LOR; reads whose footprint lies
+//           outside a ring difference's LORs (which would return 0) skipped. For the paper's 5 x 3
+//           tube a texel holds two neighbouring radial bins, so one read serves two of a voxel's
+//           radial offsets (their coordinates differ by exactly one bin): 9 reads per ring
+//           difference instead of 15.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -120,29 +120,51 @@ struct TexCorr {
     }
 };
 
-// The staged layers read directly, for voxel_back_faithful_once (the paper's tube: each bin read
-// once, 18 values per ring difference where 15 hardware bilinear reads fetch 60 texels): (ratio,
-// factor) pairs, or the ratio alone when no sensitivity is wanted.
+// The paper's tube: texels of two neighbouring bins, texel X = ((ratio, factor) of bin X - 1, of bin X)
+// for X in [0, n] (bins -1 and n are zero), or the ratios alone. One hardware bilinear read at
+// rho_f + 1 then interpolates bins rho_f and rho_f + 1 with the same weights: the reads of two radial
+// offsets j of a voxel, whose coordinates differ by exactly 1.
 template <bool kSens>
-struct LayerRows {
-    using Texel = typename std::conditional<kSens, float2, float>::type;
-    const Texel* layers;   // (chunk * n_deltas, n_rows, n)
-    int n, n_rows, layer0;
-    struct Row {
-        const Texel* bins;
-        __device__ void read(int rho, float* ratio, float* factor) const {
-            if constexpr (kSens) {
-                const float2 v = __ldg(bins + rho);
-                *ratio = v.x;
-                *factor = v.y;
-            } else {
-                *ratio = __ldg(bins + rho);
-                *factor = 0.0f;
-            }
+__global__ void stage_corrections_pairs_kernel(const Dims D, const AngleChunk A, const float* __restrict__ sino,
+                                               const float* __restrict__ factors,
+                                               typename std::conditional<kSens, float4, float2>::type* __restrict__ layers) {
+    const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const int w = D.n + 1;
+    const int64_t per_layer = static_cast<int64_t>(D.n_rows) * w;
+    if (idx >= per_layer * D.n_deltas() * A.n) return;
+    const int layer = static_cast<int>(idx / per_layer);
+    const int m = static_cast<int>(idx % per_layer / w), X = static_cast<int>(idx % w);
+    const int q = layer / D.n_deltas(), d = layer % D.n_deltas();
+    const int delta = d - (D.n_rows - 1);
+    float r[2] = {0.0f, 0.0f}, f[2] = {0.0f, 0.0f};
+    if (m < D.n_rows - (delta < 0 ? -delta : delta)) {
+        const RowPair rp = row_pair(delta, m);
+        const int64_t row = sino_index(D, A.first + q, rp.r1, rp.r2, 0);
+        for (int b = 0; b < 2; ++b) {
+            const int rho = X - 1 + b;
+            if (rho < 0 || rho >= D.n) continue;
+            r[b] = sino[row + rho];
+            f[b] = factors ? factors[row + rho] : 1.0f;
         }
-    };
-    __device__ Row row(int d, int m) const {
-        return {layers + (static_cast<int64_t>(layer0 + d) * n_rows + m) * n};
+    }
+    if constexpr (kSens)
+        layers[idx] = make_float4(r[0], f[0], r[1], f[1]);
+    else
+        layers[idx] = make_float2(r[0], r[1]);
+}
+
+template <bool kSens>
+struct TexCorrPairs {
+    cudaTextureObject_t t;
+    int layer0;
+    __device__ void pair(int d, float rho_f, float m_f, float* r0, float* f0, float* r1, float* f1) const {
+        if constexpr (kSens) {
+            const float4 v = tex2DLayered<float4>(t, rho_f + 1.5f, m_f + 0.5f, layer0 + d);
+            *r0 = v.x, *f0 = v.y, *r1 = v.z, *f1 = v.w;
+        } else {
+            const float2 v = tex2DLayered<float2>(t, rho_f + 1.5f, m_f + 0.5f, layer0 + d);
+            *r0 = v.x, *r1 = v.y, *f0 = 0.0f, *f1 = 0.0f;
+        }
     }
 };
 
@@ -157,18 +179,16 @@ struct TexProb {
 
 constexpr int kFaithfulBackThreads = 256;   // 32 x 8 voxels; 3 blocks (and table copies) per SM
 
-// NJ, NK > 0 (the paper's 5 x 3 tube): the sinogram values come from the staged layers in global
-// memory, each read once (tube.hpp voxel_back_faithful_once), in software arithmetic. The hardware
-// bilinear reads of the paper (NJ = NK = 0: other tubes) fetch each value for up to 4 reads, and the
-// texture unit bounded the kernel (§14d: 154 ms for back + sensitivity, texture stalls 40 %).
+// NJ, NK > 0 (the paper's 5 x 3 tube, known at compile time): the tube values are kept in registers
+// per group (tube.hpp voxel_back_faithful) and the sinogram is read from paired texels, two radial
+// offsets per hardware bilinear read (TexCorrPairs); other tubes (NJ = NK = 0) read one offset per read.
 // kSmemTable: the tube values are read from a shared-memory copy of the Super-LOR tables (linear in
-// i, exact float) rather than through the texture unit: for the paper's tube once per (group, j, k),
-// for other tubes per (ring difference, j, k). Tables larger than half the shared memory fall back to
-// the table texture.
+// i, exact float) rather than through the texture unit, which the sinogram reads keep busy: for the
+// paper's tube once per (group, j, k), for other tubes per (ring difference, j, k). Tables larger than
+// half the shared memory fall back to the table texture.
 template <bool kSens, bool kSmemTable, int NJ, int NK>
 __global__ void __launch_bounds__(kFaithfulBackThreads, 3)
-faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr, const void* __restrict__ layers,
-                     cudaTextureObject_t table_tex, const float* __restrict__ table, const __grid_constant__ DeltaGroups groups,
+faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr, cudaTextureObject_t table_tex, const float* __restrict__ table, const __grid_constant__ DeltaGroups groups,
                      const float* __restrict__ slope, float* __restrict__ image, float* __restrict__ sens,
                      bool accumulate) {
     extern __shared__ float table_s[];
@@ -190,10 +210,8 @@ faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr,
         prob = TexProb{table_tex, D.n_k()};
     for (int q = 0; q < A.n; ++q) {
         if constexpr (NJ > 0 && NK > 0) {
-            using Rows = LayerRows<kSens>;
-            const Rows rows{static_cast<const typename Rows::Texel*>(layers), D.n, D.n_rows, q * D.n_deltas()};
-            voxel_back_faithful_once<NJ, NK, kSens>(D, groups, slope, ix, iy, iz, A.c[q], A.s[q], rows, prob, &c_acc,
-                                                    &s_acc);
+            voxel_back_faithful<NJ, NK>(D, groups, slope, ix, iy, iz, A.c[q], A.s[q],
+                                        TexCorrPairs<kSens>{corr, q * D.n_deltas()}, prob, &c_acc, &s_acc);
         } else {
             voxel_back_faithful(D, groups, slope, ix, iy, iz, A.c[q], A.s[q], TexCorr<kSens>{corr, q * D.n_deltas()},
                                 prob, &c_acc, &s_acc);
@@ -225,7 +243,7 @@ void forward_faithful(Impl& m, const AngleList& angles, const float* image, floa
     const int chunk = std::min<int>(m.faithful_forward_chunk, static_cast<int>(angles.index.size()));
     float* L = m.lattice_for(chunk, D.nz);
     if (!m.lattice_tex.ready())
-        m.lattice_tex.create(m.pitch, D.nz, m.faithful_forward_chunk * D.n, false, false);
+        m.lattice_tex.create(m.pitch, D.nz, m.faithful_forward_chunk * D.n, false, 1);
     for_each_chunk(angles, m.faithful_forward_chunk, [&](const AngleChunk& ch) {
         resample(m, ch, image, L, s);
         m.lattice_tex.copy_from(L, true, s, ch.n * D.n);
@@ -247,16 +265,16 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
     const Dims& D = m.host.D;
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     const bool with_sens = sens != nullptr;
-    const size_t texel = with_sens ? sizeof(float2) : sizeof(float);
     const int chunk = std::min<int>(m.faithful_chunk, static_cast<int>(angles.index.size()));
     const int n_layers = chunk * D.n_deltas();
-    // The paper's 5 x 3 tube reads the staged layers themselves; other tubes read them through a
-    // layered texture with hardware bilinear filtering.
+    // Texels of (ratio, factor) with the sensitivity, of the ratio alone without; for the paper's 5 x 3
+    // tube, of two neighbouring bins (stage_corrections_pairs_kernel: n + 1 texels a row).
     const bool paper_tube = D.J == kPaperJ && D.K == kPaperK;
+    const int width = paper_tube ? D.n + 1 : D.n;
+    const int channels = (with_sens ? 2 : 1) * (paper_tube ? 2 : 1);
+    const size_t stage_bytes = static_cast<size_t>(n_layers) * D.n_rows * width * channels * sizeof(float);
     TextureArray& corr = m.corrections[with_sens ? 1 : 0];
-    if (!paper_tube && (!corr.ready() || corr.bytes() < static_cast<size_t>(n_layers) * D.n_rows * D.n * texel))
-        corr.create(D.n, D.n_rows, n_layers, true, with_sens);
-    const size_t stage_bytes = static_cast<size_t>(n_layers) * D.n_rows * D.n * texel;
+    if (!corr.ready() || corr.bytes() < stage_bytes) corr.create(width, D.n_rows, n_layers, true, channels);
     m.layers.reserve(stage_bytes);
     const bool smem_table = m.host.table.size() * sizeof(float) <= static_cast<size_t>(m.max_smem) / 2;
     const size_t smem = smem_table ? m.host.table.size() * sizeof(float) : 0;
@@ -265,8 +283,7 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
     auto launch = [&](auto sens_tag, auto smem_tag, const AngleChunk& ch, const dim3& grid, const dim3& block) {
         constexpr bool kS = decltype(sens_tag)::value, kT = decltype(smem_tag)::value;
         auto run = [&](auto kernel) {
-            kernel<<<grid, block, smem, s>>>(D, ch, corr.tex(), m.layers.get(),
-                                             m.table.tex(), m.table_linear.as<float>(), groups, m.slope.as<float>(),
+            kernel<<<grid, block, smem, s>>>(D, ch, corr.tex(), m.table.tex(), m.table_linear.as<float>(), groups, m.slope.as<float>(),
                                              image, sens, ch.first > 0);
         };
         if (paper_tube)
@@ -275,13 +292,17 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
             run(faithful_back_kernel<kS, kT, 0, 0>);
     };
     for_each_chunk(angles, m.faithful_chunk, [&](const AngleChunk& ch) {
-        const int64_t n = static_cast<int64_t>(ch.n) * D.n_deltas() * D.n_rows * D.n;
-        if (with_sens)
+        const int64_t n = static_cast<int64_t>(ch.n) * D.n_deltas() * D.n_rows * width;
+        if (paper_tube && with_sens)
+            stage_corrections_pairs_kernel<true><<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, factors, m.layers.as<float4>());
+        else if (paper_tube)
+            stage_corrections_pairs_kernel<false><<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, factors, m.layers.as<float2>());
+        else if (with_sens)
             stage_corrections_kernel<<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, factors, m.layers.as<float2>());
         else
             stage_corrections_kernel<<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, factors, m.layers.as<float>());
         DP_CUDA_CHECK_LAUNCH("stage_corrections_kernel");
-        if (!paper_tube) corr.copy_from(m.layers.get(), true, s, ch.n * D.n_deltas());
+        corr.copy_from(m.layers.get(), true, s, ch.n * D.n_deltas());
         const dim3 block(32, kFaithfulBackThreads / 32);
         const dim3 grid(div_up(D.n, 32), div_up(D.n, block.y), D.nz);
         using T = std::true_type;

@@ -75,11 +75,15 @@ public:
     TextureArray& operator=(const TextureArray&) = delete;
     ~TextureArray() { release(); }
 
-    // A 3D (layered = false) or 2D layered (layered = true) array of float or float2 with linear
-    // filtering and zero outside (border addressing); coordinates are unnormalised.
-    void create(int w, int h, int depth, bool layered, bool two_channels) {
+    // A 3D (layered = false) or 2D layered (layered = true) array of float, float2 or float4 texels
+    // (channels = 1, 2, 4) with linear filtering and zero outside (border addressing); coordinates
+    // are unnormalised.
+    void create(int w, int h, int depth, bool layered, int channels) {
         release();
-        const cudaChannelFormatDesc desc = two_channels ? cudaCreateChannelDesc<float2>() : cudaCreateChannelDesc<float>();
+        if (channels != 1 && channels != 2 && channels != 4) throw std::logic_error("TextureArray: 1, 2 or 4 channels");
+        const cudaChannelFormatDesc desc = channels == 4   ? cudaCreateChannelDesc<float4>()
+                                           : channels == 2 ? cudaCreateChannelDesc<float2>()
+                                                           : cudaCreateChannelDesc<float>();
         cudaArray_t array = nullptr;
         DP_CUDA_CHECK(cudaMalloc3DArray(&array, &desc, make_cudaExtent(w, h, depth), layered ? cudaArrayLayered : 0));
         cudaResourceDesc res{};
@@ -99,7 +103,7 @@ public:
         array_ = array;
         tex_ = object;
         w_ = w, h_ = h, depth_ = depth;
-        elem_ = two_channels ? 8 : 4;
+        elem_ = 4 * channels;
     }
     void copy_from(const void* src, bool device, cudaStream_t stream, int depth) {
         cudaMemcpy3DParms p{};

@@ -31,7 +31,7 @@ DeviceModel::Impl::Impl(const HostModel& h) : host(h) {
     // the footprint tables live on the GPU now: no second host copy beside the caller's model
     std::vector<float>().swap(host.fp_weight);
     std::vector<FootprintOrigin>().swap(host.fp_origin);
-    table.create(D.n_j() * D.n_k(), D.n, D.n_super, true, false);   // [S][i][(j, k)]: (j, k) fastest
+    table.create(D.n_j() * D.n_k(), D.n, D.n_super, true, 1);   // [S][i][(j, k)]: (j, k) fastest
     table.copy_from(host.table.data(), false, nullptr, D.n_super);
     table_linear = upload(host.table);
     DP_CUDA_CHECK(cudaStreamSynchronize(nullptr));

@@ -300,8 +300,11 @@ struct DeltaGroups {
 // (m_f of k is m_f(k = 0) - k / 2.)
 // Adds to *corr and *sens.
 // NJ, NK: the tube's radial and axial sample counts when known at compile time (the GPU then
-// unrolls the inner loops and keeps all (2J+1)(2K+1) texture reads of a ring difference in
-// flight), 0 for the run-time D.n_j(), D.n_k().
+// unrolls the inner loops and keeps all of a ring difference's texture reads in flight), 0 for the
+// run-time D.n_j(), D.n_k(). With them, the radial offsets are read two at a time:
+// `read_corr.pair(d, rho_f, m_f, &r0, &f0, &r1, &f1)` interpolates at rho_f and rho_f + 1 with the
+// same weights (the reads of j and j - 1), so a ring difference takes (J + 1)(2K + 1) reads, not
+// (2J + 1)(2K + 1): on the GPU one texel holds two neighbouring bins.
 #ifdef __CUDACC__
 #pragma nv_exec_check_disable
 #endif
@@ -357,150 +360,36 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
             for (int kk = 0; kk < nk; ++kk) {
                 const float m_f = m0 - 0.5f * static_cast<float>(kk - K);
                 if (m_f <= -1.0f || m_f >= M) continue;
+                if constexpr (kHoisted) {
+                    // Two radial offsets per read: read_corr.pair interpolates at rho_f and rho_f + 1
+                    // (the reads of jj and jj - 1) with the same weights.
 #ifdef __CUDACC__
 #pragma unroll
 #endif
-                for (int jj = 0; jj < nj; ++jj) {
-                    float p;
-                    if constexpr (kHoisted) p = tube[kk][jj];
-                    else p = read_prob(S, i_f, jj, table_k(kk));
-                    float ratio, factor;
-                    read_corr(d, row_f - static_cast<float>(jj - J), m_f, &ratio, &factor);
-                    acc_c += p * ratio;
-                    acc_s += p * factor;
+                    for (int jj = NJ - 1; jj >= 0; jj -= 2) {
+                        float r0, f0, r1, f1;
+                        read_corr.pair(d, row_f - static_cast<float>(jj - J), m_f, &r0, &f0, &r1, &f1);
+                        acc_c += tube[kk][jj] * r0;
+                        acc_s += tube[kk][jj] * f0;
+                        if (jj >= 1) {
+                            acc_c += tube[kk][jj - 1] * r1;
+                            acc_s += tube[kk][jj - 1] * f1;
+                        }
+                    }
+                } else {
+                    for (int jj = 0; jj < nj; ++jj) {
+                        const float p = read_prob(S, i_f, jj, table_k(kk));
+                        float ratio, factor;
+                        read_corr(d, row_f - static_cast<float>(jj - J), m_f, &ratio, &factor);
+                        acc_c += p * ratio;
+                        acc_s += p * factor;
+                    }
                 }
             }
         }
     }
     *corr += 0.5f * acc_c;
     *sens += 0.5f * acc_s;
-}
-
-// The same back projection of one voxel for one angle, for a tube known at compile time (NJ x NK
-// samples), with each sinogram value read once instead of once per bilinear read that covers it.
-// A ring difference's NJ radial reads lie one bin apart at one shared fraction, so together they
-// cover NJ + 1 columns; its NK axial reads lie half a row apart and cover K + 2 rows. The tube's
-// values and the radial weights fold into per-column weights once per group, the axial weights
-// into per-(row, column) weights once per ring difference, and the sum becomes one multiply-add
-// per value read: (K + 2)(NJ + 1) = 18 reads for the paper's 5 x 3 tube where the bilinear reads
-// take 4 values each, 60. The coordinates are those of voxel_back_faithful (the lowest radial and
-// axial read's, the others at exact integer and half-integer offsets from them), so the result
-// equals its sum up to the order of the float additions. `rows.row(d, m)` gives an accessor of
-// row m (in [0, M)) of ring difference d's layer whose `read(rho, &ratio, &factor)` reads bin rho
-// (in [0, n)); values outside the layer are zero and are not read. kSens: also sum the factors.
-#ifdef __CUDACC__
-#pragma nv_exec_check_disable
-#endif
-template <int NJ, int NK, bool kSens, typename RowReader, typename ReadProb>
-DP_HD void voxel_back_faithful_once(const Dims& D, const DeltaGroups& groups, const float* slope, int ix, int iy,
-                                    int iz, float cphi, float sphi, const RowReader& rows, const ReadProb& read_prob,
-                                    float* corr, float* sens) {
-    static_assert(NJ > 0 && NK > 0 && NK % 2 == 1 && NJ % 2 == 1, "a tube of odd sample counts known at compile time");
-    constexpr int J = (NJ - 1) / 2, K = (NK - 1) / 2;
-    constexpr int kCols = NJ + 1, kRows = K + 2;
-    const float c = D.centre();
-    float i_f, row_f;
-    voxel_lattice_coords(ix, iy, c, cphi, sphi, &i_f, &row_f);
-    if (i_f <= -1.0f || i_f >= static_cast<float>(D.n)) return;
-    // Radial: the read of j = NJ - 1 lies at x_lo = row_f - J; read jj at x_lo + (NJ - 1 - jj) takes
-    // columns NJ - 1 - jj (weight 1 - fx) and NJ - jj (weight fx) from x0 = floor(x_lo) on.
-    const float x_lo = row_f - static_cast<float>(J);
-    const float x0f = floorf(x_lo), fx = x_lo - x0f;
-    const int x0 = static_cast<int>(x0f);
-    bool col_in[kCols];
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-    for (int col = 0; col < kCols; ++col) col_in[col] = x0 + col >= 0 && x0 + col < D.n;
-    const float half_k = 0.5f * static_cast<float>(K);
-    float acc_c = 0.0f, acc_s = 0.0f;
-    for (int g = 0; g < groups.n_groups; ++g) {
-        const int S = groups.group_super[g];
-        const bool flip = groups.group_flip[g] != 0;
-        float colw[NK][kCols];      // tube value x radial weight per (k, column); filled at the first reached d
-        bool have_colw = false;
-        for (int e = groups.group_start[g]; e < groups.group_start[g + 1]; ++e) {
-            const int d = groups.delta_order[e];
-            const int delta = d - (D.n_rows - 1);
-            const int ad = delta < 0 ? -delta : delta;
-            const int M = D.n_rows - ad;
-            const float m0 = 0.5f * (static_cast<float>(iz) - (i_f - c) * slope[d] - static_cast<float>(ad));
-            if (m0 + half_k <= -1.0f || m0 - half_k >= static_cast<float>(M)) continue;
-            if (!have_colw) {
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-                for (int kk = 0; kk < NK; ++kk) {
-                    float p[NJ];
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-                    for (int jj = 0; jj < NJ; ++jj) p[jj] = read_prob(S, i_f, jj, flip ? NK - 1 - kk : kk);
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-                    for (int col = 0; col < kCols; ++col)
-                        colw[kk][col] = (col < NJ ? (1.0f - fx) * p[NJ - 1 - col] : 0.0f) + (col > 0 ? fx * p[NJ - col] : 0.0f);
-                }
-                have_colw = true;
-            }
-            // Axial: the read of k = NK - 1 lies at m_lo = m0 - K/2, read kk at m_lo + s/2 (s = NK - 1 - kk).
-            // Even s: rows s/2, s/2 + 1 at fraction fm; odd s: rows (s - 1)/2 + up, + 1 at fraction
-            // fm -+ 1/2, up = (fm >= 1/2). Both fractions exact in float.
-            const float m_lo = m0 - half_k;
-            const float y0f = floorf(m_lo), fm = m_lo - y0f;
-            const int y0 = static_cast<int>(y0f);
-            const bool up = fm >= 0.5f;
-            const float fo = up ? fm - 0.5f : fm + 0.5f;
-            float w[kRows][kCols];
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-            for (int r = 0; r < kRows; ++r)
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-                for (int col = 0; col < kCols; ++col) w[r][col] = 0.0f;
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-            for (int kk = 0; kk < NK; ++kk) {
-                const int s = NK - 1 - kk, h = s / 2;
-                // weights of rows h, h + 1, h + 2 for this k
-                const float a0 = s % 2 == 0 ? 1.0f - fm : (up ? 0.0f : 1.0f - fo);
-                const float a1 = s % 2 == 0 ? fm : (up ? 1.0f - fo : fo);
-                const float a2 = s % 2 == 0 ? 0.0f : (up ? fo : 0.0f);
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-                for (int col = 0; col < kCols; ++col) {
-                    w[h][col] += a0 * colw[kk][col];
-                    w[h + 1][col] += a1 * colw[kk][col];
-                    if (s % 2 == 1) w[h + 2][col] += a2 * colw[kk][col];
-                }
-            }
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-            for (int r = 0; r < kRows; ++r) {
-                const int m = y0 + r;
-                if (m < 0 || m >= M) continue;
-                const auto row = rows.row(d, m);
-#ifdef __CUDACC__
-#pragma unroll
-#endif
-                for (int col = 0; col < kCols; ++col) {
-                    if (!col_in[col]) continue;
-                    float ratio, factor;
-                    row.read(x0 + col, &ratio, &factor);
-                    acc_c += w[r][col] * ratio;
-                    if constexpr (kSens) acc_s += w[r][col] * factor;
-                }
-            }
-        }
-    }
-    *corr += 0.5f * acc_c;
-    if constexpr (kSens) *sens += 0.5f * acc_s;
 }
 
 }  // namespace dp::first
