@@ -509,9 +509,10 @@ def test_gpu_faithful_back_with_tables_too_large_for_shared_memory(volume):
 @pytest.mark.gpu
 def test_gpu_faithful_back_at_the_radial_edges(volume, rng):
     """Counts only in the first and last radial bins: every voxel's value then comes from reads whose
-    bilinear footprint straddles the sinogram's radial border, where the paper tube's paired texels
-    (bins x - 1 and x in one texel, a zero texel column beyond each end) must give the same taps as
-    the CPU's software reads."""
+    bilinear footprint straddles the sinogram's radial border, where the paper tube's paired texels of
+    the back projection without the sensitivity (the ratios of bins X - 1 and X in texel X, a zero bin
+    beyond each end) must give the same taps as the CPU's software reads; and the (ratio, factor)
+    texels of the pass with the sensitivity."""
     s = RotatingScanner(n_rows=7, n_angles=12, n_radial=45, n_columns=24)
     table = build_super_lor_table(s)
     cpu = SuperLORProjector(table, "faithful", backend="cpu")
@@ -531,7 +532,8 @@ def test_gpu_faithful_back_at_the_radial_edges(volume, rng):
 @pytest.mark.gpu
 def test_gpu_faithful_back_of_a_non_default_tube(volume):
     """J = 1, K = 2: the GPU's faithful back projection of a tube other than the paper's takes the
-    run-time loops (one radial offset per texture read; the paper's 5 x 3 tube reads two per texel),
+    run-time loops (one radial offset per texture read; the paper's 5 x 3 tube, without the
+    sensitivity, reads two per texel),
     against the CPU and the float64 matrix; with and without the sensitivity image, over two launches
     of angles."""
     s = RotatingScanner(n_rows=6, n_angles=70, n_radial=23, n_columns=16)

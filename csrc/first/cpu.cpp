@@ -88,6 +88,7 @@ struct SinogramLayerReader {
         *factor = f;
     }
     // The reads at rho_f and rho_f + 1 (voxel_back_faithful with the tube known at compile time).
+    static constexpr bool kPairs = true;
     void pair(int d, float rho_f, float m_f, float* r0, float* f0, float* r1, float* f1) const {
         (*this)(d, rho_f, m_f, r0, f0);
         (*this)(d, rho_f + 1.0f, m_f, r1, f1);

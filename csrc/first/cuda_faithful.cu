@@ -15,10 +15,10 @@
 //           the same pass) as a layered texture, one layer per angle and ring difference (radial x
 //           axial, hardware bilinear filtering); the tube values from a shared-memory copy of the
 //           Super-LOR tables, ring differences grouped by Super-LOR; reads whose footprint lies
-//           outside a ring difference's LORs (which would return 0) skipped. For the paper's 5 x 3
-//           tube a texel holds two neighbouring radial bins, so one read serves two of a voxel's
-//           radial offsets (their coordinates differ by exactly one bin): 9 reads per ring
-//           difference instead of 15.
+//           outside a ring difference's LORs (which would return 0) skipped. Without the
+//           sensitivity and for the paper's 5 x 3 tube a texel holds the ratios of two neighbouring
+//           radial bins, so one read serves two of a voxel's radial offsets (their coordinates differ
+//           by exactly one bin): 9 reads per ring difference instead of 15.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -106,6 +106,7 @@ __global__ void stage_corrections_kernel(const Dims D, const AngleChunk A, const
 // ratio alone from a float one (half the texel bytes when no sensitivity is wanted).
 template <bool kSens>
 struct TexCorr {
+    static constexpr bool kPairs = false;
     cudaTextureObject_t t;
     int layer0;
     __device__ void operator()(int d, float rho_f, float m_f, float* ratio, float* factor) const {
@@ -120,14 +121,14 @@ struct TexCorr {
     }
 };
 
-// The paper's tube: texels of two neighbouring bins, texel X = ((ratio, factor) of bin X - 1, of bin X)
-// for X in [0, n] (bins -1 and n are zero), or the ratios alone. One hardware bilinear read at
-// rho_f + 1 then interpolates bins rho_f and rho_f + 1 with the same weights: the reads of two radial
-// offsets j of a voxel, whose coordinates differ by exactly 1.
-template <bool kSens>
-__global__ void stage_corrections_pairs_kernel(const Dims D, const AngleChunk A, const float* __restrict__ sino,
-                                               const float* __restrict__ factors,
-                                               typename std::conditional<kSens, float4, float2>::type* __restrict__ layers) {
+// Without the sensitivity, for the paper's tube: texels of the ratios of two neighbouring bins,
+// texel X = (ratio of bin X - 1, ratio of bin X) for X in [0, n] (bins -1 and n are zero). One hardware
+// bilinear read at rho_f + 1 then interpolates bins rho_f and rho_f + 1 with the same weights: the
+// reads of two radial offsets j of a voxel, whose coordinates differ by exactly one bin. (Texels of
+// (ratio, factor) pairs for the sensitivity, float4, measured 1.55x slower than one float2 read per
+// offset on an H100: RESULTS 14u.)
+__global__ void stage_ratio_pairs_kernel(const Dims D, const AngleChunk A, const float* __restrict__ sino,
+                                         float2* __restrict__ layers) {
     const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const int w = D.n + 1;
     const int64_t per_layer = static_cast<int64_t>(D.n_rows) * w;
@@ -136,35 +137,25 @@ __global__ void stage_corrections_pairs_kernel(const Dims D, const AngleChunk A,
     const int m = static_cast<int>(idx % per_layer / w), X = static_cast<int>(idx % w);
     const int q = layer / D.n_deltas(), d = layer % D.n_deltas();
     const int delta = d - (D.n_rows - 1);
-    float r[2] = {0.0f, 0.0f}, f[2] = {0.0f, 0.0f};
+    float r[2] = {0.0f, 0.0f};
     if (m < D.n_rows - (delta < 0 ? -delta : delta)) {
         const RowPair rp = row_pair(delta, m);
         const int64_t row = sino_index(D, A.first + q, rp.r1, rp.r2, 0);
         for (int b = 0; b < 2; ++b) {
             const int rho = X - 1 + b;
-            if (rho < 0 || rho >= D.n) continue;
-            r[b] = sino[row + rho];
-            f[b] = factors ? factors[row + rho] : 1.0f;
+            if (rho >= 0 && rho < D.n) r[b] = sino[row + rho];
         }
     }
-    if constexpr (kSens)
-        layers[idx] = make_float4(r[0], f[0], r[1], f[1]);
-    else
-        layers[idx] = make_float2(r[0], r[1]);
+    layers[idx] = make_float2(r[0], r[1]);
 }
 
-template <bool kSens>
-struct TexCorrPairs {
+struct TexRatioPairs {
+    static constexpr bool kPairs = true;
     cudaTextureObject_t t;
     int layer0;
     __device__ void pair(int d, float rho_f, float m_f, float* r0, float* f0, float* r1, float* f1) const {
-        if constexpr (kSens) {
-            const float4 v = tex2DLayered<float4>(t, rho_f + 1.5f, m_f + 0.5f, layer0 + d);
-            *r0 = v.x, *f0 = v.y, *r1 = v.z, *f1 = v.w;
-        } else {
-            const float2 v = tex2DLayered<float2>(t, rho_f + 1.5f, m_f + 0.5f, layer0 + d);
-            *r0 = v.x, *r1 = v.y, *f0 = 0.0f, *f1 = 0.0f;
-        }
+        const float2 v = tex2DLayered<float2>(t, rho_f + 1.5f, m_f + 0.5f, layer0 + d);
+        *r0 = v.x, *r1 = v.y, *f0 = 0.0f, *f1 = 0.0f;
     }
 };
 
@@ -180,15 +171,17 @@ struct TexProb {
 constexpr int kFaithfulBackThreads = 256;   // 32 x 8 voxels; 3 blocks (and table copies) per SM
 
 // NJ, NK > 0 (the paper's 5 x 3 tube, known at compile time): the tube values are kept in registers
-// per group (tube.hpp voxel_back_faithful) and the sinogram is read from paired texels, two radial
-// offsets per hardware bilinear read (TexCorrPairs); other tubes (NJ = NK = 0) read one offset per read.
+// per group (tube.hpp voxel_back_faithful); without the sensitivity the ratios are read from paired
+// texels, two radial offsets per hardware bilinear read (TexRatioPairs). With the sensitivity, and for
+// other tubes (NJ = NK = 0), one offset per read.
 // kSmemTable: the tube values are read from a shared-memory copy of the Super-LOR tables (linear in
 // i, exact float) rather than through the texture unit, which the sinogram reads keep busy: for the
 // paper's tube once per (group, j, k), for other tubes per (ring difference, j, k). Tables larger than
 // half the shared memory fall back to the table texture.
 template <bool kSens, bool kSmemTable, int NJ, int NK>
 __global__ void __launch_bounds__(kFaithfulBackThreads, 3)
-faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr, cudaTextureObject_t table_tex, const float* __restrict__ table, const __grid_constant__ DeltaGroups groups,
+faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr, cudaTextureObject_t table_tex,
+                     const float* __restrict__ table, const __grid_constant__ DeltaGroups groups,
                      const float* __restrict__ slope, float* __restrict__ image, float* __restrict__ sens,
                      bool accumulate) {
     extern __shared__ float table_s[];
@@ -208,15 +201,10 @@ faithful_back_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t corr,
         prob = TableLerp{table_s, D.n, D.n_j(), D.n_k()};
     else
         prob = TexProb{table_tex, D.n_k()};
-    for (int q = 0; q < A.n; ++q) {
-        if constexpr (NJ > 0 && NK > 0) {
-            voxel_back_faithful<NJ, NK>(D, groups, slope, ix, iy, iz, A.c[q], A.s[q],
-                                        TexCorrPairs<kSens>{corr, q * D.n_deltas()}, prob, &c_acc, &s_acc);
-        } else {
-            voxel_back_faithful(D, groups, slope, ix, iy, iz, A.c[q], A.s[q], TexCorr<kSens>{corr, q * D.n_deltas()},
-                                prob, &c_acc, &s_acc);
-        }
-    }
+    using Corr = typename std::conditional<(NJ > 0 && !kSens), TexRatioPairs, TexCorr<kSens>>::type;
+    for (int q = 0; q < A.n; ++q)
+        voxel_back_faithful<NJ, NK>(D, groups, slope, ix, iy, iz, A.c[q], A.s[q], Corr{corr, q * D.n_deltas()}, prob,
+                                    &c_acc, &s_acc);
     const int64_t v = (static_cast<int64_t>(iz) * D.n + iy) * D.n + ix;
     image[v] = accumulate ? image[v] + c_acc : c_acc;
     if (kSens) sens[v] = accumulate ? sens[v] + s_acc : s_acc;
@@ -267,11 +255,13 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
     const bool with_sens = sens != nullptr;
     const int chunk = std::min<int>(m.faithful_chunk, static_cast<int>(angles.index.size()));
     const int n_layers = chunk * D.n_deltas();
-    // Texels of (ratio, factor) with the sensitivity, of the ratio alone without; for the paper's 5 x 3
-    // tube, of two neighbouring bins (stage_corrections_pairs_kernel: n + 1 texels a row).
+    // Texels of (ratio, factor) with the sensitivity, of the ratio alone without; without the
+    // sensitivity and for the paper's 5 x 3 tube, of the ratios of two neighbouring bins
+    // (stage_ratio_pairs_kernel: n + 1 texels a row).
     const bool paper_tube = D.J == kPaperJ && D.K == kPaperK;
-    const int width = paper_tube ? D.n + 1 : D.n;
-    const int channels = (with_sens ? 2 : 1) * (paper_tube ? 2 : 1);
+    const bool pairs = paper_tube && !with_sens;
+    const int width = pairs ? D.n + 1 : D.n;
+    const int channels = with_sens || pairs ? 2 : 1;
     const size_t stage_bytes = static_cast<size_t>(n_layers) * D.n_rows * width * channels * sizeof(float);
     TextureArray& corr = m.corrections[with_sens ? 1 : 0];
     if (!corr.ready() || corr.bytes() < stage_bytes) corr.create(width, D.n_rows, n_layers, true, channels);
@@ -283,8 +273,8 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
     auto launch = [&](auto sens_tag, auto smem_tag, const AngleChunk& ch, const dim3& grid, const dim3& block) {
         constexpr bool kS = decltype(sens_tag)::value, kT = decltype(smem_tag)::value;
         auto run = [&](auto kernel) {
-            kernel<<<grid, block, smem, s>>>(D, ch, corr.tex(), m.table.tex(), m.table_linear.as<float>(), groups, m.slope.as<float>(),
-                                             image, sens, ch.first > 0);
+            kernel<<<grid, block, smem, s>>>(D, ch, corr.tex(), m.table.tex(), m.table_linear.as<float>(), groups,
+                                             m.slope.as<float>(), image, sens, ch.first > 0);
         };
         if (paper_tube)
             run(faithful_back_kernel<kS, kT, 2 * kPaperJ + 1, 2 * kPaperK + 1>);
@@ -293,10 +283,8 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
     };
     for_each_chunk(angles, m.faithful_chunk, [&](const AngleChunk& ch) {
         const int64_t n = static_cast<int64_t>(ch.n) * D.n_deltas() * D.n_rows * width;
-        if (paper_tube && with_sens)
-            stage_corrections_pairs_kernel<true><<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, factors, m.layers.as<float4>());
-        else if (paper_tube)
-            stage_corrections_pairs_kernel<false><<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, factors, m.layers.as<float2>());
+        if (pairs)
+            stage_ratio_pairs_kernel<<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, m.layers.as<float2>());
         else if (with_sens)
             stage_corrections_kernel<<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, factors, m.layers.as<float2>());
         else

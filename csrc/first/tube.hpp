@@ -301,10 +301,11 @@ struct DeltaGroups {
 // Adds to *corr and *sens.
 // NJ, NK: the tube's radial and axial sample counts when known at compile time (the GPU then
 // unrolls the inner loops and keeps all of a ring difference's texture reads in flight), 0 for the
-// run-time D.n_j(), D.n_k(). With them, the radial offsets are read two at a time:
-// `read_corr.pair(d, rho_f, m_f, &r0, &f0, &r1, &f1)` interpolates at rho_f and rho_f + 1 with the
-// same weights (the reads of j and j - 1), so a ring difference takes (J + 1)(2K + 1) reads, not
-// (2J + 1)(2K + 1): on the GPU one texel holds two neighbouring bins.
+// run-time D.n_j(), D.n_k(). With them and a reader whose kPairs is true, the radial offsets are read
+// two at a time: `read_corr.pair(d, rho_f, m_f, &r0, &f0, &r1, &f1)` interpolates at rho_f and
+// rho_f + 1 with the same weights (the reads of j and j - 1), so a ring difference takes
+// (J + 1)(2K + 1) reads, not (2J + 1)(2K + 1) (on the GPU, without the sensitivity: one texel holds
+// the ratios of two neighbouring bins). Readers without pairs set kPairs = false.
 #ifdef __CUDACC__
 #pragma nv_exec_check_disable
 #endif
@@ -360,7 +361,7 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
             for (int kk = 0; kk < nk; ++kk) {
                 const float m_f = m0 - 0.5f * static_cast<float>(kk - K);
                 if (m_f <= -1.0f || m_f >= M) continue;
-                if constexpr (kHoisted) {
+                if constexpr (kHoisted && ReadCorr::kPairs) {
                     // Two radial offsets per read: read_corr.pair interpolates at rho_f and rho_f + 1
                     // (the reads of jj and jj - 1) with the same weights.
 #ifdef __CUDACC__
@@ -377,8 +378,13 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
                         }
                     }
                 } else {
+#ifdef __CUDACC__
+#pragma unroll
+#endif
                     for (int jj = 0; jj < nj; ++jj) {
-                        const float p = read_prob(S, i_f, jj, table_k(kk));
+                        float p;
+                        if constexpr (kHoisted) p = tube[kk][jj];
+                        else p = read_prob(S, i_f, jj, table_k(kk));
                         float ratio, factor;
                         read_corr(d, row_f - static_cast<float>(jj - J), m_f, &ratio, &factor);
                         acc_c += p * ratio;
