@@ -417,7 +417,9 @@ def test_gpu_matches_the_sparse_reference(problems, method, volume):
 @pytest.mark.gpu
 def test_gpu_faithful_sensitivity_and_many_angles(volume):
     """More angles than one launch (64 at most) and than the faithful back's texture layers per launch:
-    130 angles go in three launches of 44, 43 and 43 (uneven chunks, each with its own first angle)."""
+    130 angles go in three launches of 44, 43 and 43 (uneven chunks, each with its own first angle);
+    with the sensitivity ((ratio, factor) texels) and without it (the paired ratio texels, staged per
+    launch from the chunk's first angle and accumulated across launches)."""
     s = RotatingScanner(n_rows=10, n_angles=130, n_radial=31, n_columns=20)
     table = build_super_lor_table(s)
     cpu = SuperLORProjector(table, "faithful", backend="cpu")
@@ -426,6 +428,7 @@ def test_gpu_faithful_sensitivity_and_many_angles(volume):
     c1, s1 = cpu.back_with_sensitivity(y, f)
     c2, s2 = gpu.back_with_sensitivity(y, f)
     assert _rel(c2, c1.astype(np.float64)) < 3e-3 and _rel(s2, s1.astype(np.float64)) < 3e-3
+    assert _rel(gpu.adjoint(y), cpu.adjoint(y).astype(np.float64)) < 3e-3
     for m in ("fast", "matched"):
         c, g = SuperLORProjector(table, m, backend="cpu"), SuperLORProjector(table, m, backend="cuda")
         assert _rel(g.adjoint(y), c.adjoint(y).astype(np.float64)) < 1e-5
@@ -507,7 +510,7 @@ def test_gpu_faithful_back_with_tables_too_large_for_shared_memory(volume):
 
 
 @pytest.mark.gpu
-def test_gpu_faithful_back_at_the_radial_edges(volume, rng):
+def test_gpu_faithful_back_at_the_radial_edges(rng):
     """Counts only in the first and last radial bins: every voxel's value then comes from reads whose
     bilinear footprint straddles the sinogram's radial border, where the paper tube's paired texels of
     the back projection without the sensitivity (the ratios of bins X - 1 and X in texel X, a zero bin
@@ -519,14 +522,15 @@ def test_gpu_faithful_back_at_the_radial_edges(volume, rng):
     gpu = SuperLORProjector(table, "faithful", backend="cuda")
     for edge in (0, -1):
         y = np.zeros(s.sinogram_shape, np.float32)
+        f = np.zeros(s.sinogram_shape, np.float32)
         y[..., edge] = rng.uniform(0.5, 1.5, y[..., edge].shape)
-        f = volume(s.sinogram_shape)
+        f[..., edge] = rng.uniform(0.5, 1.5, f[..., edge].shape)
         ref_back = cpu.adjoint(y).astype(np.float64)
         assert np.abs(ref_back).max() > 0
         assert _rel(gpu.adjoint(y), ref_back) < 3e-3
         c1, s1 = cpu.back_with_sensitivity(y, f)
-        c2, _ = gpu.back_with_sensitivity(y, f)
-        assert _rel(c2, c1.astype(np.float64)) < 3e-3
+        c2, s2 = gpu.back_with_sensitivity(y, f)
+        assert _rel(c2, c1.astype(np.float64)) < 3e-3 and _rel(s2, s1.astype(np.float64)) < 3e-3
 
 
 @pytest.mark.gpu

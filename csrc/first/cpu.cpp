@@ -59,7 +59,10 @@ void back_matched(const HostModel& M, const AngleList& A, const float* sino, flo
             }
 }
 
-// Software stand-ins for the GPU's textures in the faithful back projector.
+// Software stand-ins for the GPU's textures in the faithful back projector. kPairReads: offer pair()
+// to voxel_back_faithful (two software reads), as the GPU's paired texels do without the sensitivity,
+// so that the sums come in the GPU's order.
+template <bool kPairReads>
 struct SinogramLayerReader {
     const Dims* D;
     const float* sino;      // (n_sel, n_rows, n_rows, n)
@@ -88,7 +91,7 @@ struct SinogramLayerReader {
         *factor = f;
     }
     // The reads at rho_f and rho_f + 1 (voxel_back_faithful with the tube known at compile time).
-    static constexpr bool kPairs = true;
+    static constexpr bool kPairs = kPairReads;
     void pair(int d, float rho_f, float m_f, float* r0, float* f0, float* r1, float* f1) const {
         (*this)(d, rho_f, m_f, r0, f0);
         (*this)(d, rho_f + 1.0f, m_f, r1, f1);
@@ -337,22 +340,26 @@ void back_faithful_cpu(const HostModel& M, const AngleList& A, const float* sino
     const int n_sel = static_cast<int>(A.index.size());
     const TableLerp prob{M.table.data(), D.n, D.n_j(), D.n_k()};
     const DeltaGroups groups = M.groups();
-    // The paper's tube takes voxel_back_faithful's compile-time path, as on the GPU (the same sums in
-    // the same order); other tubes its run-time loops.
+    // The paper's tube takes voxel_back_faithful's compile-time path, as on the GPU, with paired reads
+    // where the GPU pairs them (without the sensitivity): the same sums in the same order. Other tubes
+    // take its run-time loops.
     const bool paper_tube = D.J == kPaperJ && D.K == kPaperK;
+    constexpr int kNJ = 2 * kPaperJ + 1, kNK = 2 * kPaperK + 1;
 #pragma omp parallel for collapse(2) schedule(dynamic, 8) num_threads(thread_count(threads))
     for (int iz = 0; iz < D.nz; ++iz)
         for (int iy = 0; iy < D.n; ++iy)
             for (int ix = 0; ix < D.n; ++ix) {
                 float corr = 0.0f, sn = 0.0f;
                 for (int al = 0; al < n_sel; ++al) {
-                    const SinogramLayerReader layer{&D, sino, factors, al};
-                    if (paper_tube)
-                        voxel_back_faithful<2 * kPaperJ + 1, 2 * kPaperK + 1>(D, groups, M.slope.data(), ix, iy, iz, A.cos[al],
-                                                                              A.sin[al], layer, prob, &corr, &sn);
+                    const SinogramLayerReader<true> paired{&D, sino, factors, al};
+                    const SinogramLayerReader<false> single{&D, sino, factors, al};
+                    const float c = A.cos[al], s = A.sin[al];
+                    if (paper_tube && !sens)
+                        voxel_back_faithful<kNJ, kNK>(D, groups, M.slope.data(), ix, iy, iz, c, s, paired, prob, &corr, &sn);
+                    else if (paper_tube)
+                        voxel_back_faithful<kNJ, kNK>(D, groups, M.slope.data(), ix, iy, iz, c, s, single, prob, &corr, &sn);
                     else
-                        voxel_back_faithful(D, groups, M.slope.data(), ix, iy, iz, A.cos[al], A.sin[al], layer, prob,
-                                            &corr, &sn);
+                        voxel_back_faithful(D, groups, M.slope.data(), ix, iy, iz, c, s, single, prob, &corr, &sn);
                 }
                 const int64_t v = (static_cast<int64_t>(iz) * D.n + iy) * D.n + ix;
                 image[v] = corr;

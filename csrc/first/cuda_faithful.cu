@@ -289,7 +289,7 @@ void back_faithful(DeviceModel& model, const AngleList& angles, const float* sin
             stage_corrections_kernel<<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, factors, m.layers.as<float2>());
         else
             stage_corrections_kernel<<<div_up(n, 256), 256, 0, s>>>(D, ch, sino, factors, m.layers.as<float>());
-        DP_CUDA_CHECK_LAUNCH("stage_corrections_kernel");
+        DP_CUDA_CHECK_LAUNCH(pairs ? "stage_ratio_pairs_kernel" : "stage_corrections_kernel");
         corr.copy_from(m.layers.get(), true, s, ch.n * D.n_deltas());
         const dim3 block(32, kFaithfulBackThreads / 32);
         const dim3 grid(div_up(D.n, 32), div_up(D.n, block.y), D.nz);

@@ -75,15 +75,13 @@ public:
     TextureArray& operator=(const TextureArray&) = delete;
     ~TextureArray() { release(); }
 
-    // A 3D (layered = false) or 2D layered (layered = true) array of float, float2 or float4 texels
-    // (channels = 1, 2, 4) with linear filtering and zero outside (border addressing); coordinates
-    // are unnormalised.
+    // A 3D (layered = false) or 2D layered (layered = true) array of float or float2 texels
+    // (channels = 1, 2) with linear filtering and zero outside (border addressing); coordinates are
+    // unnormalised.
     void create(int w, int h, int depth, bool layered, int channels) {
         release();
-        if (channels != 1 && channels != 2 && channels != 4) throw std::logic_error("TextureArray: 1, 2 or 4 channels");
-        const cudaChannelFormatDesc desc = channels == 4   ? cudaCreateChannelDesc<float4>()
-                                           : channels == 2 ? cudaCreateChannelDesc<float2>()
-                                                           : cudaCreateChannelDesc<float>();
+        if (channels != 1 && channels != 2) throw std::logic_error("TextureArray: 1 or 2 channels");
+        const cudaChannelFormatDesc desc = channels == 2 ? cudaCreateChannelDesc<float2>() : cudaCreateChannelDesc<float>();
         cudaArray_t array = nullptr;
         DP_CUDA_CHECK(cudaMalloc3DArray(&array, &desc, make_cudaExtent(w, h, depth), layered ? cudaArrayLayered : 0));
         cudaResourceDesc res{};
@@ -157,7 +155,9 @@ struct DeviceModel::Impl {
     cuda::DeviceBuffer rearranged_sino;  // fast back: the chunk's sinogram rearranged by ring difference (cuda_fast.cu)
     TextureArray lattice_tex;        // faithful forward: the lattice as a 3D array (pitch, nz, chunk n)
     cuda::DeviceBuffer table_linear; // the same tables in global memory (faithful back: staged to shared)
-    TextureArray corrections[2];     // faithful back: layered (n, n_rows) x chunk * n_deltas, float / float2
+    // faithful back, layered x chunk * n_deltas: [0] without the sensitivity, (n, n_rows) float, or for the
+    // paper's tube (n + 1, n_rows) float2 (the ratios of two neighbouring bins); [1] with it, (n, n_rows) float2
+    TextureArray corrections[2];
     cuda::DeviceBuffer layers;       // staging of the corrections
     int pitch = 0, pz_lo = 0, plane_rows = 0, faithful_chunk = 0, faithful_forward_chunk = 0;
     std::string faithful_forward_unsupported;   // "" when the faithful forward's texture fits

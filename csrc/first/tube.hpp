@@ -318,8 +318,8 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
     voxel_lattice_coords(ix, iy, c, cphi, sphi, &i_f, &row_f);
     if (i_f <= -1.0f || i_f >= static_cast<float>(D.n)) return;      // beyond every tube's along extent
     float acc_c = 0.0f, acc_s = 0.0f;
-    // Ring difference outermost: a voxel's (2J+1)(2K+1) reads of one ring difference fall in one
-    // sinogram layer within a few bins of each other, which keeps the texture cache warm.
+    // Ring difference outermost: a voxel's reads of one ring difference fall in one sinogram layer
+    // within a few bins of each other, which keeps the texture cache warm.
     const int nj = NJ > 0 ? NJ : D.n_j(), nk = NK > 0 ? NK : D.n_k();
     const int J = (nj - 1) / 2, K = (nk - 1) / 2;
     const float half_k = 0.5f * static_cast<float>(K);
