@@ -82,22 +82,32 @@ faithful_forward_kernel(const Dims D, const AngleChunk A, cudaTextureObject_t la
 __device__ __forceinline__ void store_layer(float* out, float r, float) { *out = r; }
 __device__ __forceinline__ void store_layer(float2* out, float r, float f) { *out = make_float2(r, f); }
 
+// Texel idx of the staged layers (the chunk's angles x ring differences, n_rows rows of `width` texels
+// each): sets *x to its column and returns the sinogram offset of its LOR row (bin 0), or -1 for a row
+// beyond its ring difference's LORs (staged as zeros).
+__device__ __forceinline__ int64_t staged_row(const Dims& D, const AngleChunk& A, int64_t idx, int width, int* x) {
+    const int64_t per_layer = static_cast<int64_t>(D.n_rows) * width;
+    const int layer = static_cast<int>(idx / per_layer);
+    const int m = static_cast<int>(idx % per_layer / width);
+    *x = static_cast<int>(idx % width);
+    const int q = layer / D.n_deltas(), d = layer % D.n_deltas();
+    const int delta = d - (D.n_rows - 1);
+    if (m >= D.n_rows - (delta < 0 ? -delta : delta)) return -1;
+    const RowPair rp = row_pair(delta, m);
+    return sino_index(D, A.first + q, rp.r1, rp.r2, 0);
+}
+
 template <typename T>
 __global__ void stage_corrections_kernel(const Dims D, const AngleChunk A, const float* __restrict__ sino,
                                          const float* __restrict__ factors, T* __restrict__ layers) {
     const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    const int64_t per_layer = static_cast<int64_t>(D.n_rows) * D.n;
-    if (idx >= per_layer * D.n_deltas() * A.n) return;
-    const int layer = static_cast<int>(idx / per_layer);
-    const int m = static_cast<int>(idx % per_layer / D.n), rho = static_cast<int>(idx % D.n);
-    const int q = layer / D.n_deltas(), d = layer % D.n_deltas();
-    const int delta = d - (D.n_rows - 1);
+    if (idx >= static_cast<int64_t>(D.n_rows) * D.n * D.n_deltas() * A.n) return;
+    int rho;
+    const int64_t row = staged_row(D, A, idx, D.n, &rho);
     float r = 0.0f, f = 0.0f;
-    if (m < D.n_rows - (delta < 0 ? -delta : delta)) {
-        const RowPair rp = row_pair(delta, m);
-        const int64_t k = sino_index(D, A.first + q, rp.r1, rp.r2, rho);
-        r = sino[k];
-        f = factors ? factors[k] : 1.0f;
+    if (row >= 0) {
+        r = sino[row + rho];
+        f = factors ? factors[row + rho] : 1.0f;
     }
     store_layer(layers + idx, r, f);
 }
@@ -131,21 +141,15 @@ __global__ void stage_ratio_pairs_kernel(const Dims D, const AngleChunk A, const
                                          float2* __restrict__ layers) {
     const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
     const int w = D.n + 1;
-    const int64_t per_layer = static_cast<int64_t>(D.n_rows) * w;
-    if (idx >= per_layer * D.n_deltas() * A.n) return;
-    const int layer = static_cast<int>(idx / per_layer);
-    const int m = static_cast<int>(idx % per_layer / w), X = static_cast<int>(idx % w);
-    const int q = layer / D.n_deltas(), d = layer % D.n_deltas();
-    const int delta = d - (D.n_rows - 1);
+    if (idx >= static_cast<int64_t>(D.n_rows) * w * D.n_deltas() * A.n) return;
+    int X;
+    const int64_t row = staged_row(D, A, idx, w, &X);
     float r[2] = {0.0f, 0.0f};
-    if (m < D.n_rows - (delta < 0 ? -delta : delta)) {
-        const RowPair rp = row_pair(delta, m);
-        const int64_t row = sino_index(D, A.first + q, rp.r1, rp.r2, 0);
+    if (row >= 0)
         for (int b = 0; b < 2; ++b) {
             const int rho = X - 1 + b;
             if (rho >= 0 && rho < D.n) r[b] = sino[row + rho];
         }
-    }
     layers[idx] = make_float2(r[0], r[1]);
 }
 
@@ -156,6 +160,11 @@ struct TexRatioPairs {
     __device__ void pair(int d, float rho_f, float m_f, float* r0, float* f0, float* r1, float* f1) const {
         const float2 v = tex2DLayered<float2>(t, rho_f + 1.5f, m_f + 0.5f, layer0 + d);
         *r0 = v.x, *r1 = v.y, *f0 = 0.0f, *f1 = 0.0f;
+    }
+    // One offset: the same read, its first bin.
+    __device__ void operator()(int d, float rho_f, float m_f, float* ratio, float* factor) const {
+        float unused_r, unused_f;
+        pair(d, rho_f, m_f, ratio, factor, &unused_r, &unused_f);
     }
 };
 

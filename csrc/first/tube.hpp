@@ -305,7 +305,8 @@ struct DeltaGroups {
 // two at a time: `read_corr.pair(d, rho_f, m_f, &r0, &f0, &r1, &f1)` interpolates at rho_f and
 // rho_f + 1 with the same weights (the reads of j and j - 1), so a ring difference takes
 // (J + 1)(2K + 1) reads, not (2J + 1)(2K + 1) (on the GPU, without the sensitivity: one texel holds
-// the ratios of two neighbouring bins). Readers without pairs set kPairs = false.
+// the ratios of two neighbouring bins; the offset left over is read alone, `read_corr(...)`). Readers
+// without pairs set kPairs = false.
 #ifdef __CUDACC__
 #pragma nv_exec_check_disable
 #endif
@@ -363,13 +364,17 @@ DP_HD void voxel_back_faithful(const Dims& D, const DeltaGroups& groups, const f
                 if (m_f <= -1.0f || m_f >= M) continue;
                 if constexpr (kHoisted && ReadCorr::kPairs) {
                     // Two radial offsets per read: read_corr.pair interpolates at rho_f and rho_f + 1
-                    // (the reads of jj and jj - 1) with the same weights.
+                    // (the reads of jj and jj - 1) with the same weights; the last offset (jj = 0) alone.
 #ifdef __CUDACC__
 #pragma unroll
 #endif
                     for (int jj = NJ - 1; jj >= 0; jj -= 2) {
+                        const float rho_f = row_f - static_cast<float>(jj - J);
                         float r0, f0, r1, f1;
-                        read_corr.pair(d, row_f - static_cast<float>(jj - J), m_f, &r0, &f0, &r1, &f1);
+                        if (jj >= 1)
+                            read_corr.pair(d, rho_f, m_f, &r0, &f0, &r1, &f1);
+                        else
+                            read_corr(d, rho_f, m_f, &r0, &f0);
                         acc_c += tube[kk][jj] * r0;
                         acc_s += tube[kk][jj] * f0;
                         if (jj >= 1) {
