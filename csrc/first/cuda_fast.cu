@@ -5,7 +5,7 @@
 //           interpolation in z; back: one thread per voxel gathering the exact transpose (tube.hpp).
 // fast      forward: (1) resample the image once per angle on the LOR lattice R[i][z][row]
 //           (the footprint weights); (2) per angle, a block stages one along-plane R[i][*][*] at a time in
-//           shared memory (cp.async, double buffered) and each half-warp accumulates up to 8 LOR rows
+//           shared memory (double buffered: one TMA box per plane on sm_90, cp.async copies before) and each half-warp accumulates up to 8 LOR rows
 //           of one ring difference for 64 radial bins (4 per lane) in registers, walking the
 //           slices down the plane in pairs: 80 FMAs per 4 16-byte shared loads.
 //           back: (1) the chunk's sinogram rearranged by ring difference (zero rows around each
@@ -110,19 +110,27 @@ __device__ __forceinline__ void load_folded_taps(const float* __restrict__ qp, f
 // slices costs 4 loads for 80 FMAs (before, 2 bins per lane of a whole warp: 6 float2 loads for 40 FMAs;
 // 1.06 G instructions and 2.24 ms per 32 angles in Nsight Compute, now 0.92 G and 1.89 ms with the
 // FFMAs 68 % of the instructions: benchmarks/RESULTS.md section 14g).
-template <int J, int K>
+// Staging (kTma): a plane's nz x 68 floats are one TMA box issued by thread 0 and awaited on the buffer's
+// mbarrier (common/bulk_copy.cuh), so the other threads spend no instructions on the copy; or (!kTma, and
+// before sm_90) each thread copies its share of 16-byte pieces with cp.async. The stencil is the same.
+template <int J, int K, bool kTma>
 __global__ void __launch_bounds__(256, 3)
 fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int plane_rows, int n_units,
-                    const FastUnit* __restrict__ units, const float* __restrict__ L, const float* __restrict__ Q,
+                    const FastUnit* __restrict__ units, const float* __restrict__ L,
+                    const __grid_constant__ CUtensorMap lattice_map, const float* __restrict__ Q,
                     const int* __restrict__ base, float* __restrict__ sino) {
     constexpr int NJ = 2 * J + 1, NT = 2 * K + 2;
     constexpr int kBins = 4, W = NJ + kBins - 1;                // bins per lane, window floats per slice
     constexpr int COLS = 64 + 2 * J;                            // 64 radial bins + the tube's halo
     static_assert(W == 8 && COLS % 4 == 0, "two float4 per slice window; float4 staging");
-    extern __shared__ __align__(16) float smem[];
+    // two plane buffers (plane_rows x COLS floats each), then the TMA staging's two mbarriers; the base
+    // rounded up to 128 bytes (a TMA box's destination alignment; fast_forward_smem adds the slack)
+    extern __shared__ __align__(128) unsigned char smem_bytes[];
+    float* smem = reinterpret_cast<float*>(smem_bytes + ((128 - (cuda::shared_address(smem_bytes) & 127)) & 127));
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, half_lane = lane & 15;
     const int rho0 = blockIdx.x * 64, q = blockIdx.z;
     const int plane_size = plane_rows * COLS;
+    uint64_t* plane_full = reinterpret_cast<uint64_t*>(smem + 2 * plane_size);   // [buffer]: its plane landed
     const int unit_id = (blockIdx.y * 8 + warp) * 2 + (lane >> 4);
     const bool active = unit_id < n_units;
     FastUnit U{0, 0, 0, 0};
@@ -130,33 +138,53 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
     const int delta = U.d - (D.n_rows - 1), ad = delta < 0 ? -delta : delta;
 
     for (int k = tid; k < 2 * plane_size; k += blockDim.x) smem[k] = 0.0f;     // z padding stays zero
+    if constexpr (kTma) {
+        if (tid == 0) {
+            cuda::bulk_barrier_init(&plane_full[0], 1);
+            cuda::bulk_barrier_init(&plane_full[1], 1);
+            cuda::bulk_barrier_init_fence();
+        }
+        cuda::bulk_proxy_fence();   // the zeros before the boxes that overwrite their slice rows
+    }
     __syncthreads();
     const float* Lq = L + static_cast<int64_t>(q) * D.n * D.nz * pitch + rho0;
-    // Staging walks the plane's nz x V float4s flattened (element tid + n * 256), the same elements for
-    // every plane i: the (z, column) of each step is carried incrementally, so a copy costs a few adds
-    // instead of the division and 64-bit index arithmetic per copy (a quarter of the kernel's
+    // cp.async staging walks the plane's nz x V float4s flattened (element tid + n * 256), the same
+    // elements for every plane i: the (z, column) of each step is carried incrementally, so a copy costs a
+    // few adds instead of the division and 64-bit index arithmetic per copy (a quarter of the kernel's
     // instructions in the profile of 29f2428). Columns past the lattice pitch (the last radial block)
-    // are zero-filled once, before the loop: no plane ever writes them. (The same walk as
-    // common/window_walk.hpp, which the dual-head kernels use; this one
-    // derives both offsets from (z, c) instead of carrying them, one register fewer: the helper spills
-    // at this kernel's 80-register budget.)
+    // are zero-filled once, before the loop: no plane ever writes them; the TMA box writes them as zeros
+    // (outside the tensor). (The same walk as common/window_walk.hpp, which the dual-head kernels use;
+    // this one derives both offsets from (z, c) instead of carrying them, one register fewer: the helper
+    // spills at this kernel's 80-register budget.)
     constexpr int V = COLS / 4;
     constexpr int kDz = 256 / V, kDc = 256 - kDz * V;
     const int v_in = min(V, (pitch - rho0) / 4);               // float4 columns inside the lattice rows
-    auto stage = [&](int i, int buf) {                         // plane i -> buffer, 16-byte copies
+    auto stage = [&](int i, int buf) {                         // plane i -> buffer
         float* dst = smem + buf * plane_size + pz_lo * COLS;
-        const float* src = Lq + static_cast<int64_t>(i) * D.nz * pitch;
-        int z = tid / V, c = tid - (tid / V) * V;
-        for (int k = tid; k < D.nz * V; k += 256) {
-            if (c < v_in) __pipeline_memcpy_async(dst + z * COLS + 4 * c, src + z * pitch + 4 * c, 16);
-            z += kDz;
-            c += kDc;
-            if (c >= V) {
-                c -= V;
-                ++z;
+        if constexpr (kTma) {
+            if (tid == 0) {
+                cuda::bulk_expect_bytes(&plane_full[buf], static_cast<uint32_t>(D.nz * COLS * sizeof(float)));
+                cuda::tensor_box_to_shared(dst, &lattice_map, rho0, (q * D.n + i) * D.nz, &plane_full[buf]);
             }
+        } else {
+            const float* src = Lq + static_cast<int64_t>(i) * D.nz * pitch;
+            int z = tid / V, c = tid - (tid / V) * V;
+            for (int k = tid; k < D.nz * V; k += 256) {
+                if (c < v_in) __pipeline_memcpy_async(dst + z * COLS + 4 * c, src + z * pitch + 4 * c, 16);
+                z += kDz;
+                c += kDc;
+                if (c >= V) {
+                    c -= V;
+                    ++z;
+                }
+            }
+            __pipeline_commit();
         }
-        __pipeline_commit();
+    };
+    // plane i in buffer i & 1 has landed for this thread (TMA: the buffer's (i / 2)-th phase)
+    auto await_plane = [&](int i) {
+        if constexpr (kTma) cuda::bulk_wait(&plane_full[i & 1], (i >> 1) & 1);
+        else __pipeline_wait_prior(0);
     };
     // acc[m][b]: LOR row m0 + m, radial bin rho0 + 4 half_lane + b, summed over the planes
     float acc[kFastRows][kBins];
@@ -166,8 +194,8 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
         for (int b = 0; b < kBins; ++b) acc[m][b] = 0.0f;
 
     stage(0, 0);
-    __pipeline_wait_prior(0);
-    __syncthreads();
+    await_plane(0);
+    __syncthreads();   // cp.async: every thread's pieces of plane 0 are in
     for (int i = 0; i < D.n; ++i) {
         const int buf = i & 1;
         if (i + 1 < D.n) stage(i + 1, buf ^ 1);
@@ -205,7 +233,9 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
                 }
             }
         }
-        __pipeline_wait_prior(0);
+        // the next plane in (TMA: for this thread; cp.async: its own pieces, the barrier then all of them),
+        // and every read of this buffer done before the next iteration's stage refills it
+        if (i + 1 < D.n) await_plane(i + 1);
         __syncthreads();
     }
     if (!active) return;
@@ -432,7 +462,10 @@ unresample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pit
 long long fast_back_grid_rows(const Impl& m) {
     return static_cast<long long>(m.host.D.n) * div_up(m.host.D.nz, kBackBlockSlices);
 }
-size_t fast_forward_smem(const Impl& m) { return 2 * sizeof(float) * m.plane_rows * (64 + 2 * kFastJ); }
+// two plane buffers, the TMA staging's two mbarriers, and the slack that lets the kernel align its base to 128
+size_t fast_forward_smem(const Impl& m) {
+    return 2 * sizeof(float) * m.plane_rows * (64 + 2 * kFastJ) + 2 * sizeof(uint64_t) + 128;
+}
 // the transposed stencil's shared memory: its plane's taps, first slices, row offsets and the warps' lists of
 // ring differences (the sinogram is read through L1)
 size_t fast_back_smem(const Impl& m) {
@@ -441,7 +474,8 @@ size_t fast_back_smem(const Impl& m) {
 }
 
 void allow_fast_kernels_smem(int max_smem) {
-    for (const void* kernel : {reinterpret_cast<const void*>(fast_forward_kernel<kFastJ, kFastK>),
+    for (const void* kernel : {reinterpret_cast<const void*>(fast_forward_kernel<kFastJ, kFastK, false>),
+                               reinterpret_cast<const void*>(fast_forward_kernel<kFastJ, kFastK, true>),
                                reinterpret_cast<const void*>(fast_back_kernel<kFastJ, kFastK>)})
         DP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, max_smem));
 }
@@ -449,8 +483,27 @@ void allow_fast_kernels_smem(int max_smem) {
 void count_fast_kernel_slots(Impl& m) {
     // a model whose planes exceed the shared memory cannot use the fast kernels (fast_unsupported_reason)
     if (std::max(m.fast_forward_smem, m.fast_back_smem) > static_cast<size_t>(m.max_smem)) return;
-    m.fast_forward_slots = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK>, 256, m.fast_forward_smem);
+    m.fast_forward_slots[0] = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK, false>, 256, m.fast_forward_smem);
+    m.fast_forward_slots[1] = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK, true>, 256, m.fast_forward_smem);
     m.fast_back_slots = cuda::resident_blocks(fast_back_kernel<kFastJ, kFastK>, kBackThreads, m.fast_back_smem);
+}
+
+// The TMA staging where it can run: an sm_90 image of the kernel, a driver with the tensor-map encoder, a
+// plane of at most 256 slices (a box's limit) and a tensor map the driver accepts for the lattice's shape
+// (tried here on the model's own buffer: encoding reads no memory).
+void choose_fast_forward_staging(Impl& m) {
+    const Dims& D = m.host.D;
+    std::string why = cuda::bulk_copy_kernel_unsupported(reinterpret_cast<const void*>(fast_forward_kernel<kFastJ, kFastK, true>));
+    if (why.empty() && (D.J != kFastJ || D.K != kFastK)) why = "the fast kernels are compiled for the 5 x 3 tube";
+    if (why.empty() && D.nz > 256)
+        why = "n_rows: a plane of " + std::to_string(D.nz) + " slices exceeds a TMA box's 256 rows";
+    if (why.empty()) {
+        CUtensorMap probe{};
+        why = cuda::encode_float_tensor_map(&probe, m.Q.as<float>(), m.pitch, static_cast<uint64_t>(D.n) * D.nz, m.pitch,
+                                            64 + 2 * kFastJ, D.nz);
+    }
+    m.fast_forward_tma_unsupported = why;
+    m.fast_forward_tma = why.empty();
 }
 
 namespace {
@@ -498,17 +551,30 @@ void back_matched(Impl& m, const AngleList& angles, const float* sino, float* im
 
 void forward_fast(Impl& m, const AngleList& angles, const float* image, float* sino, cudaStream_t s) {
     const Dims& D = m.host.D;
-    auto* kernel = fast_forward_kernel<kFastJ, kFastK>;
+    const bool tma = m.fast_forward_tma;
+    auto* kernel = tma ? fast_forward_kernel<kFastJ, kFastK, true> : fast_forward_kernel<kFastJ, kFastK, false>;
     const size_t smem = m.fast_forward_smem;
     const int n = static_cast<int>(angles.index.size());
     const int gx = div_up(D.n, 64), gy = div_up(m.n_units, 16);      // 8 warps, 2 units each
-    const int chunk = fast_chunk(n, static_cast<long long>(gx) * gy, m.fast_forward_slots, m.lattice_bytes(1, D.nz));
+    const int chunk = fast_chunk(n, static_cast<long long>(gx) * gy, m.fast_forward_slots[tma], m.lattice_bytes(1, D.nz));
     float* L = m.lattice_for(std::min(chunk, n), D.nz);
+    if (tma) {
+        // the lattice buffer as a (chunk n nz) x pitch matrix read in 68-column x nz-row boxes (one plane of
+        // 64 radial bins and the halo; columns past the pitch land as zeros)
+        const uint64_t rows = static_cast<uint64_t>(std::min(chunk, n)) * D.n * D.nz;
+        if (m.lattice_map_base != L || m.lattice_map_rows != rows) {
+            const std::string why = cuda::encode_float_tensor_map(&m.lattice_map, L, m.pitch, rows, m.pitch,
+                                                                  64 + 2 * kFastJ, D.nz);
+            if (!why.empty()) throw std::runtime_error("fast forward: " + why);
+            m.lattice_map_base = L;
+            m.lattice_map_rows = rows;
+        }
+    }
     for_each_chunk(angles, chunk, [&](const AngleChunk& ch) {
         resample(m, ch, image, L, s);
         const dim3 grid(gx, gy, ch.n);
         kernel<<<grid, 256, smem, s>>>(D, ch, m.pitch, m.pz_lo, m.plane_rows, m.n_units, m.units.as<FastUnit>(), L,
-                                       m.Q.as<float>(), m.base.as<int>(), sino);
+                                       m.lattice_map, m.Q.as<float>(), m.base.as<int>(), sino);
         DP_CUDA_CHECK_LAUNCH("fast_forward_kernel");
     });
 }

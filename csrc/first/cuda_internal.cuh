@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/bulk_copy.cuh"
 #include "../common/cuda_check.cuh"
 #include "../common/cuda_memory.hpp"
 #include "../common/cuda_occupancy.cuh"
@@ -159,12 +160,23 @@ struct DeviceModel::Impl {
     // paper's tube (n + 1, n_rows) float2 (the ratios of two neighbouring bins); [1] with it, (n, n_rows) float2
     TextureArray corrections[2];
     cuda::DeviceBuffer layers;       // staging of the corrections
+    // pitch: floats per lattice row; the fast forward's shared planes hold rows -pz_lo .. plane_rows - pz_lo - 1
+    // of a lattice plane's slices (zero outside 0 .. nz - 1), both multiples of 8 (cuda_model.cu)
     int pitch = 0, pz_lo = 0, plane_rows = 0, faithful_chunk = 0, faithful_forward_chunk = 0;
     std::string faithful_forward_unsupported;   // "" when the faithful forward's texture fits
     int max_smem = 0;                // shared memory a block may opt into (bytes), read once
     size_t fast_forward_smem = 0, fast_back_smem = 0;   // the fast kernels' shared memory (bytes)
-    // the fast kernels' resident blocks on the whole GPU with that shared memory (their launches' waves)
-    long long fast_forward_slots = 1, fast_back_slots = 1;
+    // the fast kernels' resident blocks on the whole GPU with that shared memory (their launches' waves);
+    // the forward's for each staging ([1]: TMA)
+    long long fast_forward_slots[2] = {1, 1}, fast_back_slots = 1;
+    // The fast forward's staging of lattice planes: TMA boxes (sm_90+) or cp.async copies (cuda_fast.cu,
+    // choose_fast_forward_staging). DeviceModel::set_fast_forward_tma switches it.
+    bool fast_forward_tma = false;
+    std::string fast_forward_tma_unsupported;   // "" where the TMA staging can run
+    // the lattice buffer's tensor map, encoded again only when the buffer or its rows change
+    CUtensorMap lattice_map{};
+    const void* lattice_map_base = nullptr;
+    uint64_t lattice_map_rows = 0;
 
     // Uploads the model, reads the device's limits, sizes the kernels' shared memory and opts the
     // kernels into it, once (cuda_model.cu).
@@ -199,6 +211,7 @@ size_t fast_back_smem(const Impl& m);
 long long fast_back_grid_rows(const Impl& m);   // the fast back projection's grid rows (planes x slice blocks)
 void allow_fast_kernels_smem(int max_smem);
 void count_fast_kernel_slots(Impl& m);
+void choose_fast_forward_staging(Impl& m);   // sets fast_forward_tma(_unsupported); before fast_forward_smem
 
 // cuda_faithful.cu: the paper's texture design (its back projection is the public back_faithful)
 void forward_faithful(Impl& m, const AngleList& angles, const float* image, float* sino, cudaStream_t s);

@@ -36,8 +36,12 @@ DeviceModel::Impl::Impl(const HostModel& h) : host(h) {
     table_linear = upload(host.table);
     DP_CUDA_CHECK(cudaStreamSynchronize(nullptr));
     pitch = (D.n_rows_ext() + 3) / 4 * 4;
-    pz_lo = D.K - host.base_min;
-    plane_rows = D.nz + pz_lo + host.base_max + D.K + 1;
+    // the fast forward's shared planes: the taps reach rows K - base_min before slice 0 and base_max + K + 1
+    // past the last; both paddings rounded up to 8 rows so that a plane's slices start 128-byte aligned in
+    // shared memory (8 rows of 64 + 2J = 68 floats are 17 x 128 bytes), as a TMA box's destination must
+    auto round8 = [](int v) { return (v + 7) / 8 * 8; };
+    pz_lo = round8(D.K - host.base_min);
+    plane_rows = round8(D.nz + pz_lo + host.base_max + D.K + 1);
     // fast-forward work units: (d, m0, count), longest first so a block's warps finish together
     std::vector<FastUnit> u;
     for (int d = 0; d < D.n_deltas(); ++d) {
@@ -68,6 +72,7 @@ DeviceModel::Impl::Impl(const HostModel& h) : host(h) {
                                        std::to_string(D.nz) + " exceeds the GPU's 3D texture (" +
                                        std::to_string(max_w) + " x " + std::to_string(max_h) + " x " +
                                        std::to_string(max_depth) + "); use method='matched' or 'fast'";
+    detail::choose_fast_forward_staging(*this);
     fast_forward_smem = detail::fast_forward_smem(*this);
     fast_back_smem = detail::fast_back_smem(*this);
     // the kernels' shared memory, opted into once per upload (up to the device's limit; each launch asks
@@ -107,6 +112,14 @@ std::string DeviceModel::fast_unsupported_reason() const {
 }
 
 bool DeviceModel::fast_supported() const { return fast_unsupported_reason().empty(); }
+
+bool DeviceModel::fast_forward_tma() const { return impl_->fast_forward_tma; }
+std::string DeviceModel::fast_forward_tma_unsupported_reason() const { return impl_->fast_forward_tma_unsupported; }
+void DeviceModel::set_fast_forward_tma(bool on) {
+    if (on && !impl_->fast_forward_tma_unsupported.empty())
+        throw ValueError("fast_forward_tma: " + impl_->fast_forward_tma_unsupported);
+    impl_->fast_forward_tma = on;
+}
 
 namespace {
 
