@@ -8,7 +8,8 @@
 //   once:      thread 0 bulk_barrier_init(bar, 1); bulk_barrier_init_fence(); __syncthreads()
 //   per fill:  thread 0 bulk_expect_bytes(bar, box bytes), then tensor_box_to_shared(dst, map, ..., bar)
 //   per read:  every thread bulk_wait(bar, parity), parity = (fills of this barrier before this one) & 1
-//   refill:    only after a __syncthreads that ends every read of the buffer
+//   refill:    only after every reader is done with the buffer: a __syncthreads, or a second barrier per
+//              buffer on which each reading warp arrives (bulk_arrive) and the issuing thread waits
 // Generic stores into shared memory that a later bulk copy overwrites, or that must not be reordered
 // against one, are ordered by bulk_proxy_fence() (the copy engine is the "async proxy").
 //
@@ -84,6 +85,16 @@ __device__ __forceinline__ void tensor_box_to_shared(void* dst, const CUtensorMa
             shared_address(dst)),
         "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(shared_address(bar))
         : "memory");
+#else
+    __trap();
+#endif
+}
+
+// This thread's arrival on `bar` (announcing no bytes): e.g. one lane per warp, after __syncwarp, saying its
+// warp is done reading a buffer (release: the warp's reads are ordered before a later copy into it).
+__device__ __forceinline__ void bulk_arrive(uint64_t* bar) {
+#ifdef DP_BULK_COPY_PTX
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_address(bar)) : "memory");
 #else
     __trap();
 #endif

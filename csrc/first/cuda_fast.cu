@@ -110,9 +110,13 @@ __device__ __forceinline__ void load_folded_taps(const float* __restrict__ qp, f
 // slices costs 4 loads for 80 FMAs (before, 2 bins per lane of a whole warp: 6 float2 loads for 40 FMAs;
 // 1.06 G instructions and 2.24 ms per 32 angles in Nsight Compute, now 0.92 G and 1.89 ms with the
 // FFMAs 68 % of the instructions: benchmarks/RESULTS.md section 14g).
-// Staging (kTma): a plane's nz x 68 floats are one TMA box issued by thread 0 and awaited on the buffer's
-// mbarrier (common/bulk_copy.cuh), so the other threads spend no instructions on the copy; or (!kTma, and
-// before sm_90) each thread copies its share of 16-byte pieces with cp.async. The stencil is the same.
+// Staging (kTma): a plane's nz x 68 floats are one TMA box issued by thread 0 into a ring of kTmaBuffers
+// buffers; each warp waits on the buffer's "full" mbarrier, reads it, and arrives on its "free" mbarrier,
+// and thread 0 refills a buffer once all 8 warps have freed it (common/bulk_copy.cuh). No block-wide
+// barrier in the plane loop: a warp may run up to a plane ahead of the slowest. (!kTma, and before
+// sm_90) each thread copies its share of 16-byte pieces with cp.async into two buffers, with a
+// __syncthreads per plane. The stencil is the same.
+constexpr int kTmaBuffers = 3;
 template <int J, int K, bool kTma>
 __global__ void __launch_bounds__(256, 3)
 fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int plane_rows, int n_units,
@@ -122,26 +126,32 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
     constexpr int NJ = 2 * J + 1, NT = 2 * K + 2;
     constexpr int kBins = 4, W = NJ + kBins - 1;                // bins per lane, window floats per slice
     constexpr int COLS = 64 + 2 * J;                            // 64 radial bins + the tube's halo
+    constexpr int kBuffers = kTma ? kTmaBuffers : 2;
+    constexpr int kWarps = 8;
     static_assert(W == 8 && COLS % 4 == 0, "two float4 per slice window; float4 staging");
-    // two plane buffers (plane_rows x COLS floats each), then the TMA staging's two mbarriers; the base
-    // rounded up to 128 bytes (a TMA box's destination alignment; fast_forward_smem adds the slack)
+    // kBuffers plane buffers (plane_rows x COLS floats each), then the TMA staging's mbarriers (full, free
+    // per buffer); the base rounded up to 128 bytes (a TMA box's destination alignment; fast_forward_smem
+    // adds the slack)
     extern __shared__ __align__(128) unsigned char smem_bytes[];
     float* smem = reinterpret_cast<float*>(smem_bytes + ((128 - (cuda::shared_address(smem_bytes) & 127)) & 127));
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, half_lane = lane & 15;
     const int rho0 = blockIdx.x * 64, q = blockIdx.z;
     const int plane_size = plane_rows * COLS;
-    uint64_t* plane_full = reinterpret_cast<uint64_t*>(smem + 2 * plane_size);   // [buffer]: its plane landed
-    const int unit_id = (blockIdx.y * 8 + warp) * 2 + (lane >> 4);
+    uint64_t* plane_full = reinterpret_cast<uint64_t*>(smem + kBuffers * plane_size);   // [buffer]: its plane landed
+    uint64_t* plane_free = plane_full + kBuffers;                // [buffer]: every warp is done reading it
+    const int unit_id = (blockIdx.y * kWarps + warp) * 2 + (lane >> 4);
     const bool active = unit_id < n_units;
     FastUnit U{0, 0, 0, 0};
     if (active) U = units[unit_id];
     const int delta = U.d - (D.n_rows - 1), ad = delta < 0 ? -delta : delta;
 
-    for (int k = tid; k < 2 * plane_size; k += blockDim.x) smem[k] = 0.0f;     // z padding stays zero
+    for (int k = tid; k < kBuffers * plane_size; k += blockDim.x) smem[k] = 0.0f;     // z padding stays zero
     if constexpr (kTma) {
         if (tid == 0) {
-            cuda::bulk_barrier_init(&plane_full[0], 1);
-            cuda::bulk_barrier_init(&plane_full[1], 1);
+            for (int b = 0; b < kBuffers; ++b) {
+                cuda::bulk_barrier_init(&plane_full[b], 1);
+                cuda::bulk_barrier_init(&plane_free[b], kWarps);
+            }
             cuda::bulk_barrier_init_fence();
         }
         cuda::bulk_proxy_fence();   // the zeros before the boxes that overwrite their slice rows
@@ -161,11 +171,9 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
     const int v_in = min(V, (pitch - rho0) / 4);               // float4 columns inside the lattice rows
     auto stage = [&](int i, int buf) {                         // plane i -> buffer
         float* dst = smem + buf * plane_size + pz_lo * COLS;
-        if constexpr (kTma) {
-            if (tid == 0) {
-                cuda::bulk_expect_bytes(&plane_full[buf], static_cast<uint32_t>(D.nz * COLS * sizeof(float)));
-                cuda::tensor_box_to_shared(dst, &lattice_map, rho0, (q * D.n + i) * D.nz, &plane_full[buf]);
-            }
+        if constexpr (kTma) {   // thread 0 only
+            cuda::bulk_expect_bytes(&plane_full[buf], static_cast<uint32_t>(D.nz * COLS * sizeof(float)));
+            cuda::tensor_box_to_shared(dst, &lattice_map, rho0, (q * D.n + i) * D.nz, &plane_full[buf]);
         } else {
             const float* src = Lq + static_cast<int64_t>(i) * D.nz * pitch;
             int z = tid / V, c = tid - (tid / V) * V;
@@ -181,11 +189,6 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
             __pipeline_commit();
         }
     };
-    // plane i in buffer i & 1 has landed for this thread (TMA: the buffer's (i / 2)-th phase)
-    auto await_plane = [&](int i) {
-        if constexpr (kTma) cuda::bulk_wait(&plane_full[i & 1], (i >> 1) & 1);
-        else __pipeline_wait_prior(0);
-    };
     // acc[m][b]: LOR row m0 + m, radial bin rho0 + 4 half_lane + b, summed over the planes
     float acc[kFastRows][kBins];
 #pragma unroll
@@ -193,12 +196,19 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
 #pragma unroll
         for (int b = 0; b < kBins; ++b) acc[m][b] = 0.0f;
 
-    stage(0, 0);
-    await_plane(0);
-    __syncthreads();   // cp.async: every thread's pieces of plane 0 are in
-    for (int i = 0; i < D.n; ++i) {
-        const int buf = i & 1;
-        if (i + 1 < D.n) stage(i + 1, buf ^ 1);
+    if constexpr (kTma) {
+        if (tid == 0)
+            for (int i = 0; i < kBuffers - 1 && i < D.n; ++i) stage(i, i);
+    } else {
+        stage(0, 0);
+        __pipeline_wait_prior(0);
+        __syncthreads();   // every thread's pieces of plane 0 are in
+    }
+    // buf: plane i's buffer; phase: the parity of its fill (TMA: plane i is buffer buf's (i / kBuffers)-th)
+    for (int i = 0, buf = 0, phase = 0; i < D.n; ++i) {
+        if constexpr (!kTma) buf = i & 1;   // (derived, not carried: one register fewer at sm_80)
+        if constexpr (kTma) cuda::bulk_wait(&plane_full[buf], phase);
+        else if (i + 1 < D.n) stage(i + 1, buf ^ 1);
         if (active) {
             float Qr[NJ][NT];
             load_folded_taps<NJ, NT>(Q + q_index(D, U.d, i, 0, 0), Qr);
@@ -233,10 +243,23 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
                 }
             }
         }
-        // the next plane in (TMA: for this thread; cp.async: its own pieces, the barrier then all of them),
-        // and every read of this buffer done before the next iteration's stage refills it
-        if (i + 1 < D.n) await_plane(i + 1);
-        __syncthreads();
+        if constexpr (kTma) {
+            __syncwarp();
+            if (lane == 0) cuda::bulk_arrive(&plane_free[buf]);   // this warp is done with plane i
+            // plane i + kBuffers - 1 into the buffer of plane i - 1, once every warp has freed it
+            const int next = i + kBuffers - 1;
+            if (tid == 0 && next < D.n) {
+                const int nb = buf == 0 ? kBuffers - 1 : buf - 1;
+                if (next >= kBuffers) cuda::bulk_wait(&plane_free[nb], (next / kBuffers - 1) & 1);
+                stage(next, nb);
+            }
+            if (++buf == kBuffers) buf = 0, phase ^= 1;
+        } else {
+            // the next plane in (each thread's own pieces, the barrier then all of them), and every read
+            // of this buffer done before the next iteration's stage refills it
+            __pipeline_wait_prior(0);
+            __syncthreads();
+        }
     }
     if (!active) return;
     const int rho = rho0 + kBins * half_lane;
@@ -462,9 +485,11 @@ unresample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pit
 long long fast_back_grid_rows(const Impl& m) {
     return static_cast<long long>(m.host.D.n) * div_up(m.host.D.nz, kBackBlockSlices);
 }
-// two plane buffers, the TMA staging's two mbarriers, and the slack that lets the kernel align its base to 128
-size_t fast_forward_smem(const Impl& m) {
-    return 2 * sizeof(float) * m.plane_rows * (64 + 2 * kFastJ) + 2 * sizeof(uint64_t) + 128;
+// the plane buffers (two for cp.async, kTmaBuffers for TMA), the TMA staging's mbarriers (two per buffer),
+// and the slack that lets the kernel align its base to 128
+size_t fast_forward_smem(const Impl& m, bool tma) {
+    const int buffers = tma ? kTmaBuffers : 2;
+    return buffers * (sizeof(float) * m.plane_rows * (64 + 2 * kFastJ) + 2 * sizeof(uint64_t)) + 128;
 }
 // the transposed stencil's shared memory: its plane's taps, first slices, row offsets and the warps' lists of
 // ring differences (the sinogram is read through L1)
@@ -482,14 +507,15 @@ void allow_fast_kernels_smem(int max_smem) {
 
 void count_fast_kernel_slots(Impl& m) {
     // a model whose planes exceed the shared memory cannot use the fast kernels (fast_unsupported_reason)
-    if (std::max(m.fast_forward_smem, m.fast_back_smem) > static_cast<size_t>(m.max_smem)) return;
-    m.fast_forward_slots[0] = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK, false>, 256, m.fast_forward_smem);
-    m.fast_forward_slots[1] = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK, true>, 256, m.fast_forward_smem);
+    if (std::max(m.fast_forward_smem[0], m.fast_back_smem) > static_cast<size_t>(m.max_smem)) return;
+    m.fast_forward_slots[0] = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK, false>, 256, m.fast_forward_smem[0]);
+    if (m.fast_forward_tma_unsupported.empty())
+        m.fast_forward_slots[1] = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK, true>, 256, m.fast_forward_smem[1]);
     m.fast_back_slots = cuda::resident_blocks(fast_back_kernel<kFastJ, kFastK>, kBackThreads, m.fast_back_smem);
 }
 
 // The TMA staging where it can run: an sm_90 image of the kernel, a driver with the tensor-map encoder, a
-// plane of at most 256 slices (a box's limit) and a tensor map the driver accepts for the lattice's shape
+// plane of at most 256 slices (a box's limit), its ring of planes within the shared memory and a tensor map the driver accepts for the lattice's shape
 // (tried here on the model's own buffer: encoding reads no memory).
 void choose_fast_forward_staging(Impl& m) {
     const Dims& D = m.host.D;
@@ -497,6 +523,10 @@ void choose_fast_forward_staging(Impl& m) {
     if (why.empty() && (D.J != kFastJ || D.K != kFastK)) why = "the fast kernels are compiled for the 5 x 3 tube";
     if (why.empty() && D.nz > 256)
         why = "n_rows: a plane of " + std::to_string(D.nz) + " slices exceeds a TMA box's 256 rows";
+    if (why.empty() && fast_forward_smem(m, true) > static_cast<size_t>(m.max_smem))
+        why = "n_rows: the TMA staging's " + std::to_string(kTmaBuffers) + " slice planes need " +
+              std::to_string(fast_forward_smem(m, true) >> 10) + " KiB of shared memory, the GPU has " +
+              std::to_string(m.max_smem >> 10);
     if (why.empty()) {
         CUtensorMap probe{};
         why = cuda::encode_float_tensor_map(&probe, m.Q.as<float>(), m.pitch, static_cast<uint64_t>(D.n) * D.nz, m.pitch,
@@ -553,7 +583,7 @@ void forward_fast(Impl& m, const AngleList& angles, const float* image, float* s
     const Dims& D = m.host.D;
     const bool tma = m.fast_forward_tma;
     auto* kernel = tma ? fast_forward_kernel<kFastJ, kFastK, true> : fast_forward_kernel<kFastJ, kFastK, false>;
-    const size_t smem = m.fast_forward_smem;
+    const size_t smem = m.fast_forward_smem[tma];
     const int n = static_cast<int>(angles.index.size());
     const int gx = div_up(D.n, 64), gy = div_up(m.n_units, 16);      // 8 warps, 2 units each
     const int chunk = fast_chunk(n, static_cast<long long>(gx) * gy, m.fast_forward_slots[tma], m.lattice_bytes(1, D.nz));

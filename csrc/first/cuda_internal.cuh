@@ -165,7 +165,8 @@ struct DeviceModel::Impl {
     int pitch = 0, pz_lo = 0, plane_rows = 0, faithful_chunk = 0, faithful_forward_chunk = 0;
     std::string faithful_forward_unsupported;   // "" when the faithful forward's texture fits
     int max_smem = 0;                // shared memory a block may opt into (bytes), read once
-    size_t fast_forward_smem = 0, fast_back_smem = 0;   // the fast kernels' shared memory (bytes)
+    // the fast kernels' shared memory (bytes); the forward's for each staging ([1]: TMA)
+    size_t fast_forward_smem[2] = {0, 0}, fast_back_smem = 0;
     // the fast kernels' resident blocks on the whole GPU with that shared memory (their launches' waves);
     // the forward's for each staging ([1]: TMA)
     long long fast_forward_slots[2] = {1, 1}, fast_back_slots = 1;
@@ -206,12 +207,12 @@ void forward_matched(Impl& m, const AngleList& angles, const float* image, float
 void back_matched(Impl& m, const AngleList& angles, const float* sino, float* image, cudaStream_t s);
 void forward_fast(Impl& m, const AngleList& angles, const float* image, float* sino, cudaStream_t s);
 void back_fast(Impl& m, const AngleList& angles, const float* sino, float* image, cudaStream_t s);
-size_t fast_forward_smem(const Impl& m);
+size_t fast_forward_smem(const Impl& m, bool tma);
 size_t fast_back_smem(const Impl& m);
 long long fast_back_grid_rows(const Impl& m);   // the fast back projection's grid rows (planes x slice blocks)
 void allow_fast_kernels_smem(int max_smem);
 void count_fast_kernel_slots(Impl& m);
-void choose_fast_forward_staging(Impl& m);   // sets fast_forward_tma(_unsupported); before fast_forward_smem
+void choose_fast_forward_staging(Impl& m);   // sets fast_forward_tma(_unsupported); needs max_smem
 
 // cuda_faithful.cu: the paper's texture design (its back projection is the public back_faithful)
 void forward_faithful(Impl& m, const AngleList& angles, const float* image, float* sino, cudaStream_t s);

@@ -73,7 +73,8 @@ DeviceModel::Impl::Impl(const HostModel& h) : host(h) {
                                        std::to_string(max_w) + " x " + std::to_string(max_h) + " x " +
                                        std::to_string(max_depth) + "); use method='matched' or 'fast'";
     detail::choose_fast_forward_staging(*this);
-    fast_forward_smem = detail::fast_forward_smem(*this);
+    fast_forward_smem[0] = detail::fast_forward_smem(*this, false);
+    fast_forward_smem[1] = detail::fast_forward_smem(*this, true);
     fast_back_smem = detail::fast_back_smem(*this);
     // the kernels' shared memory, opted into once per upload (up to the device's limit; each launch asks
     // for what it needs)
@@ -99,7 +100,7 @@ std::string DeviceModel::fast_unsupported_reason() const {
     const Impl& m = *impl_;
     if (m.host.D.J != kFastJ || m.host.D.K != kFastK)
         return "the fast CUDA kernels are compiled for the paper's 5 x 3 tube (J = 2, K = 1)";
-    const size_t need = std::max(m.fast_forward_smem, m.fast_back_smem);
+    const size_t need = std::max(m.fast_forward_smem[0], m.fast_back_smem);   // the cp.async staging's at least
     if (need > static_cast<size_t>(m.max_smem))
         return "n_rows: the fast kernels' slice planes (" + std::to_string(m.host.D.nz) + " slices, " +
                std::to_string(m.plane_rows) + " with the taps' reach) need " +
