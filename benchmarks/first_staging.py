@@ -39,7 +39,7 @@ def main():
     table = build_super_lor_table(s)
     P = SuperLORProjector(table, "fast", backend="cuda", check_finite=False)
     model = P._engine.model
-    if not model.fast_forward_tma:
+    if model.fast_forward_tma_unsupported_reason:
         print(f"no TMA staging here ({model.fast_forward_tma_unsupported_reason}): nothing to compare")
         return 0
     counts = work_counts(s)
