@@ -492,7 +492,7 @@ def test_gpu_fast_forward_tma_and_cp_async_staging_agree(volume):
     of every thread elsewhere) feed the same stencil the same numbers: bitwise equal sinograms, and both
     agree with the CPU. 65 angles take two launches (the tensor map covers the chunk's lattice); 150
     radial bins make three radial blocks, the last reaching past the lattice pitch (zero-filled columns);
-    10 rings give a plane of 20 slices plus the taps' padding."""
+    10 rings give a plane of 19 slices plus the taps' padding."""
     s = RotatingScanner(n_rows=10, n_angles=65, n_radial=150, n_columns=40)
     table = build_super_lor_table(s)
     gpu = SuperLORProjector(table, "fast", backend="cuda")
@@ -514,21 +514,19 @@ def test_gpu_fast_forward_tma_and_cp_async_staging_agree(volume):
 
 @pytest.mark.gpu
 def test_gpu_fast_forward_tma_switch_rejects_what_cannot_run():
-    """Switching the TMA staging on where it cannot run names the argument and why; switching it off works
-    everywhere."""
+    """The small scanner's lattice rows (28 floats) are narrower than the TMA staging's 68-column box, so its
+    forward stages with cp.async on every GPU; switching TMA on there names the argument."""
     gpu = SuperLORProjector(build_super_lor_table(RotatingScanner.small()), "fast", backend="cuda")
     model = gpu._engine.model
     reason = model.fast_forward_tma_unsupported_reason
-    if reason:
-        assert not model.fast_forward_tma
+    assert reason, "the small scanner's lattice rows are narrower than a TMA box: cp.async staging"
+    assert not model.fast_forward_tma
     model.fast_forward_tma = False
     assert not model.fast_forward_tma
-    if reason:
-        with pytest.raises(ValueError, match="fast_forward_tma"):
-            model.fast_forward_tma = True
-    else:
+    with pytest.raises(ValueError, match="fast_forward_tma"):
         model.fast_forward_tma = True
-        assert model.fast_forward_tma
+    x = np.random.default_rng(5).uniform(0.1, 1.0, RotatingScanner.small().grid.shape).astype(np.float32)
+    assert np.isfinite(gpu.forward(x)).all()
 
 
 @pytest.mark.gpu

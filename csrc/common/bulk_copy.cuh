@@ -128,9 +128,10 @@ inline TensorMapEncoder tensor_map_encoder() {
         cudaDriverEntryPointQueryResult found{};
         if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
                 cudaSuccess ||
-            found != cudaDriverEntryPointSuccess)
+            found != cudaDriverEntryPointSuccess) {
             fn = nullptr;
-        (void)cudaGetLastError();   // a failed lookup is an answer, not a sticky error for later calls
+            (void)cudaGetLastError();   // a failed lookup is an answer, not an error for later calls to report
+        }
 #endif
         return reinterpret_cast<TensorMapEncoder>(fn);
     }();

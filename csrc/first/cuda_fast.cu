@@ -5,7 +5,8 @@
 //           interpolation in z; back: one thread per voxel gathering the exact transpose (tube.hpp).
 // fast      forward: (1) resample the image once per angle on the LOR lattice R[i][z][row]
 //           (the footprint weights); (2) per angle, a block stages one along-plane R[i][*][*] at a time in
-//           shared memory (double buffered: one TMA box per plane on sm_90, cp.async copies before) and each half-warp accumulates up to 8 LOR rows
+//           shared memory (one TMA box per plane into a ring of 3 buffers on sm_90; cp.async copies into
+//           two buffers before) and each half-warp accumulates up to 8 LOR rows
 //           of one ring difference for 64 radial bins (4 per lane) in registers, walking the
 //           slices down the plane in pairs: 80 FMAs per 4 16-byte shared loads.
 //           back: (1) the chunk's sinogram rearranged by ring difference (zero rows around each
@@ -113,7 +114,7 @@ __device__ __forceinline__ void load_folded_taps(const float* __restrict__ qp, f
 // Staging (kTma): a plane's nz x 68 floats are one TMA box issued by thread 0 into a ring of kTmaBuffers
 // buffers; each warp waits on the buffer's "full" mbarrier, reads it, and arrives on its "free" mbarrier,
 // and thread 0 refills a buffer once all 8 warps have freed it (common/bulk_copy.cuh). No block-wide
-// barrier in the plane loop: a warp may run up to a plane ahead of the slowest. (!kTma, and before
+// barrier in the plane loop: a warp may run up to two planes ahead of the slowest. (!kTma, and before
 // sm_90) each thread copies its share of 16-byte pieces with cp.async into two buffers, with a
 // __syncthreads per plane. The stencil is the same.
 constexpr int kTmaBuffers = 3;
@@ -127,7 +128,7 @@ fast_forward_kernel(const Dims D, const AngleChunk A, int pitch, int pz_lo, int 
     constexpr int kBins = 4, W = NJ + kBins - 1;                // bins per lane, window floats per slice
     constexpr int COLS = 64 + 2 * J;                            // 64 radial bins + the tube's halo
     constexpr int kBuffers = kTma ? kTmaBuffers : 2;
-    constexpr int kWarps = 8;
+    constexpr int kWarps = 8;                                   // the launch's 256 threads (free arrivals)
     static_assert(W == 8 && COLS % 4 == 0, "two float4 per slice window; float4 staging");
     // kBuffers plane buffers (plane_rows x COLS floats each), then the TMA staging's mbarriers (full, free
     // per buffer); the base rounded up to 128 bytes (a TMA box's destination alignment; fast_forward_smem
@@ -509,8 +510,16 @@ void count_fast_kernel_slots(Impl& m) {
     // a model whose planes exceed the shared memory cannot use the fast kernels (fast_unsupported_reason)
     if (std::max(m.fast_forward_smem[0], m.fast_back_smem) > static_cast<size_t>(m.max_smem)) return;
     m.fast_forward_slots[0] = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK, false>, 256, m.fast_forward_smem[0]);
-    if (m.fast_forward_tma_unsupported.empty())
+    if (m.fast_forward_tma_unsupported.empty()) {
         m.fast_forward_slots[1] = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK, true>, 256, m.fast_forward_smem[1]);
+        // the TMA ring's third plane buffer must not cost resident blocks (planes of more slices than the
+        // full scanner's 59 would leave 2 blocks per SM instead of 3)
+        if (m.fast_forward_slots[1] < m.fast_forward_slots[0]) {
+            m.fast_forward_tma_unsupported = "n_rows: the TMA staging's " + std::to_string(kTmaBuffers) +
+                                             " slice planes leave fewer resident blocks than the cp.async staging's 2";
+            m.fast_forward_tma = false;
+        }
+    }
     m.fast_back_slots = cuda::resident_blocks(fast_back_kernel<kFastJ, kFastK>, kBackThreads, m.fast_back_smem);
 }
 
@@ -521,6 +530,8 @@ void choose_fast_forward_staging(Impl& m) {
     const Dims& D = m.host.D;
     std::string why = cuda::bulk_copy_kernel_unsupported(reinterpret_cast<const void*>(fast_forward_kernel<kFastJ, kFastK, true>));
     if (why.empty() && (D.J != kFastJ || D.K != kFastK)) why = "the fast kernels are compiled for the 5 x 3 tube";
+    if (why.empty() && m.pitch < 64 + 2 * kFastJ)   // a box wider than the tensor is not a valid map
+        why = "n: the lattice rows (" + std::to_string(m.pitch) + " floats) are narrower than a plane's 68-column box";
     if (why.empty() && D.nz > 256)
         why = "n_rows: a plane of " + std::to_string(D.nz) + " slices exceeds a TMA box's 256 rows";
     if (why.empty() && fast_forward_smem(m, true) > static_cast<size_t>(m.max_smem))
@@ -581,25 +592,32 @@ void back_matched(Impl& m, const AngleList& angles, const float* sino, float* im
 
 void forward_fast(Impl& m, const AngleList& angles, const float* image, float* sino, cudaStream_t s) {
     const Dims& D = m.host.D;
-    const bool tma = m.fast_forward_tma;
-    auto* kernel = tma ? fast_forward_kernel<kFastJ, kFastK, true> : fast_forward_kernel<kFastJ, kFastK, false>;
-    const size_t smem = m.fast_forward_smem[tma];
     const int n = static_cast<int>(angles.index.size());
     const int gx = div_up(D.n, 64), gy = div_up(m.n_units, 16);      // 8 warps, 2 units each
-    const int chunk = fast_chunk(n, static_cast<long long>(gx) * gy, m.fast_forward_slots[tma], m.lattice_bytes(1, D.nz));
+    // the TMA staging's resident blocks are the cp.async staging's (count_fast_kernel_slots), so the chunk
+    // does not depend on the staging
+    const int chunk = fast_chunk(n, static_cast<long long>(gx) * gy, m.fast_forward_slots[0], m.lattice_bytes(1, D.nz));
     float* L = m.lattice_for(std::min(chunk, n), D.nz);
-    if (tma) {
+    if (m.fast_forward_tma) {
         // the lattice buffer as a (chunk n nz) x pitch matrix read in 68-column x nz-row boxes (one plane of
         // 64 radial bins and the halo; columns past the pitch land as zeros)
         const uint64_t rows = static_cast<uint64_t>(std::min(chunk, n)) * D.n * D.nz;
         if (m.lattice_map_base != L || m.lattice_map_rows != rows) {
             const std::string why = cuda::encode_float_tensor_map(&m.lattice_map, L, m.pitch, rows, m.pitch,
                                                                   64 + 2 * kFastJ, D.nz);
-            if (!why.empty()) throw std::runtime_error("fast forward: " + why);
-            m.lattice_map_base = L;
-            m.lattice_map_rows = rows;
+            if (why.empty()) {
+                m.lattice_map_base = L;
+                m.lattice_map_rows = rows;
+            } else {   // the model-upload probe passed; should this buffer's map not, stage with cp.async
+                m.fast_forward_tma_unsupported = why;
+                m.fast_forward_tma = false;
+                m.lattice_map_base = nullptr;
+            }
         }
     }
+    const bool tma = m.fast_forward_tma;
+    auto* kernel = tma ? fast_forward_kernel<kFastJ, kFastK, true> : fast_forward_kernel<kFastJ, kFastK, false>;
+    const size_t smem = m.fast_forward_smem[tma];
     for_each_chunk(angles, chunk, [&](const AngleChunk& ch) {
         resample(m, ch, image, L, s);
         const dim3 grid(gx, gy, ch.n);
