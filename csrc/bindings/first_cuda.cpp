@@ -24,9 +24,9 @@ void register_first_cuda(py::module_& m) {
         .def_property_readonly("fast_unsupported_reason", &DeviceModel::fast_unsupported_reason,
                                "Why the fast kernels cannot run this model ('' when they can).")
         .def_property("fast_forward_tma", &DeviceModel::fast_forward_tma, &DeviceModel::set_fast_forward_tma,
-                      "Whether the fast forward stages its lattice planes by TMA box copies (sm_90+, the default "
-                      "where they can run) rather than cp.async copies; both give the same bits. Setting True "
-                      "where they cannot run raises ValueError.")
+                      "Whether the fast forward stages its lattice planes by TMA box copies (sm_90+; off by default "
+                      "until verified on a GPU) rather than cp.async copies; both give the same bits. Setting "
+                      "True where they cannot run raises ValueError.")
         .def_property_readonly("fast_forward_tma_unsupported_reason", &DeviceModel::fast_forward_tma_unsupported_reason,
                                "Why the TMA staging cannot run here ('' when it can).");
     m.def("first_forward_cuda",

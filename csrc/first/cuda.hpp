@@ -23,8 +23,8 @@ public:
     size_t bytes() const;          // device memory held now (model + workspaces)
     bool fast_supported() const;   // the 5 x 3 tube (J = 2, K = 1) and the slice planes fit shared memory
     std::string fast_unsupported_reason() const;   // "" when supported
-    // The fast forward stages each lattice plane into shared memory by one TMA box copy (sm_90+; the
-    // default where it can run) or by cp.async copies of every thread. Both give the same bits.
+    // The fast forward stages each lattice plane into shared memory by one TMA box copy (sm_90+; opt-in
+    // until verified on a GPU, cuda_fast.cu) or by cp.async copies of every thread. Both give the same bits.
     bool fast_forward_tma() const;
     void set_fast_forward_tma(bool on);   // ValueError when on and the TMA staging cannot run here
     std::string fast_forward_tma_unsupported_reason() const;   // "" when it can
