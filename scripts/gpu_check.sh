@@ -13,6 +13,7 @@
 # Compute of the RDP kernel (scripts/ncu_prior_case.py) and the FIRST and dual-head penalised arms
 # (benchmarks/penalised_sweeps.py; PENALISED_FAMILIES=first or dualhead runs one of them);
 # first: the FIRST family's gpu-marked tests (when run alone), benchmarks/first_projectors.py, benchmarks/first_staging.py,
+# compute-sanitizer racecheck of scripts/sanitizer_case.py first,
 # benchmarks/first_invariants.py (per-angle totals, sensitivity smoothness) and the experiment; dualhead: the dual-head
 # family's gpu-marked tests, the model build (full size; quick: the benchmark's --small scanner),
 # benchmarks/dualhead_projectors.py and its experiment;
@@ -193,6 +194,10 @@ if runs first; then
   echo "== FIRST fast forward: TMA against cp.async staging of the lattice planes (same build, alternated)"
   stage first_staging "$OUTDIR/first_staging.log" $PY benchmarks/first_staging.py --out "$OUTDIR/first_staging.json"
   show "$OUTDIR/first_staging.log" 6
+  echo "== compute-sanitizer racecheck of the FIRST case (the shared-memory stagings; memcheck is in the tests stage)"
+  stage first_racecheck "$OUTDIR/first_racecheck.log" compute-sanitizer --tool racecheck --error-exitcode 1 \
+    $PY scripts/sanitizer_case.py first
+  show "$OUTDIR/first_racecheck.log" 3
   echo "== FIRST invariants at full size (per-angle totals, sensitivity smoothness), every method on the GPU"
   stage first_invariants "$OUTDIR/first_invariants.log" \
     $PY benchmarks/first_invariants.py --backend cuda --out "$OUTDIR/first_invariants.json"

@@ -40,8 +40,9 @@ def run():
 
 
 def run_first():
-    """FIRST: every method forward / back (faithful with the sensitivity, both table paths), more
-    angles than one launch (130: three uneven launches), and the Monte Carlo."""
+    """FIRST: every method forward / back (faithful with the sensitivity, both table paths; the fast forward
+    with both stagings of its planes where the TMA one can run: the 71-bin scanner), more angles than one
+    launch (130: three uneven launches), and the Monte Carlo."""
     rng = np.random.default_rng(2)
     for scanner, tol in ((RotatingScanner(n_rows=5, n_angles=130, n_radial=23, n_columns=16), 0.05),
                          (RotatingScanner(n_rows=30, n_angles=3, n_radial=71, n_columns=40), 0.0)):
@@ -51,6 +52,10 @@ def run_first():
         for method in ("fast", "matched", "faithful"):
             op = SuperLORProjector(table, method, backend="cuda")
             op.forward(x)
+            model = op._engine.model
+            if method == "fast" and not model.fast_forward_tma_unsupported_reason:
+                model.fast_forward_tma = True        # the TMA staging of the forward's planes too (opt-in)
+                op.forward(x)
             op.adjoint(y)
             op.back_with_sensitivity(y, y)
         band = first.monte_carlo.direction_band(scanner, x)["band_fraction"]
