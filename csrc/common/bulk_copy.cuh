@@ -29,7 +29,7 @@ namespace dp::cuda {
 
 // --- device side ----------------------------------------------------------------------------------------
 // Each helper compiles to its PTX on sm_90+ and to a trap elsewhere: the kernels that use them are chosen
-// on the host only where the launched image is sm_90 code (bulk_copy_kernel_ok).
+// on the host only where the launched image is sm_90 code (bulk_copy_kernel_unsupported).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define DP_BULK_COPY_PTX 1
 #endif

@@ -486,11 +486,12 @@ unresample_kernel(const Dims D, const AngleChunk A, const Footprints FP, int pit
 long long fast_back_grid_rows(const Impl& m) {
     return static_cast<long long>(m.host.D.n) * div_up(m.host.D.nz, kBackBlockSlices);
 }
-// the plane buffers (two for cp.async, kTmaBuffers for TMA), the TMA staging's mbarriers (two per buffer),
-// and the slack that lets the kernel align its base to 128
+// the plane buffers (two for cp.async, kTmaBuffers for TMA), the TMA staging's mbarriers (full and free per
+// buffer), and the slack that lets the kernel align its base to 128
+constexpr int kFastCols = 64 + 2 * kFastJ;   // a staged plane's columns: 64 radial bins and the tube's halo
 size_t fast_forward_smem(const Impl& m, bool tma) {
-    const int buffers = tma ? kTmaBuffers : 2;
-    return buffers * (sizeof(float) * m.plane_rows * (64 + 2 * kFastJ) + 2 * sizeof(uint64_t)) + 128;
+    const size_t plane_bytes = sizeof(float) * m.plane_rows * kFastCols;
+    return tma ? kTmaBuffers * (plane_bytes + 2 * sizeof(uint64_t)) + 128 : 2 * plane_bytes + 128;
 }
 // the transposed stencil's shared memory: its plane's taps, first slices, row offsets and the warps' lists of
 // ring differences (the sinogram is read through L1)
@@ -509,12 +510,13 @@ void allow_fast_kernels_smem(int max_smem) {
 void count_fast_kernel_slots(Impl& m) {
     // a model whose planes exceed the shared memory cannot use the fast kernels (fast_unsupported_reason)
     if (std::max(m.fast_forward_smem[0], m.fast_back_smem) > static_cast<size_t>(m.max_smem)) return;
-    m.fast_forward_slots[0] = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK, false>, 256, m.fast_forward_smem[0]);
+    m.fast_forward_slots = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK, false>, 256, m.fast_forward_smem[0]);
     if (m.fast_forward_tma_unsupported.empty()) {
-        m.fast_forward_slots[1] = cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK, true>, 256, m.fast_forward_smem[1]);
         // the TMA ring's third plane buffer must not cost resident blocks (planes of more slices than the
-        // full scanner's 59 would leave 2 blocks per SM instead of 3)
-        if (m.fast_forward_slots[1] < m.fast_forward_slots[0]) {
+        // full scanner's 59 would leave 2 blocks per SM instead of 3), so the launches' waves are the same
+        // for both stagings
+        if (cuda::resident_blocks(fast_forward_kernel<kFastJ, kFastK, true>, 256, m.fast_forward_smem[1]) <
+            m.fast_forward_slots) {
             m.fast_forward_tma_unsupported = "n_rows: the TMA staging's " + std::to_string(kTmaBuffers) +
                                              " slice planes leave fewer resident blocks than the cp.async staging's 2";
             m.fast_forward_tma = false;
@@ -529,14 +531,25 @@ void count_fast_kernel_slots(Impl& m) {
 // have passed with it.
 constexpr bool kTmaStagingByDefault = false;
 
+namespace {
+
+// The tensor map of a lattice buffer at `base` of `rows` rows (angles x n x nz) of m.pitch floats, read in
+// boxes of one plane of a radial block: kFastCols columns x nz rows (columns past the pitch land as zeros).
+// Returns "" or why the driver would not encode it.
+std::string encode_lattice_map(const Impl& m, CUtensorMap* map, const void* base, uint64_t rows) {
+    return cuda::encode_float_tensor_map(map, base, m.pitch, rows, m.pitch, kFastCols, m.host.D.nz);
+}
+
+}  // namespace
+
 // The TMA staging where it can run: an sm_90 image of the kernel, a driver with the tensor-map encoder, a
-// plane of at most 256 slices (a box's limit), its ring of planes within the shared memory and a tensor map the driver accepts for the lattice's shape
-// (tried here on the model's own buffer: encoding reads no memory).
+// plane of at most 256 slices (a box's limit), its ring of planes within the shared memory and a tensor map
+// the driver accepts for the lattice's shape (tried on the model's own buffer: encoding reads no memory).
 void choose_fast_forward_staging(Impl& m) {
     const Dims& D = m.host.D;
     std::string why = cuda::bulk_copy_kernel_unsupported(reinterpret_cast<const void*>(fast_forward_kernel<kFastJ, kFastK, true>));
     if (why.empty() && (D.J != kFastJ || D.K != kFastK)) why = "the fast kernels are compiled for the 5 x 3 tube";
-    if (why.empty() && m.pitch < 64 + 2 * kFastJ)   // a box wider than the tensor is not a valid map
+    if (why.empty() && m.pitch < kFastCols)   // a box wider than the tensor is not a valid map
         why = "n: the lattice rows (" + std::to_string(m.pitch) + " floats) are narrower than a plane's 68-column box";
     if (why.empty() && D.nz > 256)
         why = "n_rows: a plane of " + std::to_string(D.nz) + " slices exceeds a TMA box's 256 rows";
@@ -546,8 +559,7 @@ void choose_fast_forward_staging(Impl& m) {
               std::to_string(m.max_smem >> 10);
     if (why.empty()) {
         CUtensorMap probe{};
-        why = cuda::encode_float_tensor_map(&probe, m.Q.as<float>(), m.pitch, static_cast<uint64_t>(D.n) * D.nz, m.pitch,
-                                            64 + 2 * kFastJ, D.nz);
+        why = encode_lattice_map(m, &probe, m.Q.as<float>(), static_cast<uint64_t>(D.n) * D.nz);
     }
     m.fast_forward_tma_unsupported = why;
     m.fast_forward_tma = why.empty() && kTmaStagingByDefault;
@@ -600,17 +612,13 @@ void forward_fast(Impl& m, const AngleList& angles, const float* image, float* s
     const Dims& D = m.host.D;
     const int n = static_cast<int>(angles.index.size());
     const int gx = div_up(D.n, 64), gy = div_up(m.n_units, 16);      // 8 warps, 2 units each
-    // the TMA staging's resident blocks are the cp.async staging's (count_fast_kernel_slots), so the chunk
-    // does not depend on the staging
-    const int chunk = fast_chunk(n, static_cast<long long>(gx) * gy, m.fast_forward_slots[0], m.lattice_bytes(1, D.nz));
+    // the TMA staging keeps the cp.async staging's resident blocks (count_fast_kernel_slots): one chunk size
+    const int chunk = fast_chunk(n, static_cast<long long>(gx) * gy, m.fast_forward_slots, m.lattice_bytes(1, D.nz));
     float* L = m.lattice_for(std::min(chunk, n), D.nz);
     if (m.fast_forward_tma) {
-        // the lattice buffer as a (chunk n nz) x pitch matrix read in 68-column x nz-row boxes (one plane of
-        // 64 radial bins and the halo; columns past the pitch land as zeros)
         const uint64_t rows = static_cast<uint64_t>(std::min(chunk, n)) * D.n * D.nz;
         if (m.lattice_map_base != L || m.lattice_map_rows != rows) {
-            const std::string why = cuda::encode_float_tensor_map(&m.lattice_map, L, m.pitch, rows, m.pitch,
-                                                                  64 + 2 * kFastJ, D.nz);
+            const std::string why = encode_lattice_map(m, &m.lattice_map, L, rows);
             if (why.empty()) {
                 m.lattice_map_base = L;
                 m.lattice_map_rows = rows;

@@ -167,9 +167,9 @@ struct DeviceModel::Impl {
     int max_smem = 0;                // shared memory a block may opt into (bytes), read once
     // the fast kernels' shared memory (bytes); the forward's for each staging ([1]: TMA)
     size_t fast_forward_smem[2] = {0, 0}, fast_back_smem = 0;
-    // the fast kernels' resident blocks on the whole GPU with that shared memory (their launches' waves);
-    // the forward's for each staging ([1]: TMA)
-    long long fast_forward_slots[2] = {1, 1}, fast_back_slots = 1;
+    // the fast kernels' resident blocks on the whole GPU with that shared memory (their launches' waves; the
+    // forward's TMA staging is chosen only where it keeps them)
+    long long fast_forward_slots = 1, fast_back_slots = 1;
     // The fast forward's staging of lattice planes: TMA boxes (sm_90+) or cp.async copies (cuda_fast.cu,
     // choose_fast_forward_staging). DeviceModel::set_fast_forward_tma switches it.
     bool fast_forward_tma = false;
